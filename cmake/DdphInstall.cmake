@@ -1,0 +1,29 @@
+# Installs the header, libddph.so, the plugins (see DdphPlugin.cmake), the ddph
+# tool, a CMake package (find_package(ddphooks)) and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/abi/include/ddph DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS ddph_abi EXPORT ddphooksTargets)
+if(TARGET ddph)
+  install(TARGETS ddph EXPORT ddphooksTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+if(TARGET ddph_tool)
+  install(TARGETS ddph_tool RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ddphooks/configs
+  FILES_MATCHING PATTERN "*.yaml")
+
+install(EXPORT ddphooksTargets NAMESPACE ddphooks:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddphooks)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ddphooksConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ddphooksConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddphooks
+  PATH_VARS CMAKE_INSTALL_LIBDIR)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ddphooksConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ddphooksConfig.cmake ${PROJECT_BINARY_DIR}/ddphooksConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddphooks)
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/ddphooks.pc.in ${PROJECT_BINARY_DIR}/ddphooks.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/ddphooks.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,59 @@
+#include "core/bucket_check.h"
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace ddph {
+
+DType check_bucket(const ddph_bucket_t* b) {
+  DDPH_CHECK(b != nullptr, DDPH_INVALID_ARGUMENT, "bucket is NULL");
+  DDPH_CHECK(b->struct_size >= DDPH_BUCKET_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+             "bucket.struct_size is " << b->struct_size << ", smaller than the v1.0 size "
+                                      << DDPH_BUCKET_SIZE_V1_0);
+  const DLTensor& buf = b->buffer;
+  DDPH_CHECK(buf.ndim == 1, DDPH_INVALID_ARGUMENT,
+             "bucket.buffer.ndim is " << buf.ndim << "; a bucket buffer must be 1-D");
+  DDPH_CHECK(buf.shape != nullptr, DDPH_INVALID_ARGUMENT, "bucket.buffer.shape is NULL");
+  DDPH_CHECK(is_flat(buf), DDPH_INVALID_ARGUMENT,
+             "bucket.buffer.strides is {" << buf.strides[0] << "}; a bucket buffer must be contiguous");
+  const int64_t n = buf.shape[0];
+  DDPH_CHECK(n >= 0, DDPH_INVALID_ARGUMENT, "bucket.buffer.shape[0] is negative (" << n << ")");
+  DDPH_CHECK(n == 0 || buf.data != nullptr, DDPH_INVALID_ARGUMENT,
+             "bucket.buffer.data is NULL for " << n << " elements");
+  DType dtype;
+  char text[32];
+  DDPH_CHECK(dtype_from_dl(buf.dtype, &dtype), DDPH_UNSUPPORTED,
+             "bucket.buffer.dtype " << dl_dtype_text(buf.dtype, text)
+                                    << " is not supported (float32, float64, float16, bfloat16, "
+                                       "int32, int64, uint8)");
+  DDPH_CHECK(buf.device.device_type == kDLCPU || buf.device.device_type == kDLCUDAHost,
+             DDPH_UNSUPPORTED,
+             "bucket.buffer.device type " << int(buf.device.device_type)
+                                          << " is not supported by this build (CPU only)");
+  DDPH_CHECK(b->num_params == 0 || b->params != nullptr, DDPH_INVALID_ARGUMENT,
+             "bucket.params is NULL but bucket.num_params is " << b->num_params);
+  for (size_t i = 0; i < b->num_params; ++i) {
+    const ddph_param_t& p = b->params[i];
+    DDPH_CHECK(p.struct_size >= DDPH_PARAM_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+               "bucket.params[" << i << "].struct_size is " << p.struct_size
+                                << ", smaller than the v1.0 size " << DDPH_PARAM_SIZE_V1_0);
+    DDPH_CHECK(p.ndim >= 0 && p.ndim <= 32, DDPH_INVALID_ARGUMENT,
+               "bucket.params[" << i << "].ndim is " << p.ndim << " (0..32 allowed)");
+    DDPH_CHECK(p.ndim == 0 || p.shape != nullptr, DDPH_INVALID_ARGUMENT,
+               "bucket.params[" << i << "].shape is NULL with ndim " << p.ndim);
+    int64_t count = 1;
+    for (int d = 0; d < p.ndim; ++d) {
+      DDPH_CHECK(p.shape[d] >= 0, DDPH_INVALID_ARGUMENT,
+                 "bucket.params[" << i << "].shape[" << d << "] is negative (" << p.shape[d] << ")");
+      DDPH_CHECK(p.shape[d] == 0 || count <= n / p.shape[d] + 1, DDPH_INVALID_ARGUMENT,
+                 "bucket.params[" << i << "].shape overflows the bucket of " << n << " elements");
+      count *= p.shape[d];
+    }
+    DDPH_CHECK(p.offset >= 0 && p.offset <= n && count <= n - p.offset, DDPH_INVALID_ARGUMENT,
+               "bucket.params[" << i << "] (offset " << p.offset << ", " << count
+                                << " elements) lies outside the bucket of " << n << " elements");
+  }
+  return dtype;
+}
+
+}  // namespace ddph

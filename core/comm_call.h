@@ -1,0 +1,18 @@
+// Calling a communicator table from C++: checks that the collective exists
+// and rethrows its error as ddph::Error.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include "core/tensor.h"
+
+namespace ddph {
+
+int comm_rank(ddph_comm_t* comm);
+int comm_size(ddph_comm_t* comm);
+void comm_allreduce(ddph_comm_t* comm, FlatTensor& buf, ddph_reduce_op_t op, void* stream);
+void comm_allgather(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv, void* stream);
+void comm_broadcast(ddph_comm_t* comm, FlatTensor& buf, int root, void* stream);
+void comm_barrier(ddph_comm_t* comm);
+
+}  // namespace ddph

@@ -1,0 +1,57 @@
+#include "core/hook.h"
+
+#include <condition_variable>
+#include <mutex>
+
+namespace ddph {
+
+void check_hook_init(const ddph_hook_init_t* init, uint32_t flags) {
+  DDPH_CHECK(init != nullptr, DDPH_INVALID_ARGUMENT, "create: init is NULL");
+  DDPH_CHECK(init->struct_size >= DDPH_HOOK_INIT_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+             "create: init.struct_size " << init->struct_size << " is smaller than the v1.0 size "
+                                         << DDPH_HOOK_INIT_SIZE_V1_0);
+  DDPH_CHECK(init->comm != nullptr, DDPH_INVALID_ARGUMENT, "create: init.comm is NULL");
+  DDPH_CHECK(init->comm->struct_size >= DDPH_COMM_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+             "create: init.comm.struct_size " << init->comm->struct_size
+                                              << " is smaller than the v1.0 size "
+                                              << DDPH_COMM_SIZE_V1_0);
+  DDPH_CHECK(init->num_options == 0 || init->options != nullptr, DDPH_INVALID_ARGUMENT,
+             "create: init.options is NULL but init.num_options is " << init->num_options);
+  if (flags & DDPH_HOOK_NEEDS_INNER) {
+    DDPH_CHECK(init->inner != nullptr && init->inner->hook != nullptr, DDPH_INVALID_ARGUMENT,
+               "create: this hook wraps another one, but init.inner is NULL (name one with "
+               "'wrap:' in the YAML)");
+    DDPH_CHECK(init->inner->hook->struct_size >= DDPH_HOOK_SIZE_V1_0 &&
+                   init->inner->hook->run_bucket != nullptr,
+               DDPH_INVALID_ARGUMENT, "create: init.inner.hook is not a valid v1 hook table");
+  } else {
+    DDPH_CHECK(init->inner == nullptr, DDPH_INVALID_ARGUMENT,
+               "create: this hook wraps nothing, but init.inner is set (remove 'wrap:')");
+  }
+}
+
+namespace {
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  ddph_error_t* error = nullptr;
+  static void on_done(void* user, ddph_error_t* error) {
+    auto* w = static_cast<Waiter*>(user);
+    std::lock_guard<std::mutex> lock(w->mu);
+    w->error = error;
+    w->done = true;
+    w->cv.notify_all();
+  }
+};
+}  // namespace
+
+void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket) {
+  Waiter w;
+  DDPH_CALL(hook.hook->run_bucket(hook.state, &bucket, &Waiter::on_done, &w));
+  std::unique_lock<std::mutex> lock(w.mu);
+  w.cv.wait(lock, [&] { return w.done; });
+  DDPH_CALL(w.error);
+}
+
+}  // namespace ddph
