@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The one set-up script, for users and CI alike: installs the Debian packages
+# that are missing, configures and builds into build/.
+#   ./build.sh          install dependencies and build
+#   ./build.sh test     ... then run the whole test suite (CTest)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(
+  cmake ninja-build g++ pkg-config          # toolchain
+  libgloo-dev libyaml-cpp-dev libdlpack-dev # Gloo engine, YAML config, DLPack tensors
+  libgtest-dev libbenchmark-dev             # tests and benchmarks
+  redis-server                              # Redis rendezvous tests
+  python3-torch python3-numpy               # PyTorch reference for parity tests
+  binutils                                  # nm, for the exported-symbol test
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "build.sh: installing ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+build_dir=${DDPH_BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo}
+cmake --build "$build_dir" -j2
+
+if [ "${1:-}" = "test" ]; then
+  ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300
+fi

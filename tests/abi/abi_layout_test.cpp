@@ -1,0 +1,43 @@
+// Pins the v1 layout: a change here is an ABI break and must bump the major.
+#include <ddph/ddph.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+extern "C" int ddph_header_c99_compiles(void);
+
+namespace {
+
+TEST(AbiLayout, HeaderCompilesAsC99) { EXPECT_EQ(ddph_header_c99_compiles(), 1); }
+
+TEST(AbiLayout, StructSizeComesFirstEverywhere) {
+  EXPECT_EQ(offsetof(ddph_store_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_host_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_option_spec_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_option_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_comm_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_comm_init_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_comm_factory_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_param_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_bucket_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_stats_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_hook_init_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_hook_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_plugin_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_session_options_t, struct_size), 0u);
+}
+
+// x86-64 / aarch64 LP64 sizes of v1.0. Appending a field changes sizeof but
+// not the V1_0 macros; changing these numbers otherwise breaks every plugin.
+TEST(AbiLayout, V1SizesOnLp64) {
+  static_assert(sizeof(void*) == 8, "LP64 only");
+  EXPECT_EQ(DDPH_STORE_SIZE_V1_0, 32u);
+  EXPECT_EQ(DDPH_HOST_SIZE_V1_0, 56u);
+  EXPECT_EQ(DDPH_COMM_SIZE_V1_0, 112u);
+  EXPECT_EQ(DDPH_BUCKET_SIZE_V1_0, 104u);
+  EXPECT_EQ(DDPH_HOOK_SIZE_V1_0, 96u);
+  EXPECT_EQ(DDPH_PLUGIN_SIZE_V1_0, 64u);
+  EXPECT_EQ(sizeof(DLTensor), 48u);
+}
+
+}  // namespace

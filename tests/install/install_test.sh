@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs ddphooks into a fresh prefix and uses it the way an outside
+# project would: pkg-config, find_package(ddphooks) for a new hook family,
+# DDPH_PLUGIN_PATH, and a plain-C host that dlopen()s the installed loader.
+#   install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+work=$(mktemp -d /tmp/ddph-install-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for f in include/ddph/ddph.h lib/libddph.so lib/libddph.so.1 bin/ddph \
+         lib/ddphooks/libddph_default.so lib/ddphooks/libddph_debugging.so \
+         lib/ddphooks/libddph_comm_gloo.so lib/cmake/ddphooks/ddphooksConfig.cmake \
+         lib/pkgconfig/ddphooks.pc; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f was not installed"; exit 1; }
+done
+
+# pkg-config: a program linked against the installed loader.
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+cat > "$work/version.c" <<'C'
+#include <stdio.h>
+#include <ddph/ddph.h>
+int main(void) { printf("%s\n", ddph_version()); return 0; }
+C
+cc -std=c99 "$work/version.c" -o "$work/version" $(pkg-config --cflags --libs ddphooks)
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.0" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
+
+# find_package: the out-of-tree family, built against the installed header only.
+cmake -S "$src/examples/out_of_tree_plugin" -B "$work/plugin" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/plugin" >/dev/null
+[ -f "$work/plugin/libddph_example.so" ] || { echo "FAIL: libddph_example.so not built"; exit 1; }
+export DDPH_PLUGIN_PATH=$work/plugin
+
+"$prefix/bin/ddph" validate "$src/examples/out_of_tree_plugin/example.yaml"
+"$prefix/bin/ddph" plugins | grep -q "scaled_mean" || { echo "FAIL: ddph plugins does not list the new family"; exit 1; }
+
+# Two ranks of the C host, through the installed loader and the new family (scale 2.0).
+cc -std=c99 -I"$prefix/include" "$src/examples/c_host/allreduce_host.c" -o "$work/host" -ldl -lm
+export DDPH_LIBRARY=$prefix/lib/libddph.so.1
+rdv="file://$work/rdv"
+pids=()
+for r in 0 1; do
+  timeout 60 "$work/host" "$src/examples/out_of_tree_plugin/example.yaml" $r 2 "$rdv" 1000 2.0 &
+  pids+=($!)
+done
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+[ $status -eq 0 ] || { echo "FAIL: C host over the out-of-tree family"; exit 1; }
+echo "install test: ok"
