@@ -1,0 +1,56 @@
+#include "loader/tool/train_buckets.h"
+
+#include "core/dtype.h"
+
+namespace ddph_train {
+
+std::vector<BucketPlan> plan_buckets(const std::vector<int64_t>& param_numels, int64_t cap_bytes) {
+  std::vector<BucketPlan> plans;
+  BucketPlan current;
+  const int64_t elem = static_cast<int64_t>(sizeof(float));
+  for (int p = static_cast<int>(param_numels.size()) - 1; p >= 0; --p) {
+    int64_t n = param_numels[p];
+    bool fits = cap_bytes <= 0 || (current.numel + n) * elem <= cap_bytes;
+    if (!fits && !current.slots.empty()) {
+      plans.push_back(std::move(current));
+      current = BucketPlan{};
+    }
+    current.slots.push_back(BucketSlot{p, current.numel, n});
+    current.numel += n;
+  }
+  if (!current.slots.empty()) plans.push_back(std::move(current));
+  return plans;
+}
+
+GradBucket::GradBucket(uint64_t index, BucketPlan plan,
+                       const std::vector<const std::vector<int64_t>*>& shapes)
+    : plan_(std::move(plan)), buffer_(plan_.numel, 0.f), numel_(plan_.numel) {
+  for (const BucketSlot& slot : plan_.slots) shapes_.push_back(shapes.at(slot.param));
+  params_.resize(plan_.slots.size());
+  for (size_t k = 0; k < plan_.slots.size(); ++k) {
+    ddph_param_t& v = params_[k];
+    v = ddph_param_t{};
+    v.struct_size = sizeof(ddph_param_t);
+    v.offset = plan_.slots[k].offset;
+    v.ndim = static_cast<int32_t>(shapes_[k]->size());
+    v.shape = shapes_[k]->data();
+    // data.data stays NULL: the trainer keeps the parameters to itself.
+  }
+  bucket_.struct_size = sizeof(ddph_bucket_t);
+  bucket_.index = index;
+  bucket_.buffer.data = buffer_.data();
+  bucket_.buffer.device = DLDevice{kDLCPU, 0};
+  bucket_.buffer.ndim = 1;
+  bucket_.buffer.dtype = ddph::dtype_to_dl(ddph::DType::F32);
+  bucket_.buffer.shape = &numel_;
+  bucket_.num_params = params_.size();
+  bucket_.params = params_.empty() ? nullptr : params_.data();
+}
+
+const ddph_bucket_t* GradBucket::bucket(uint64_t step, bool is_last) {
+  bucket_.step = step;
+  bucket_.is_last = is_last ? 1 : 0;
+  return &bucket_;
+}
+
+}  // namespace ddph_train
