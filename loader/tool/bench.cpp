@@ -1,0 +1,243 @@
+// `ddph bench`: times hooks on N local ranks over the config's communicator,
+// next to the communicator's own fp32 allreduce of the same buffer.
+//
+// Each timed iteration is [barrier; t0; submit one bucket; flush; t1]; a
+// rank's time counts only as the slowest rank's (a collective is done when
+// its last rank is), and the figure reported is the median over iterations.
+// Hook and baseline iterations alternate, so drift in the machine's load
+// hits both alike.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "loader/tool/bench_label.h"
+#include "loader/tool/commands.h"
+#include "loader/tool/train_buckets.h"
+#include "loader/tool/train_flags.h"
+#include "loader/tool/train_launch.h"
+#include "loader/tool/train_session.h"
+
+namespace ddph_tool {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> configs;
+  int world = 2;
+  double bucket_mb = 25;  // PyTorch DDP's default bucket_cap_mb
+  int iters = 10;
+  int warmup = 2;
+  bool json = false;
+  double timeout_s = 600;
+  bool help = false;
+};
+
+const char kUsage[] =
+    "usage: ddph bench --config FILE.yaml [--config FILE2.yaml ...] [--world N]\n"
+    "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
+    "Runs N local ranks (default 2) over a temporary file store and times each\n"
+    "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
+    "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
+    "buffer. --json prints one object per config per line.\n";
+
+BenchOptions parse(int argc, char** argv) {
+  BenchOptions o;
+  Flags f(argc, argv);
+  while (f.next()) {
+    if (f.is("--help"))
+      return o.help = true, o;
+    else if (f.is("--config"))
+      o.configs.push_back(f.value());
+    else if (f.is("--world"))
+      o.world = static_cast<int>(f.int_value(1, 256));
+    else if (f.is("--bucket-mb"))
+      o.bucket_mb = f.double_value(1e-6, 4096);
+    else if (f.is("--iters"))
+      o.iters = static_cast<int>(f.int_value(1, 1000000));
+    else if (f.is("--warmup"))
+      o.warmup = static_cast<int>(f.int_value(0, 1000000));
+    else if (f.is("--json"))
+      o.json = true;
+    else if (f.is("--timeout"))
+      o.timeout_s = f.double_value(1, 1e6);
+    else
+      throw std::invalid_argument("unknown flag " + f.name());
+  }
+  if (o.configs.empty()) throw std::invalid_argument("at least one --config is required");
+  return o;
+}
+
+struct Result {
+  double median_s = 0;
+  double baseline_s = 0;
+  double wire_bytes_per_rank = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void print_header(size_t label_width) {
+  std::printf("%-*s %5s %10s %11s %15s %6s %12s\n", static_cast<int>(label_width), "hook", "world",
+              "bucket", "median", "gloo allreduce", "ratio", "wire/rank");
+}
+
+void print_result(const BenchOptions& o, const std::string& label, size_t label_width,
+                  int64_t bucket_bytes, const Result& r) {
+  double ratio = r.baseline_s > 0 ? r.median_s / r.baseline_s : 0;
+  if (o.json) {
+    std::printf("{\"hook\":%s,\"world\":%d,\"bucket_bytes\":%" PRId64
+                ",\"median_s\":%.9g,\"baseline_allreduce_median_s\":%.9g,"
+                "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d}\n",
+                json_string(label).c_str(), o.world, bucket_bytes, r.median_s, r.baseline_s,
+                r.wire_bytes_per_rank, ratio, o.iters);
+  } else {
+    std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
+                static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,
+                r.median_s * 1e3, r.baseline_s * 1e3, ratio, r.wire_bytes_per_rank / 1048576.0);
+  }
+  std::fflush(stdout);
+}
+
+// Deterministic values in [-1, 1), different per rank so a reduction has
+// something to do, and small enough that fp16 neither overflows nor
+// flushes to zero.
+void fill(std::vector<float>& v, int rank) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u + static_cast<uint32_t>(rank) * 40503u;
+    v[i] = static_cast<float>((h >> 8) % 2000) / 1000.0f - 1.0f;
+  }
+}
+
+Result bench_config(const BenchOptions& o, const std::string& config, const std::string& url,
+                    int rank, int64_t numel) {
+  Session s(config, rank, o.world, url);
+  std::vector<int64_t> shape = {numel};
+  ddph_train::BucketPlan plan;
+  plan.slots.push_back(ddph_train::BucketSlot{0, 0, numel});
+  plan.numel = numel;
+  ddph_train::GradBucket bucket(0, std::move(plan), {&shape});
+  std::vector<float> pristine(numel);
+  fill(pristine, rank);
+
+  // times[0..K) the hook, times[K..2K) the baseline: one MAX allreduce at the end.
+  std::vector<double> times(2 * o.iters);
+  double wire = 0;
+  uint64_t step = 0;
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  for (int it = -o.warmup; it < o.iters; ++it, ++step) {
+    std::memcpy(bucket.data(), pristine.data(), numel * sizeof(float));
+    s.barrier();
+    uint64_t wire0 = s.stats().wire_bytes;
+    auto t0 = now();
+    s.submit(bucket.bucket(step, true));
+    s.flush();
+    auto t1 = now();
+    uint64_t wire1 = s.stats().wire_bytes;
+
+    std::memcpy(bucket.data(), pristine.data(), numel * sizeof(float));
+    s.barrier();
+    auto t2 = now();
+    s.allreduce(bucket.data(), numel, DDPH_SUM);
+    auto t3 = now();
+    if (it < 0) continue;
+    times[it] = secs(t0, t1);
+    times[o.iters + it] = secs(t2, t3);
+    wire += static_cast<double>(wire1 - wire0);
+  }
+  s.allreduce(times.data(), static_cast<int64_t>(times.size()), DDPH_MAX);
+  s.allreduce(&wire, 1, DDPH_SUM);
+  Result r;
+  r.median_s = median(std::vector<double>(times.begin(), times.begin() + o.iters));
+  r.baseline_s = median(std::vector<double>(times.begin() + o.iters, times.end()));
+  r.wire_bytes_per_rank = wire / (static_cast<double>(o.world) * o.iters);
+  return r;
+}
+
+int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, const std::string& dir,
+             int rank) {
+  const int64_t bucket_bytes = static_cast<int64_t>(std::llround(o.bucket_mb * 1048576.0)) / 4 * 4;
+  const int64_t numel = std::max<int64_t>(1, bucket_bytes / 4);
+  size_t width = 4;
+  for (const std::string& l : labels) width = std::max(width, l.size());
+  if (rank == 0 && !o.json) print_header(width);
+  for (size_t c = 0; c < o.configs.size(); ++c) {
+    // A store directory per config: each session is its own rendezvous.
+    std::string url = "file://" + dir + "/c" + std::to_string(c);
+    try {
+      Result r = bench_config(o, o.configs[c], url, rank, numel);
+      if (rank == 0) print_result(o, labels[c], width, numel * 4, r);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddph bench: rank %d: %s: %s\n", rank, o.configs[c].c_str(), e.what());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  BenchOptions o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph bench: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  if (o.help) return std::printf("%s", kUsage), 0;
+  std::vector<std::string> labels;
+  for (const std::string& config : o.configs) {
+    try {
+      labels.push_back(hook_label(config));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddph bench: %s\n", e.what());
+      return 2;
+    }
+  }
+  std::string dir;
+  try {
+    dir = make_temp_dir("ddph-bench");
+    for (size_t c = 0; c < o.configs.size(); ++c) {
+      std::string sub = dir + "/c" + std::to_string(c);
+      if (mkdir(sub.c_str(), 0700) != 0) throw std::runtime_error("cannot make " + sub);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph bench: %s\n", e.what());
+    return 2;
+  }
+  // Forked, not exec'd: no thread exists yet in this process, and the
+  // children need nothing but the parsed options.
+  std::vector<RankExit> exits = run_local_ranks(
+      o.world, [&](int r) { return run_rank(o, labels, dir, r); }, o.timeout_s, 10.0);
+  remove_tree(dir);
+  return report_ranks("ddph bench", exits) ? 0 : 1;
+}
+
+}  // namespace ddph_tool

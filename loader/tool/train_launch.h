@@ -1,0 +1,39 @@
+// Running the ranks of a local job as separate processes, for `ddph train`
+// and `ddph bench`: fork (before the parent makes any thread), wait with a
+// deadline, and kill stragglers so a dead peer never hangs the tool.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ddph_tool {
+
+struct RankExit {
+  int rank = 0;
+  bool exited = false;  // false: ended by a signal
+  int code = -1;        // exit code when exited
+  int signal = 0;
+  bool killed = false;  // we killed it: past the deadline or after a peer failed
+  bool ok() const { return exited && code == 0; }
+  std::string describe() const;
+};
+
+// Forks `world` children; child r runs body(r) and exits with its return
+// value (or never returns, if body execs). Waits at most timeout_s in all;
+// once one rank fails, the others get grace_s to finish (they are likely
+// blocked on the dead peer) before being killed.
+std::vector<RankExit> run_local_ranks(int world, const std::function<int(int rank)>& body,
+                                      double timeout_s, double grace_s);
+
+// Prints every failed rank to stderr as "<tool>: rank R ..."; true if all passed.
+bool report_ranks(const char* tool, const std::vector<RankExit>& exits);
+
+// A fresh private directory under $TMPDIR (or /tmp), for a file store.
+std::string make_temp_dir(const char* tag);
+// Removes dir and everything in it; errors are ignored (it is scratch).
+void remove_tree(const std::string& dir);
+
+}  // namespace ddph_tool

@@ -1,0 +1,204 @@
+// `ddph train` and `ddph bench` end to end: the built binary as a
+// subprocess, real ranks as separate processes, real Gloo on loopback.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+const std::string kDdph = std::string(DDPH_BIN_DIR) + "/ddph";
+const std::string kConfigs = std::string(DDPH_SOURCE_DIR) + "/configs/";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `ddph <args>` through the shell, stdout and stderr kept apart.
+Result ddph(const std::string& args) {
+  std::string dir = ddph_test::make_temp_dir("ddph-cli");
+  std::string out = dir + "/out", err = dir + "/err";
+  std::string cmd = "DDPH_PLUGIN_PATH=" + std::string(DDPH_PLUGIN_DIR) + " " + kDdph + " " + args +
+                    " >" + out + " 2>" + err;
+  Result r;
+  int status = std::system(cmd.c_str());
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::system(("rm -rf " + dir).c_str());
+  return r;
+}
+
+std::string describe(const Result& r) {
+  return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+class ToolCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(kDdph.c_str(), X_OK) != 0) GTEST_SKIP() << kDdph << " is not built";
+  }
+};
+
+struct LogLine {
+  int step;
+  double loss, test_acc;
+};
+
+std::vector<LogLine> progress(const std::string& out) {
+  std::vector<LogLine> lines;
+  std::regex re(
+      R"(step\s+(\d+)\s+loss\s+([0-9.]+)\s+train-acc\s+[0-9.]+%\s+test-acc\s+([0-9.]+)%)");
+  for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end; ++it)
+    lines.push_back({std::stoi((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3])});
+  return lines;
+}
+
+void expect_learned(const Result& r, int world) {
+  ASSERT_EQ(r.code, 0) << describe(r);
+  std::vector<LogLine> log = progress(r.out);
+  ASSERT_GE(log.size(), 3u) << r.out;
+  EXPECT_LT(log.back().loss, 0.6 * log.front().loss) << r.out;
+  EXPECT_GT(log.back().test_acc, 75.0) << "chance is 33%\n" << r.out;
+  EXPECT_NE(r.out.find("bit-identical on all " + std::to_string(world) + " ranks"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ToolCli, TrainWithAllreduceLearnsAndRanksAgree) {
+  expect_learned(ddph("train --config " + kConfigs + "allreduce.yaml"), 2);
+}
+
+TEST_F(ToolCli, TrainOnThreeRanks) {
+  expect_learned(ddph("train --config " + kConfigs + "allreduce.yaml --world 3"), 3);
+}
+
+TEST_F(ToolCli, TrainWithFp16CompressionLearnsAndRanksAgree) {
+  expect_learned(ddph("train --config " + kConfigs + "fp16.yaml --bucket-kb 1"), 2);
+}
+
+TEST_F(ToolCli, TrainOneRankPerCommandLikeAMultiMachineJob) {
+  std::string dir = ddph_test::make_temp_dir("ddph-cli-store");
+  std::string common = " train --config " + kConfigs + "allreduce.yaml --world 2 --steps 50 " +
+                       "--rendezvous file://" + dir + " --rank ";
+  std::string env = "DDPH_PLUGIN_PATH=" + std::string(DDPH_PLUGIN_DIR) + " ";
+  std::string cmd = "sh -c '" + env + kDdph + common + "1 >" + dir + "/r1 2>&1 & p=$!; " + env +
+                    kDdph + common + "0 >" + dir + "/r0 2>&1; a=$?; wait $p; b=$?; exit $((a|b))'";
+  int status = std::system(cmd.c_str());
+  std::string r0 = slurp(dir + "/r0"), r1 = slurp(dir + "/r1");
+  std::system(("rm -rf " + dir).c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << r0 << "\n" << r1;
+  EXPECT_NE(r0.find("bit-identical on all 2 ranks"), std::string::npos) << r0;
+  EXPECT_EQ(r1.find("step"), std::string::npos) << "only rank 0 reports:\n" << r1;
+}
+
+TEST_F(ToolCli, TrainRejectsBadFlags) {
+  EXPECT_NE(ddph("train").code, 0);
+  EXPECT_NE(ddph("train --config " + kConfigs + "allreduce.yaml --world 0").code, 0);
+  EXPECT_NE(ddph("train --config " + kConfigs + "allreduce.yaml --bogus 1").code, 0);
+}
+
+// One --json line: {"key":value,...} with string or number values.
+std::map<std::string, std::string> parse_json_line(const std::string& line) {
+  std::map<std::string, std::string> kv;
+  std::regex re(R"re("([a-z_]+)":("(?:[^"\\]|\\.)*"|[-+0-9.eE]+))re");
+  for (std::sregex_iterator it(line.begin(), line.end(), re), end; it != end; ++it)
+    kv[(*it)[1]] = (*it)[2];
+  return kv;
+}
+
+std::vector<std::map<std::string, std::string>> json_lines(const std::string& out) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    EXPECT_EQ(line.front(), '{') << line;
+    EXPECT_EQ(line.back(), '}') << line;
+    rows.push_back(parse_json_line(line));
+  }
+  return rows;
+}
+
+TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
+  Result r = ddph("bench --config " + kConfigs + "allreduce.yaml --config " + kConfigs +
+                  "fp16.yaml --world 2 --bucket-mb 2 --iters 5 --warmup 1 --json");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  for (auto& row : rows) {
+    for (const char* key : {"hook", "world", "bucket_bytes", "median_s",
+                            "baseline_allreduce_median_s", "wire_bytes_per_rank"})
+      EXPECT_EQ(row.count(key), 1u) << key << " missing in\n" << r.out;
+    EXPECT_EQ(row["world"], "2");
+    EXPECT_EQ(std::stoll(row["bucket_bytes"]), 2 << 20);
+    EXPECT_GT(std::stod(row["median_s"]), 0);
+    EXPECT_GT(std::stod(row["baseline_allreduce_median_s"]), 0);
+    EXPECT_GT(std::stod(row["wire_bytes_per_rank"]), 0);
+  }
+  EXPECT_EQ(rows[0]["hook"], "\"default/allreduce\"");
+  EXPECT_EQ(rows[1]["hook"], "\"default/fp16_compress\"");
+  double ratio =
+      std::stod(rows[1]["wire_bytes_per_rank"]) / std::stod(rows[0]["wire_bytes_per_rank"]);
+  EXPECT_NEAR(ratio, 0.5, 0.05) << r.out;
+  // Any fp32 allreduce of N=2 ranks must send at least half the buffer (a
+  // ring sends 2 (N-1)/N of it); far more would mean the count is wrong.
+  double fp32_share = std::stod(rows[0]["wire_bytes_per_rank"]) / (2 << 20);
+  EXPECT_GE(fp32_share, 0.5) << r.out;
+  EXPECT_LE(fp32_share, 3.0) << r.out;
+}
+
+TEST_F(ToolCli, BenchOnThreeRanksNamesTheWrapperChain) {
+  Result r = ddph("bench --config " + kConfigs +
+                  "fp16_wrapper.yaml --world 3 --bucket-mb 1 "
+                  "--iters 3 --warmup 1 --json");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_EQ(rows[0]["hook"], "\"default/fp16_wrapper(default/allreduce)\"");
+  EXPECT_EQ(rows[0]["world"], "3");
+  EXPECT_GT(std::stod(rows[0]["wire_bytes_per_rank"]), 0);
+}
+
+TEST_F(ToolCli, BenchHumanTableNamesEveryConfig) {
+  Result r = ddph("bench --config " + kConfigs + "noop.yaml --config " + kConfigs +
+                  "bf16.yaml --bucket-mb 1 --iters 3");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("debugging/noop"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default/bf16_compress"), std::string::npos) << r.out;
+}
+
+TEST_F(ToolCli, BenchFailsWhenAConfigFails) {
+  std::string dir = ddph_test::make_temp_dir("ddph-cli-bad");
+  std::string bad = dir + "/bad.yaml";
+  std::ofstream(bad) << "comm: {backend: gloo, timeout: 10s}\n"
+                        "hook: {family: default, name: no_such_hook}\n";
+  Result r = ddph("bench --config " + kConfigs + "allreduce.yaml --config " + bad +
+                  " --bucket-mb 1 --iters 2 --json");
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no_such_hook"), std::string::npos) << r.err;
+
+  Result missing = ddph("bench --config " + dir + "/missing.yaml --iters 1");
+  EXPECT_NE(missing.code, 0) << describe(missing);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
