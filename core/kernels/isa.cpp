@@ -1,0 +1,63 @@
+#include "core/kernels/isa.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+namespace ddph {
+namespace {
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return Isa::kScalar;
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    return Isa::kAvx2;
+  if (!__builtin_cpu_supports("avx512bf16")) return Isa::kAvx512;
+  return Isa::kAvx512Bf16;
+#else
+  return Isa::kScalar;
+#endif
+}
+
+Isa limit_from_env() {
+  const char* v = std::getenv("DDPH_KERNEL_ISA");
+  if (v == nullptr) return Isa::kAvx512Bf16;
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16})
+    if (std::strcmp(v, isa_name(i)) == 0) return i;
+  return Isa::kAvx512Bf16;
+}
+
+std::atomic<int>& limit() {
+  static std::atomic<int> value{int(limit_from_env())};
+  return value;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Bf16: return "avx512bf16";
+  }
+  return "?";
+}
+
+Isa isa_supported() {
+  static const Isa best = detect();
+  return best;
+}
+
+Isa isa_active() {
+  const int cap = limit().load(std::memory_order_relaxed);
+  const Isa best = isa_supported();
+  return int(best) < cap ? best : Isa(cap);
+}
+
+Isa set_isa_limit(Isa cap) { return Isa(limit().exchange(int(cap))); }
+
+}  // namespace ddph
