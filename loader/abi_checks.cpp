@@ -1,0 +1,13 @@
+// Compile-time checks of the v1.0 ABI layout, built into libddph.so so that a
+// change to ddph.h that moves a field breaks the build instead of plugins.
+#include <ddph/ddph.h>
+
+static_assert(DDPH_ABI_MAJOR == 1, "libddph.so implements ABI major 1");
+static_assert(offsetof(ddph_plugin_t, struct_size) == 0, "struct_size must come first");
+static_assert(offsetof(ddph_hook_t, struct_size) == 0, "struct_size must come first");
+static_assert(offsetof(ddph_bucket_t, struct_size) == 0, "struct_size must come first");
+static_assert(DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t), "v1.0 plugin struct is complete");
+static_assert(DDPH_HOOK_SIZE_V1_0 == sizeof(ddph_hook_t), "v1.0 hook struct is complete");
+static_assert(DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t), "v1.0 host struct is complete");
+static_assert(DDPH_SESSION_OPTIONS_SIZE_V1_0 == sizeof(ddph_session_options_t),
+              "v1.0 session options struct is complete");

@@ -1,0 +1,96 @@
+// The ddph_session_* entry points: argument checks and ddph::guard around the
+// C++ Session, so that no exception crosses the ABI.
+#include <ddph/ddph.h>
+
+#include "core/error.h"
+#include "loader/host_table.h"
+#include "loader/session.h"
+
+struct ddph_session {
+  std::unique_ptr<ddph::loader::Session> impl;
+};
+
+namespace {
+
+// Installs the loader's host table before any core helper makes an error.
+template <class Body>
+ddph_error_t* api_guard(Body&& body) noexcept {
+  ddph::loader::install_loader_host();
+  return ddph::guard(std::forward<Body>(body));
+}
+
+ddph::loader::Session& session_of(ddph_session_t* s, const char* function) {
+  DDPH_CHECK(s != nullptr && s->impl != nullptr, DDPH_INVALID_ARGUMENT,
+             function << ": session is NULL");
+  return *s->impl;
+}
+
+}  // namespace
+
+extern "C" {
+
+ddph_error_t* ddph_session_open(const ddph_session_options_t* opts, ddph_session_t** out) {
+  return api_guard([&] {
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_open: out is NULL");
+    *out = nullptr;
+    DDPH_CHECK(opts != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_open: opts is NULL");
+    DDPH_CHECK(opts->struct_size >= DDPH_SESSION_OPTIONS_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+               "ddph_session_options.struct_size is " << opts->struct_size
+                                                      << ", smaller than the v1.0 size "
+                                                      << DDPH_SESSION_OPTIONS_SIZE_V1_0);
+    auto session = std::make_unique<ddph_session>();
+    session->impl = std::make_unique<ddph::loader::Session>(*opts);
+    *out = session.release();
+  });
+}
+
+ddph_error_t* ddph_session_submit(ddph_session_t* s, const ddph_bucket_t* bucket,
+                                  ddph_done_fn done, void* user) {
+  return api_guard([&] { session_of(s, "ddph_session_submit").submit(bucket, done, user); });
+}
+
+ddph_error_t* ddph_session_flush(ddph_session_t* s) {
+  ddph_error_t* first = nullptr;
+  ddph_error_t* error = api_guard([&] { first = session_of(s, "ddph_session_flush").flush(); });
+  return error != nullptr ? error : first;
+}
+
+ddph_error_t* ddph_session_stats(ddph_session_t* s, ddph_stats_t* out) {
+  return api_guard([&] {
+    auto& session = session_of(s, "ddph_session_stats");
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_stats: out is NULL");
+    DDPH_CHECK(out->struct_size >= DDPH_STATS_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+               "ddph_session_stats: out->struct_size is " << out->struct_size
+                                                          << ", smaller than the v1.0 size "
+                                                          << DDPH_STATS_SIZE_V1_0);
+    session.stats(out);
+  });
+}
+
+ddph_error_t* ddph_session_save_state(ddph_session_t* s, ddph_write_fn write, void* sink) {
+  return api_guard([&] { session_of(s, "ddph_session_save_state").save_state(write, sink); });
+}
+
+ddph_error_t* ddph_session_load_state(ddph_session_t* s, const void* bytes, size_t n) {
+  return api_guard([&] {
+    auto& session = session_of(s, "ddph_session_load_state");
+    DDPH_CHECK(bytes != nullptr || n == 0, DDPH_INVALID_ARGUMENT,
+               "ddph_session_load_state: bytes is NULL for " << n << " bytes");
+    session.load_state(bytes, n);
+  });
+}
+
+ddph_comm_t* ddph_session_comm(ddph_session_t* s) {
+  return (s != nullptr && s->impl != nullptr) ? s->impl->comm() : nullptr;
+}
+
+void ddph_session_close(ddph_session_t* s) {
+  if (s == nullptr) return;
+  try {
+    delete s;
+  } catch (...) {
+    // Destructors do not throw by design; never let anything cross the ABI.
+  }
+}
+
+}  // extern "C"

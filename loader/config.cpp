@@ -1,0 +1,344 @@
+#include "loader/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "loader/search_path.h"
+
+namespace ddph {
+namespace loader {
+
+std::string to_string(const Location& at) {
+  if (at.line <= 0) return at.source;
+  return at.source + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+}
+
+void Problems::add(const Location& at, const std::string& key, ddph_code_t code,
+                   const std::string& message) {
+  if (lines_.empty()) first_code_ = code;
+  lines_.push_back(to_string(at) + ": " + (key.empty() ? "" : key + ": ") + message);
+}
+
+std::string Problems::text() const {
+  std::string out;
+  for (size_t i = 0; i < lines_.size(); ++i) out += (i ? "\n" : "") + lines_[i];
+  return out;
+}
+
+void Problems::throw_if_any() const {
+  if (!lines_.empty()) throw Error(first_code_, text());
+}
+
+bool parse_duration_ms(const std::string& text, int64_t* ms) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || errno != 0 || !std::isfinite(value) || value < 0) return false;
+  std::string unit(end);
+  double scale;
+  if (unit.empty() || unit == "s") scale = 1000;
+  else if (unit == "ms") scale = 1;
+  else if (unit == "m") scale = 60 * 1000;
+  else if (unit == "h") scale = 3600 * 1000;
+  else return false;
+  double total = value * scale;
+  if (total > 1e15) return false;
+  *ms = int64_t(std::llround(total));
+  return true;
+}
+
+namespace {
+
+// Walks one YAML document, reporting problems with positions.
+class Parser {
+ public:
+  Parser(std::string source, std::string base_dir, Problems& problems)
+      : source_(std::move(source)), base_dir_(std::move(base_dir)), problems_(problems) {}
+
+  Config parse(const std::string& text) {
+    Config config;
+    config.source = source_;
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      problems_.add(at(e.mark), "", DDPH_INVALID_ARGUMENT, "malformed YAML: " + e.msg);
+      return config;
+    }
+    if (!root.IsDefined() || root.IsNull()) {
+      problems_.add(Location{source_}, "", DDPH_INVALID_ARGUMENT,
+                    "the file is empty; it needs at least a 'hook' section");
+      return config;
+    }
+    if (!root.IsMap()) {
+      problem(root, "", "the top level must be a map (plugin_path, comm, hook, rules)");
+      return config;
+    }
+    config.readable = true;
+    bool has_hook = false;
+    for (const auto& kv : root) {
+      const std::string key = key_text(kv.first);
+      if (key == "plugin_path") {
+        read_plugin_path(kv.second, config);
+      } else if (key == "comm") {
+        read_comm(kv.second, config.comm);
+      } else if (key == "hook") {
+        has_hook = true;
+        read_hook(kv.second, "hook", config.hook);
+      } else if (key == "rules") {
+        read_rules(kv.second, config);
+      } else {
+        problem(kv.first, key, "unknown top-level key (expected plugin_path, comm, hook, rules)");
+      }
+    }
+    if (!has_hook) problem(root, "hook", "missing: name the hook to run (family and name)");
+    return config;
+  }
+
+ private:
+  Location at(const YAML::Mark& mark) const {
+    if (mark.is_null()) return Location{source_};
+    return Location{source_, mark.line + 1, mark.column + 1};
+  }
+  Location at(const YAML::Node& node) const { return at(node.Mark()); }
+
+  void problem(const YAML::Node& node, const std::string& key, const std::string& message,
+               ddph_code_t code = DDPH_INVALID_ARGUMENT) {
+    problems_.add(at(node), key, code, message);
+  }
+
+  static std::string key_text(const YAML::Node& key) {
+    return key.IsScalar() ? key.Scalar() : std::string("<non-scalar key>");
+  }
+
+  // A scalar's text, or a problem (and false) for maps, lists and nulls.
+  bool scalar(const YAML::Node& node, const std::string& key, std::string* out) {
+    if (!node.IsScalar()) {
+      problem(node, key, node.IsNull() ? "has no value" : "expects a single value, got a "
+                                                              + std::string(node.IsMap() ? "map" : "list"));
+      return false;
+    }
+    *out = node.Scalar();
+    return true;
+  }
+
+  bool integer(const YAML::Node& node, const std::string& key, int64_t lo, int64_t hi,
+               int64_t* out) {
+    std::string text;
+    if (!scalar(node, key, &text)) return false;
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(text.c_str(), &end, 0);
+    if (text.empty() || *end != '\0' || errno != 0) {
+      problem(node, key, "expects an int, got '" + text + "'");
+      return false;
+    }
+    if (v < lo || v > hi) {
+      problem(node, key,
+              "is " + text + ", outside its range [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]");
+      return false;
+    }
+    *out = v;
+    return true;
+  }
+
+  bool expect_map(const YAML::Node& node, const std::string& key, const char* what) {
+    if (node.IsMap()) return true;
+    problem(node, key, std::string("expects a map (") + what + ")");
+    return false;
+  }
+
+  void read_plugin_path(const YAML::Node& node, Config& config) {
+    auto add = [&](const YAML::Node& entry, const std::string& key) {
+      std::string dir;
+      if (!scalar(entry, key, &dir)) return;
+      if (dir.empty()) return problem(entry, key, "is an empty path");
+      // Relative to the YAML file, so a job folder can carry its own plugins.
+      if (dir[0] != '/' && !base_dir_.empty()) dir = base_dir_ + "/" + dir;
+      append_unique(config.plugin_path, dir);
+    };
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i)
+        add(node[i], "plugin_path[" + std::to_string(i) + "]");
+    } else {
+      add(node, "plugin_path");
+    }
+  }
+
+  void read_options(const YAML::Node& node, const std::string& key, const std::string& prefix,
+                    std::vector<OptionValue>& out) {
+    if (node.IsNull()) return;  // `options:` with nothing after it
+    if (!expect_map(node, key, "option names to values")) return;
+    for (const auto& kv : node) {
+      const std::string name = prefix + key_text(kv.first);
+      if (kv.second.IsMap()) {
+        // Nested maps flatten: {optimizer: {lr: 0.1}} is the option "optimizer.lr".
+        read_options(kv.second, key + "." + key_text(kv.first), name + ".", out);
+        continue;
+      }
+      std::string text;
+      if (!scalar(kv.second, key + "." + key_text(kv.first), &text)) continue;
+      out.push_back(OptionValue{name, text, at(kv.second), at(kv.first)});
+    }
+  }
+
+  void read_comm(const YAML::Node& node, CommSpec& comm) {
+    comm.at = at(node);
+    if (!expect_map(node, "comm", "backend, rendezvous, timeout, rank, world_size, options"))
+      return;
+    for (const auto& kv : node) {
+      const std::string name = key_text(kv.first);
+      const std::string key = "comm." + name;
+      const YAML::Node& v = kv.second;
+      if (name == "backend") {
+        comm.backend_at = at(v);
+        if (scalar(v, key, &comm.backend) && comm.backend.empty())
+          problem(v, key, "is empty (gloo, nccl, mpi, host, ...)");
+      } else if (name == "rendezvous") {
+        comm.rendezvous_at = at(v);
+        if (!scalar(v, key, &comm.rendezvous)) continue;
+        const std::string& r = comm.rendezvous;
+        if (r != "host" && r.rfind("file://", 0) != 0 && r.rfind("redis://", 0) != 0)
+          problem(v, key,
+                  "'" + r + "' is not a rendezvous: use file:///dir, redis://host:port or host");
+      } else if (name == "timeout") {
+        std::string text;
+        if (scalar(v, key, &text) && (!parse_duration_ms(text, &comm.timeout_ms) ||
+                                      comm.timeout_ms <= 0))
+          problem(v, key,
+                  "'" + text + "' is not a timeout: use seconds (30) or a duration (500ms, 30s, 2m)");
+      } else if (name == "rank") {
+        int64_t r;
+        if (integer(v, key, 0, INT32_MAX, &r)) comm.rank = int32_t(r);
+      } else if (name == "world_size") {
+        int64_t w;
+        if (integer(v, key, 1, INT32_MAX, &w)) comm.world_size = int32_t(w);
+      } else if (name == "options") {
+        comm.options_at = at(v);
+        read_options(v, key, "", comm.options);
+      } else {
+        problem(kv.first, key,
+                "unknown key (expected backend, rendezvous, timeout, rank, world_size, options)");
+      }
+    }
+    if (comm.rank >= 0 && comm.world_size > 0 && comm.rank >= comm.world_size)
+      problem(node, "comm.rank",
+              "is " + std::to_string(comm.rank) + ", not below world_size " +
+                  std::to_string(comm.world_size));
+  }
+
+  void read_hook(const YAML::Node& node, const std::string& key, HookSpec& hook) {
+    hook.key = key;
+    hook.at = at(node);
+    if (!expect_map(node, key, "family, name, options, wrap")) return;
+    bool has_family = false, has_name = false;
+    for (const auto& kv : node) {
+      const std::string name = key_text(kv.first);
+      const std::string sub = key + "." + name;
+      const YAML::Node& v = kv.second;
+      if (name == "family") {
+        hook.family_at = at(v);
+        has_family = scalar(v, sub, &hook.family);
+      } else if (name == "name") {
+        hook.name_at = at(v);
+        has_name = scalar(v, sub, &hook.name);
+      } else if (name == "options") {
+        hook.options_at = at(v);
+        read_options(v, sub, "", hook.options);
+      } else if (name == "wrap") {
+        hook.wrap = std::make_unique<HookSpec>();
+        read_hook(v, sub, *hook.wrap);
+      } else {
+        problem(kv.first, sub, "unknown key (expected family, name, options, wrap)");
+      }
+    }
+    if (!has_family || hook.family.empty())
+      problem(node, key + ".family", "missing: which plugin family holds the hook");
+    if (!has_name || hook.name.empty())
+      problem(node, key + ".name", "missing: which hook of the family to run");
+  }
+
+  void read_rules(const YAML::Node& node, Config& config) {
+    if (node.IsNull()) return;
+    if (!node.IsSequence()) {
+      problem(node, "rules", "expects a list of {when: {max_bytes: N}, hook: {...}}");
+      return;
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      const YAML::Node& entry = node[i];
+      const std::string key = "rules[" + std::to_string(i) + "]";
+      RuleSpec rule;
+      rule.at = at(entry);
+      if (!expect_map(entry, key, "when, hook")) continue;
+      bool has_when = false, has_hook = false;
+      for (const auto& kv : entry) {
+        const std::string name = key_text(kv.first);
+        if (name == "when") {
+          has_when = true;
+          read_when(kv.second, key + ".when", rule);
+        } else if (name == "hook") {
+          has_hook = true;
+          read_hook(kv.second, key + ".hook", rule.hook);
+        } else {
+          problem(kv.first, key + "." + name, "unknown key (expected when, hook)");
+        }
+      }
+      if (!has_when) problem(entry, key + ".when", "missing: e.g. when: {max_bytes: 1048576}");
+      if (!has_hook) problem(entry, key + ".hook", "missing: the hook for matching buckets");
+      config.rules.push_back(std::move(rule));
+    }
+  }
+
+  void read_when(const YAML::Node& node, const std::string& key, RuleSpec& rule) {
+    if (!expect_map(node, key, "max_bytes")) return;
+    bool has_max = false;
+    for (const auto& kv : node) {
+      const std::string name = key_text(kv.first);
+      if (name == "max_bytes") {
+        int64_t v;
+        if (integer(kv.second, key + ".max_bytes", 0, INT64_MAX, &v)) {
+          rule.max_bytes = uint64_t(v);
+          has_max = true;
+        }
+      } else {
+        problem(kv.first, key + "." + name, "unknown condition (expected max_bytes)");
+      }
+    }
+    if (!has_max && node.size() == 0) problem(node, key + ".max_bytes", "missing");
+  }
+
+  std::string source_, base_dir_;
+  Problems& problems_;
+};
+
+}  // namespace
+
+Config parse_config_text(const std::string& text, Problems& problems) {
+  // YAML text has no file: relative plugin paths are taken from the CWD.
+  return Parser("<yaml text>", "", problems).parse(text);
+}
+
+Config parse_config_file(const std::string& path, Problems& problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    problems.add(Location{path}, "", DDPH_NOT_FOUND, "cannot read the config file");
+    Config config;
+    config.source = path;
+    return config;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return Parser(path, parent_directory(path), problems).parse(text.str());
+}
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,101 @@
+// The YAML job file, parsed into plain structs that remember where each value
+// came from. Nothing here opens a plugin: that is job.h's step.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ddph {
+namespace loader {
+
+// A place in a YAML source; line and column are 1-based, 0 when unknown.
+struct Location {
+  std::string source;  // the file path, or "<yaml text>"
+  int line = 0;
+  int column = 0;
+};
+
+// "cfg.yaml:4:11" (or just the source when the position is unknown).
+std::string to_string(const Location& at);
+
+// Every problem found in a config, in the order found. Each line reads
+// "<source>:<line>:<col>: <key>: <message>".
+class Problems {
+ public:
+  void add(const Location& at, const std::string& key, ddph_code_t code,
+           const std::string& message);
+  bool empty() const { return lines_.empty(); }
+  const std::vector<std::string>& lines() const { return lines_; }
+  // All lines joined by '\n'.
+  std::string text() const;
+  // Throws ddph::Error with text(), coded as the first problem, if any.
+  void throw_if_any() const;
+
+ private:
+  std::vector<std::string> lines_;
+  ddph_code_t first_code_ = DDPH_OK;
+};
+
+// One option as written in YAML: a flattened name ("optimizer.lr") and the
+// scalar's text, still untyped.
+struct OptionValue {
+  std::string name;
+  std::string text;
+  Location at;      // the value (type and range problems point here)
+  Location key_at;  // the key (unknown-option problems point here)
+};
+
+struct HookSpec {
+  std::string key;  // where it sits: "hook", "hook.wrap", "rules[1].hook"
+  Location at;      // the hook's map
+  std::string family, name;
+  Location family_at, name_at;
+  std::vector<OptionValue> options;
+  Location options_at;
+  std::unique_ptr<HookSpec> wrap;  // the inner hook, or NULL
+};
+
+struct RuleSpec {
+  Location at;
+  uint64_t max_bytes = 0;  // buckets of at most this many bytes match
+  HookSpec hook;
+};
+
+constexpr int64_t kDefaultTimeoutMs = 300 * 1000;
+
+struct CommSpec {
+  Location at;
+  std::string backend = "gloo";  // the embedded default
+  Location backend_at;
+  std::string rendezvous;  // empty: none given (the host's store, if any)
+  Location rendezvous_at;
+  int64_t timeout_ms = kDefaultTimeoutMs;
+  int32_t rank = -1, world_size = -1;  // -1: not given
+  std::vector<OptionValue> options;
+  Location options_at;
+};
+
+struct Config {
+  std::string source;                    // file path or "<yaml text>"
+  bool readable = false;                 // false: unreadable file or malformed YAML
+  std::vector<std::string> plugin_path;  // relative entries already resolved
+  CommSpec comm;
+  HookSpec hook;
+  std::vector<RuleSpec> rules;
+};
+
+// Parse a job file or YAML text. Problems of syntax and shape (unknown keys,
+// missing family/name, bad timeout, bad rules) go to problems; the returned
+// Config holds whatever could be read.
+Config parse_config_file(const std::string& path, Problems& problems);
+Config parse_config_text(const std::string& text, Problems& problems);
+
+// "500ms", "30s", "2m", "1h" or a plain number of seconds. False if malformed.
+bool parse_duration_ms(const std::string& text, int64_t* ms);
+
+}  // namespace loader
+}  // namespace ddph

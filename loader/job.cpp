@@ -1,0 +1,121 @@
+#include "loader/job.h"
+
+#include "core/error.h"
+#include "loader/yaml_options.h"
+
+namespace ddph {
+namespace loader {
+namespace {
+
+// Loads spec's family, reporting a failure at the family's position. NULL if
+// the family could not be used.
+const Plugin* load_family(Registry& registry, const std::string& family, const Location& at,
+                          const std::string& key, Problems& problems) {
+  try {
+    return &registry.load(family);
+  } catch (const Error& e) {
+    problems.add(at, key, e.code(), e.what());
+    return nullptr;
+  }
+}
+
+std::unique_ptr<ResolvedHook> resolve_hook(Registry& registry, const HookSpec& spec,
+                                           Problems& problems) {
+  if (spec.family.empty() || spec.name.empty()) return nullptr;  // already reported
+  auto out = std::make_unique<ResolvedHook>();
+  bool ok = true;
+  std::unique_ptr<ResolvedHook> inner;
+  // Check the inner hook too, whatever becomes of the outer one: all problems at once.
+  if (spec.wrap) {
+    inner = resolve_hook(registry, *spec.wrap, problems);
+    ok = inner != nullptr;
+  }
+  out->plugin = load_family(registry, spec.family, spec.family_at, spec.key + ".family", problems);
+  if (out->plugin == nullptr) return nullptr;
+  out->hook = out->plugin->find_hook(spec.name);
+  if (out->hook == nullptr) {
+    problems.add(spec.name_at, spec.key + ".name", DDPH_NOT_FOUND,
+                 "family '" + spec.family + "' has no hook '" + spec.name +
+                     "' (its hooks: " + out->plugin->hook_names() + ")");
+    return nullptr;
+  }
+  const bool needs_inner = (out->hook->flags & DDPH_HOOK_NEEDS_INNER) != 0;
+  if (needs_inner && !spec.wrap) {
+    problems.add(spec.at, spec.key + ".wrap", DDPH_INVALID_ARGUMENT,
+                 "missing: '" + spec.name +
+                     "' is a wrapper; name the hook it wraps, e.g. wrap: {family: default, "
+                     "name: allreduce}");
+    ok = false;
+  } else if (!needs_inner && spec.wrap) {
+    problems.add(spec.wrap->at, spec.key + ".wrap", DDPH_INVALID_ARGUMENT,
+                 "'" + spec.name + "' does not wrap another hook; remove 'wrap'");
+    ok = false;
+  }
+  ok &= resolve_yaml_options(out->hook->options, out->hook->num_options, spec.options,
+                             spec.key + ".options", spec.options_at.line ? spec.options_at : spec.at,
+                             problems, &out->options);
+  if (!ok) return nullptr;
+  out->inner = std::move(inner);
+  return out;
+}
+
+void resolve_comm(Registry& registry, const CommSpec& spec, Problems& problems, ResolvedComm* out) {
+  if (spec.backend.empty()) return;  // already reported
+  if (spec.backend == "host") {
+    out->host_provided = true;
+    if (!spec.options.empty())
+      problems.add(spec.options_at, "comm.options", DDPH_INVALID_ARGUMENT,
+                   "backend 'host' takes no options (the host configures its own communicator)");
+    return;
+  }
+  const std::string family = "comm_" + spec.backend;
+  Location at = spec.backend_at.line ? spec.backend_at : spec.at;
+  out->plugin = load_family(registry, family, at, "comm.backend", problems);
+  if (out->plugin == nullptr) return;
+  out->factory = out->plugin->find_comm(spec.backend);
+  if (out->factory == nullptr) {
+    problems.add(at, "comm.backend", DDPH_NOT_FOUND,
+                 "plugin " + out->plugin->file() + " has no communicator for backend '" +
+                     spec.backend + "' (it offers: " + out->plugin->comm_names() + ")");
+    return;
+  }
+  resolve_yaml_options(out->factory->options, out->factory->num_options, spec.options,
+                       "comm.options", spec.options_at.line ? spec.options_at : spec.at, problems,
+                       &out->options);
+}
+
+Job build_job(const ConfigSource& source, Problems& problems) {
+  Job job;
+  job.config = source.is_text ? parse_config_text(source.text, problems)
+                              : parse_config_file(source.path, problems);
+  // Without a readable document there is nothing to check against plugins.
+  if (!job.config.readable) return job;
+  job.registry = std::make_shared<Registry>(job.config.plugin_path);
+  resolve_comm(*job.registry, job.config.comm, problems, &job.comm);
+  job.hook = resolve_hook(*job.registry, job.config.hook, problems);
+  for (const RuleSpec& rule : job.config.rules) {
+    ResolvedRule r;
+    r.max_bytes = rule.max_bytes;
+    r.hook = resolve_hook(*job.registry, rule.hook, problems);
+    job.rules.push_back(std::move(r));
+  }
+  return job;
+}
+
+}  // namespace
+
+Job load_job(const ConfigSource& source) {
+  Problems problems;
+  Job job = build_job(source, problems);
+  problems.throw_if_any();
+  return job;
+}
+
+std::vector<std::string> check_job(const ConfigSource& source) {
+  Problems problems;
+  build_job(source, problems);
+  return problems.lines();
+}
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,160 @@
+#include "loader/registry.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "loader/host_table.h"
+#include "loader/search_path.h"
+
+namespace ddph {
+namespace loader {
+namespace {
+
+const char kPrefix[] = "libddph_";
+const char kSuffix[] = ".so";
+
+std::string plugin_file_name(const std::string& family) { return kPrefix + family + kSuffix; }
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+}  // namespace
+
+bool is_valid_family_name(const std::string& family) {
+  if (family.empty()) return false;
+  return std::all_of(family.begin(), family.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+Plugin::~Plugin() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+const ddph_hook_t* Plugin::find_hook(const std::string& name) const {
+  for (size_t i = 0; i < desc_->num_hooks; ++i)
+    if (name == desc_->hooks[i]->name) return desc_->hooks[i];
+  return nullptr;
+}
+
+const ddph_comm_factory_t* Plugin::find_comm(const std::string& backend) const {
+  for (size_t i = 0; i < desc_->num_comms; ++i)
+    if (backend == desc_->comms[i]->backend) return desc_->comms[i];
+  return nullptr;
+}
+
+std::string Plugin::hook_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < desc_->num_hooks; ++i) names.push_back(desc_->hooks[i]->name);
+  return names.empty() ? "none" : join(names, ", ");
+}
+
+std::string Plugin::comm_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < desc_->num_comms; ++i) names.push_back(desc_->comms[i]->backend);
+  return names.empty() ? "none" : join(names, ", ");
+}
+
+Registry::Registry(const std::vector<std::string>& first_dirs) {
+  install_loader_host();
+  for (const auto& d : first_dirs) append_unique(dirs_, d);
+  for (const auto& d : default_plugin_dirs()) append_unique(dirs_, d);
+}
+
+Registry::~Registry() {
+  std::lock_guard<std::mutex> lock(mu_);
+  plugins_.clear();
+}
+
+const Plugin& Registry::load(const std::string& family) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plugins_.find(family);
+  if (it != plugins_.end()) return *it->second;
+
+  DDPH_CHECK(is_valid_family_name(family), DDPH_INVALID_ARGUMENT,
+             "plugin family '" << family << "' is not a valid name (letters, digits, '_', '-')");
+  const std::string name = plugin_file_name(family);
+  std::string path;
+  for (const auto& dir : dirs_) {
+    if (is_regular_file(dir + "/" + name)) {
+      path = dir + "/" + name;
+      break;
+    }
+  }
+  DDPH_CHECK(!path.empty(), DDPH_NOT_FOUND,
+             "plugin family '" << family << "' not found: no " << name << " in any of "
+                               << dirs_.size() << " searched directories: "
+                               << (dirs_.empty() ? "(none)" : join(dirs_, ", "))
+                               << " (set plugin_path in the YAML or DDPH_PLUGIN_PATH)");
+
+  // RTLD_LOCAL: every plugin carries its own copy of core; keep them apart.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
+              "cannot load plugin " << path << ": " << (why ? why : "dlopen failed"));
+  }
+  // Closes the handle if any check below throws.
+  struct HandleCloser {
+    void* handle;
+    ~HandleCloser() {
+      if (handle != nullptr) dlclose(handle);
+    }
+  } closer{handle};
+  dlerror();
+  auto entry = reinterpret_cast<ddph_plugin_entry_fn>(dlsym(handle, "ddph_plugin_entry"));
+  DDPH_CHECK(entry != nullptr, DDPH_NOT_FOUND,
+             "plugin " << path << " does not export the symbol ddph_plugin_entry");
+  const ddph_plugin_t* desc = entry(ddph_host());
+  DDPH_CHECK(desc != nullptr, DDPH_VERSION_MISMATCH,
+             "plugin " << path << ": ddph_plugin_entry returned NULL (the plugin refused host ABI "
+                       << DDPH_ABI_MAJOR << "." << DDPH_ABI_MINOR << ")");
+  check_plugin_desc(desc, family, path);
+  auto ready = std::make_unique<Plugin>(family, path, handle, desc);
+  closer.handle = nullptr;  // `ready` owns it now
+  const Plugin& ref = *ready;
+  plugins_.emplace(family, std::move(ready));
+  return ref;
+}
+
+std::vector<PluginFile> find_plugin_files(const std::vector<std::string>& dirs) {
+  std::vector<PluginFile> found;
+  const size_t prefix = sizeof kPrefix - 1, suffix = sizeof kSuffix - 1;
+  for (const auto& dir : dirs) {
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) continue;
+    std::vector<PluginFile> here;
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() <= prefix + suffix || name.compare(0, prefix, kPrefix) != 0 ||
+          name.compare(name.size() - suffix, suffix, kSuffix) != 0)
+        continue;
+      std::string family = name.substr(prefix, name.size() - prefix - suffix);
+      if (!is_regular_file(dir + "/" + name)) continue;
+      bool shadowed = std::any_of(found.begin(), found.end(),
+                                  [&](const PluginFile& f) { return f.family == family; });
+      if (!shadowed) here.push_back({family, dir + "/" + name});
+    }
+    closedir(d);
+    found.insert(found.end(), here.begin(), here.end());
+  }
+  std::sort(found.begin(), found.end(),
+            [](const PluginFile& a, const PluginFile& b) { return a.family < b.family; });
+  return found;
+}
+
+}  // namespace loader
+}  // namespace ddph

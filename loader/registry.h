@@ -1,0 +1,83 @@
+// The plugin registry: finds libddph_<family>.so along a search path, opens it
+// once, checks its description against the ABI, and keeps it open until the
+// registry is destroyed. Whoever creates hook or communicator state from a
+// plugin must destroy that state before the registry (sessions hold it by
+// shared_ptr for that reason).
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ddph {
+namespace loader {
+
+class Plugin {
+ public:
+  Plugin(std::string family, std::string file, void* handle, const ddph_plugin_t* desc)
+      : family_(std::move(family)), file_(std::move(file)), handle_(handle), desc_(desc) {}
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  const std::string& family() const { return family_; }
+  const std::string& file() const { return file_; }
+  const ddph_plugin_t& desc() const { return *desc_; }
+  // NULL when the family has no hook (comm factory) of that name.
+  const ddph_hook_t* find_hook(const std::string& name) const;
+  const ddph_comm_factory_t* find_comm(const std::string& backend) const;
+  // "a, b, c" or "none", for error messages.
+  std::string hook_names() const;
+  std::string comm_names() const;
+
+ private:
+  std::string family_, file_;
+  void* handle_;
+  const ddph_plugin_t* desc_;
+};
+
+// A plugin file found on disk (not yet opened).
+struct PluginFile {
+  std::string family;
+  std::string path;
+};
+
+class Registry {
+ public:
+  // first_dirs (a YAML plugin_path, already absolute or relative to the CWD)
+  // come before default_plugin_dirs().
+  explicit Registry(const std::vector<std::string>& first_dirs = {});
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  const std::vector<std::string>& dirs() const { return dirs_; }
+  // Opens libddph_<family>.so from the first directory that has it, or returns
+  // the one already open. Throws ddph::Error (see registry.cpp for the codes).
+  // The reference lives as long as the registry. [thread-safe]
+  const Plugin& load(const std::string& family);
+
+ private:
+  std::vector<std::string> dirs_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Plugin>> plugins_;
+};
+
+// Every libddph_<family>.so in dirs; a family shadowed by an earlier directory
+// is listed once, with the path the registry would open. Sorted by family.
+std::vector<PluginFile> find_plugin_files(const std::vector<std::string>& dirs);
+
+// Checks a plugin description against ABI v1 (struct sizes of every table,
+// required functions, family vs. the file name). Throws ddph::Error.
+void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_family,
+                       const std::string& file);
+
+// Family names are plain identifiers, so that a YAML family cannot name a path.
+bool is_valid_family_name(const std::string& family);
+
+}  // namespace loader
+}  // namespace ddph

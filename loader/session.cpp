@@ -1,0 +1,432 @@
+#include "loader/session.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <exception>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/bucket_check.h"
+#include "core/error.h"
+#include "core/host.h"
+#include "core/tensor.h"
+#include "loader/host_table.h"
+#include "loader/state_blob.h"
+
+namespace ddph {
+namespace loader {
+namespace {
+
+// Counts sessions that reached their communicator in this process, so that
+// ranks opening sessions in the same order use the same store prefix.
+std::atomic<uint64_t> g_sessions_opened{0};
+
+bool env_int(const char* name, int32_t* out) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return false;
+  errno = 0;
+  char* end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  DDPH_CHECK(*end == '\0' && errno == 0 && v >= 0 && v <= INT32_MAX, DDPH_INVALID_ARGUMENT,
+             "environment variable " << name << "='" << text
+                                     << "' is not a non-negative integer");
+  *out = int32_t(v);
+  return true;
+}
+
+int32_t pick(int32_t from_options, int32_t from_yaml, const char* env1, const char* env2,
+             int32_t fallback) {
+  if (from_options >= 0) return from_options;
+  if (from_yaml >= 0) return from_yaml;
+  int32_t v;
+  if (env_int(env1, &v) || env_int(env2, &v)) return v;
+  return fallback;
+}
+
+uint64_t buffer_bytes(const DLTensor& t) {
+  uint64_t bits = uint64_t(t.dtype.bits) * (t.dtype.lanes ? t.dtype.lanes : 1);
+  return uint64_t(numel(t)) * ((bits + 7) / 8);
+}
+
+// Waits for one run_bucket's completion, which may arrive on any thread.
+struct Completion {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  ddph_error_t* error = nullptr;
+  static void on_done(void* user, ddph_error_t* error) {
+    auto* c = static_cast<Completion*>(user);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->error = error;
+    c->done = true;
+    c->cv.notify_all();
+  }
+  ddph_error_t* wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return error;
+  }
+};
+
+void append_to_string(void* sink, const void* bytes, size_t n) {
+  if (n != 0) static_cast<std::string*>(sink)->append(static_cast<const char*>(bytes), n);
+}
+
+}  // namespace
+
+Placement resolve_placement(int32_t opt_rank, int32_t opt_world, const CommSpec& yaml) {
+  Placement p;
+  p.rank = pick(opt_rank, yaml.rank, "DDPH_RANK", "RANK", 0);
+  p.world_size = pick(opt_world, yaml.world_size, "DDPH_WORLD_SIZE", "WORLD_SIZE", 1);
+  DDPH_CHECK(p.world_size >= 1, DDPH_INVALID_ARGUMENT,
+             "world_size is " << p.world_size << "; it must be at least 1");
+  DDPH_CHECK(p.rank < p.world_size, DDPH_INVALID_ARGUMENT,
+             "rank " << p.rank << " is not below world_size " << p.world_size);
+  return p;
+}
+
+// A submitted bucket, deep-copied so that the caller's structs may go away
+// once submit returns (the memory they point to stays borrowed until done).
+struct Session::PendingBucket {
+  ddph_bucket_t bucket{};
+  int64_t buffer_shape = 0, buffer_stride = 1;
+  std::vector<ddph_param_t> params;
+  std::vector<std::vector<int64_t>> shapes;  // params' view shapes, then data shapes/strides
+  ddph_done_fn done = nullptr;
+  void* user = nullptr;
+
+  PendingBucket(const ddph_bucket_t& b, ddph_done_fn d, void* u) : done(d), user(u) {
+    // Copy only the fields this loader knows; a newer, longer struct is fine.
+    bucket.struct_size = sizeof bucket;
+    bucket.index = b.index;
+    bucket.step = b.step;
+    bucket.is_last = b.is_last;
+    bucket.buffer = b.buffer;
+    bucket.stream = b.stream;
+    buffer_shape = b.buffer.shape[0];
+    bucket.buffer.shape = &buffer_shape;
+    if (b.buffer.strides != nullptr) {
+      buffer_stride = b.buffer.strides[0];
+      bucket.buffer.strides = &buffer_stride;
+    }
+    params.resize(b.num_params);
+    shapes.reserve(b.num_params * 3);
+    for (size_t i = 0; i < b.num_params; ++i) {
+      const ddph_param_t& src = b.params[i];
+      ddph_param_t& dst = params[i];
+      dst = ddph_param_t{};
+      dst.struct_size = sizeof dst;
+      dst.offset = src.offset;
+      dst.ndim = src.ndim;
+      dst.data = src.data;
+      dst.shape = copy(src.shape, src.ndim);
+      if (src.data.data != nullptr) {
+        dst.data.shape = const_cast<int64_t*>(copy(src.data.shape, src.data.ndim));
+        dst.data.strides = const_cast<int64_t*>(copy(src.data.strides, src.data.ndim));
+      }
+    }
+    bucket.num_params = params.size();
+    bucket.params = params.empty() ? nullptr : params.data();
+  }
+
+ private:
+  const int64_t* copy(const int64_t* values, int32_t n) {
+    if (values == nullptr || n <= 0) return values;
+    shapes.emplace_back(values, values + n);
+    return shapes.back().data();
+  }
+};
+
+Session::Session(const ddph_session_options_t& opts) {
+  install_loader_host();
+  DDPH_CHECK((opts.yaml_path != nullptr) != (opts.yaml_text != nullptr), DDPH_INVALID_ARGUMENT,
+             "ddph_session_options: set exactly one of yaml_path and yaml_text (got "
+                 << (opts.yaml_path ? "both" : "neither") << ")");
+  DDPH_CHECK(opts.store == nullptr || opts.store->struct_size >= DDPH_STORE_SIZE_V1_0,
+             DDPH_INVALID_ARGUMENT,
+             "ddph_session_options.store.struct_size is " << opts.store->struct_size
+                                                          << ", smaller than the v1.0 size "
+                                                          << DDPH_STORE_SIZE_V1_0);
+  ConfigSource source;
+  if (opts.yaml_path != nullptr) {
+    source.path = opts.yaml_path;
+  } else {
+    source.text = opts.yaml_text;
+    source.is_text = true;
+  }
+  job_ = load_job(source);
+  placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
+  try {
+    create_communicator(opts);
+    for (const ResolvedRule& rule : job_.rules) create_chain(*rule.hook, true, rule.max_bytes);
+    create_chain(*job_.hook, false, 0);
+    worker_ = std::make_unique<Worker>();
+  } catch (...) {
+    destroy_hooks();
+    if (owns_comm_ && comm_ != nullptr) comm_->destroy(comm_->ctx);
+    throw;
+  }
+}
+
+Session::~Session() {
+  worker_.reset();  // runs every queued bucket to completion, then joins
+  destroy_hooks();
+  if (owns_comm_ && comm_ != nullptr && comm_->destroy != nullptr) comm_->destroy(comm_->ctx);
+  comm_ = nullptr;
+  // job_ (and with it the registry, unless shared) goes last: plugins unload
+  // only after every state made from them is gone.
+}
+
+void Session::create_communicator(const ddph_session_options_t& opts) {
+  const CommSpec& spec = job_.config.comm;
+  if (job_.comm.host_provided) {
+    DDPH_CHECK(opts.comm != nullptr, DDPH_INVALID_ARGUMENT,
+               "comm.backend is 'host' but ddph_session_options.comm is NULL");
+    DDPH_CHECK(opts.comm->struct_size >= DDPH_COMM_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+               "ddph_session_options.comm.struct_size is " << opts.comm->struct_size
+                                                           << ", smaller than the v1.0 size "
+                                                           << DDPH_COMM_SIZE_V1_0);
+    comm_ = opts.comm;
+    owns_comm_ = false;
+    return;
+  }
+  std::string rendezvous = opts.rendezvous != nullptr ? opts.rendezvous : spec.rendezvous;
+  const ddph_store_t* store = nullptr;
+  if (rendezvous.empty() || rendezvous == "host") {
+    DDPH_CHECK(rendezvous.empty() || opts.store != nullptr, DDPH_INVALID_ARGUMENT,
+               "comm.rendezvous is 'host' but ddph_session_options.store is NULL");
+    store = opts.store;
+    rendezvous.clear();
+  } else {
+    DDPH_CHECK(rendezvous.rfind("file://", 0) == 0 || rendezvous.rfind("redis://", 0) == 0,
+               DDPH_INVALID_ARGUMENT,
+               "ddph_session_options.rendezvous '" << rendezvous
+                                                   << "' is not file:///dir, redis://host:port "
+                                                      "or host");
+  }
+  const std::string prefix = "ddph/" + std::to_string(g_sessions_opened++);
+  ddph_comm_init_t init{};
+  init.struct_size = sizeof init;
+  init.host = ddph_host();
+  init.rank = placement_.rank;
+  init.world_size = placement_.world_size;
+  init.rendezvous = rendezvous.empty() ? nullptr : rendezvous.c_str();
+  init.store = store;
+  init.prefix = prefix.c_str();
+  init.timeout_ms = spec.timeout_ms;
+  init.options = job_.comm.options.data();
+  init.num_options = job_.comm.options.size();
+  ddph_comm_t* comm = nullptr;
+  DDPH_CALL(job_.comm.factory->create(&init, &comm));
+  DDPH_CHECK(comm != nullptr, DDPH_INTERNAL,
+             "comm backend '" << spec.backend << "' (" << job_.comm.plugin->file()
+                              << ") returned success but no communicator");
+  comm_ = comm;
+  owns_comm_ = true;
+  DDPH_CHECK(comm->struct_size >= DDPH_COMM_SIZE_V1_0, DDPH_VERSION_MISMATCH,
+             "comm backend '" << spec.backend << "' made a ddph_comm_t of struct_size "
+                              << comm->struct_size << ", smaller than the v1.0 size "
+                              << DDPH_COMM_SIZE_V1_0);
+}
+
+std::unique_ptr<ChainElement> Session::create_element(const ResolvedHook& resolved,
+                                                      HookChain& chain) {
+  // Innermost first: a wrapper's create() receives its created inner hook.
+  const ddph_hook_ref_t* inner = nullptr;
+  if (resolved.inner) {
+    chain.elements.push_back(create_element(*resolved.inner, chain));
+    inner = &chain.elements.back()->ref;
+  }
+  ddph_hook_init_t init{};
+  init.struct_size = sizeof init;
+  init.host = ddph_host();
+  init.comm = comm_;
+  init.options = resolved.options.data();
+  init.num_options = resolved.options.size();
+  init.inner = inner;
+  void* state = nullptr;
+  DDPH_CALL(resolved.hook->create(&init, &state));
+  auto element = std::make_unique<ChainElement>();
+  element->plugin = resolved.plugin;
+  element->ref.hook = resolved.hook;
+  element->ref.state = state;
+  return element;
+}
+
+void Session::create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes) {
+  chains_.emplace_back();
+  HookChain& chain = chains_.back();
+  chain.is_rule = is_rule;
+  chain.max_bytes = max_bytes;
+  // create_element appends inner elements as it goes; the outermost comes
+  // back last. Reverse so that elements read outer first.
+  try {
+    chain.elements.push_back(create_element(resolved, chain));
+  } catch (...) {
+    std::reverse(chain.elements.begin(), chain.elements.end());  // so cleanup goes outer first
+    throw;
+  }
+  std::reverse(chain.elements.begin(), chain.elements.end());
+}
+
+void Session::destroy_hooks() {
+  for (HookChain& chain : chains_) {
+    for (auto& element : chain.elements) {  // outer first: a wrapper may use its inner
+      if (element->ref.state != nullptr) element->ref.hook->destroy(element->ref.state);
+      element->ref.state = nullptr;
+    }
+  }
+  chains_.clear();
+}
+
+const HookChain& Session::chain_for(uint64_t bytes) const {
+  for (const HookChain& chain : chains_)
+    if (!chain.is_rule || bytes <= chain.max_bytes) return chain;
+  return chains_.back();
+}
+
+void Session::submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user) {
+  DDPH_CHECK(done != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_submit: done is NULL");
+  check_bucket(bucket);
+  auto pending = std::make_shared<PendingBucket>(*bucket, done, user);
+  worker_->post([this, pending] { run_bucket(*pending); });
+}
+
+void Session::run_bucket(PendingBucket& pending) {
+  ddph_error_t* error = nullptr;
+  if (broken_) {
+    error = make_c_error(DDPH_COMM_FAILURE, "session is broken since: " + broken_since_);
+  } else {
+    const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
+    const ddph_hook_ref_t& hook = chain.elements.front()->ref;
+    Completion completion;
+    error = hook.hook->run_bucket(hook.state, &pending.bucket, &Completion::on_done, &completion);
+    if (error == nullptr) error = completion.wait();
+    if (error == nullptr) {
+      ++buckets_;
+      if (pending.bucket.is_last) ++steps_;
+    } else {
+      ddph_code_t code = ddph_error_code(error);
+      if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT) {
+        broken_ = true;
+        broken_since_ = std::string(code_name(code)) + ": " + ddph_error_message(error);
+      }
+    }
+  }
+  if (error != nullptr) {
+    std::lock_guard<std::mutex> lock(errors_mu_);
+    if (!has_first_error_) {
+      has_first_error_ = true;
+      first_error_code_ = ddph_error_code(error);
+      first_error_message_ = ddph_error_message(error);
+    }
+  }
+  pending.done(pending.user, error);
+}
+
+ddph_error_t* Session::flush() {
+  worker_->wait_idle();
+  std::lock_guard<std::mutex> lock(errors_mu_);
+  if (!has_first_error_) return nullptr;
+  has_first_error_ = false;
+  return make_c_error(first_error_code_, first_error_message_);
+}
+
+void Session::stats(ddph_stats_t* out) const {
+  // Zero what this loader knows, leaving a newer caller's extra fields alone.
+  ddph_stats_t s{};
+  s.struct_size = out->struct_size;
+  s.steps = steps_.load();
+  s.buckets = buckets_.load();
+  for (const HookChain& chain : chains_) {
+    // Bytes in as the outermost hook saw them; bytes out as the innermost one
+    // (the one that talks to collectives) sent them.
+    const ddph_hook_ref_t& outer = chain.elements.front()->ref;
+    const ddph_hook_ref_t& inner = chain.elements.back()->ref;
+    ddph_stats_t hs{};
+    hs.struct_size = sizeof hs;
+    if (outer.hook->stats != nullptr) {
+      DDPH_CALL(outer.hook->stats(outer.state, &hs));
+      s.bytes_in += hs.bytes_in;
+    }
+    hs = ddph_stats_t{};
+    hs.struct_size = sizeof hs;
+    if (inner.hook->stats != nullptr) {
+      DDPH_CALL(inner.hook->stats(inner.state, &hs));
+      s.bytes_out += hs.bytes_out;
+    }
+  }
+  if (comm_ != nullptr && comm_->bytes_sent != nullptr) s.wire_bytes = comm_->bytes_sent(comm_->ctx);
+  std::memcpy(out, &s, sizeof s);
+}
+
+void Session::save_state(ddph_write_fn write, void* sink) {
+  DDPH_CHECK(write != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_save_state: write is NULL");
+  std::string blob;
+  std::exception_ptr failure;
+  // On the worker: [serialized] with run_bucket, after every queued bucket.
+  worker_->run_and_wait([&] {
+    try {
+      std::vector<StateRecord> records;
+      for (const HookChain& chain : chains_) {
+        for (const auto& element : chain.elements) {
+          const ddph_hook_t* hook = element->ref.hook;
+          if (hook->save_state == nullptr) continue;  // stateless hook
+          StateRecord r{element->plugin->family(), hook->name, {}};
+          DDPH_CALL(hook->save_state(element->ref.state, &append_to_string, &r.blob));
+          records.push_back(std::move(r));
+        }
+      }
+      blob = encode_state(records);
+    } catch (...) {
+      failure = std::current_exception();  // rethrown on the caller's thread
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
+  write(sink, blob.data(), blob.size());
+}
+
+void Session::load_state(const void* bytes, size_t n) {
+  std::vector<StateRecord> records = decode_state(bytes, n);
+  std::exception_ptr failure;
+  worker_->run_and_wait([&] {
+    try {
+      size_t next = 0;
+      // Check every record against the session's hooks before loading any.
+      std::vector<std::pair<const ChainElement*, const StateRecord*>> plan;
+      for (const HookChain& chain : chains_) {
+        for (const auto& element : chain.elements) {
+          const ddph_hook_t* hook = element->ref.hook;
+          if (hook->load_state == nullptr) continue;
+          DDPH_CHECK(next < records.size(), DDPH_INVALID_ARGUMENT,
+                     "state blob holds " << records.size()
+                                         << " hook states, but this session has more stateful "
+                                            "hooks (next: "
+                                         << element->plugin->family() << "/" << hook->name << ")");
+          const StateRecord& r = records[next++];
+          DDPH_CHECK(r.family == element->plugin->family() && r.hook == hook->name,
+                     DDPH_INVALID_ARGUMENT,
+                     "state blob record " << next - 1 << " is for hook " << r.family << "/"
+                                          << r.hook << ", but the session's hook there is "
+                                          << element->plugin->family() << "/" << hook->name);
+          plan.emplace_back(element.get(), &r);
+        }
+      }
+      DDPH_CHECK(next == records.size(), DDPH_INVALID_ARGUMENT,
+                 "state blob holds " << records.size() << " hook states, but this session has "
+                                     << next << " stateful hooks");
+      for (const auto& step : plan) {
+        const ddph_hook_ref_t& ref = step.first->ref;
+        DDPH_CALL(ref.hook->load_state(ref.state, step.second->blob.data(),
+                                       step.second->blob.size()));
+      }
+    } catch (...) {
+      failure = std::current_exception();  // rethrown on the caller's thread
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,92 @@
+// A session: one communicator, one hook chain for `hook` and one per rule,
+// and a worker thread that runs buckets in submission order. This is the C++
+// object behind ddph_session_t; c_api.cpp is the thin ABI layer over it.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "loader/job.h"
+#include "loader/worker.h"
+
+namespace ddph {
+namespace loader {
+
+// One created hook: table, state, and the ref a wrapper's init.inner points at.
+struct ChainElement {
+  const Plugin* plugin = nullptr;
+  ddph_hook_ref_t ref{};
+};
+
+// Outermost hook first. Rule chains match buckets of at most max_bytes.
+struct HookChain {
+  std::vector<std::unique_ptr<ChainElement>> elements;
+  bool is_rule = false;
+  uint64_t max_bytes = 0;
+};
+
+// rank/world as the session resolved them, for the comm init and for tools.
+struct Placement {
+  int32_t rank = 0;
+  int32_t world_size = 1;
+};
+
+// Resolves rank and world size: session options (>= 0), then YAML, then env
+// DDPH_RANK/DDPH_WORLD_SIZE, then RANK/WORLD_SIZE, else 0 and 1.
+Placement resolve_placement(int32_t opt_rank, int32_t opt_world, const CommSpec& yaml);
+
+class Session {
+ public:
+  // Validates opts, loads and checks the job, connects, creates the hooks.
+  // Throws ddph::Error; a bad config never reaches the communicator.
+  explicit Session(const ddph_session_options_t& opts);
+  // Waits for in-flight buckets, destroys hooks (outer first), then the
+  // communicator (unless the host's), then lets the plugins unload.
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user);
+  // The first error since the last flush, as a new C error (NULL if none).
+  ddph_error_t* flush();
+  void stats(ddph_stats_t* out) const;
+  void save_state(ddph_write_fn write, void* sink);
+  void load_state(const void* bytes, size_t n);
+  ddph_comm_t* comm() const { return comm_; }
+  const Placement& placement() const { return placement_; }
+
+ private:
+  struct PendingBucket;
+  void create_communicator(const ddph_session_options_t& opts);
+  std::unique_ptr<ChainElement> create_element(const ResolvedHook& resolved, HookChain& chain);
+  void create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes);
+  const HookChain& chain_for(uint64_t bytes) const;
+  void run_bucket(PendingBucket& pending);
+  void destroy_hooks();
+
+  Job job_;
+  Placement placement_;
+  ddph_comm_t* comm_ = nullptr;
+  bool owns_comm_ = false;
+  // Rule chains first (in YAML order), then the main chain last.
+  std::vector<HookChain> chains_;
+
+  std::atomic<uint64_t> steps_{0}, buckets_{0};
+  std::mutex errors_mu_;
+  bool has_first_error_ = false;  // since the last flush
+  ddph_code_t first_error_code_ = DDPH_OK;
+  std::string first_error_message_;
+  bool broken_ = false;  // after a comm failure or timeout; worker thread only
+  std::string broken_since_;
+
+  // Last member: destroyed (drained and joined) first.
+  std::unique_ptr<Worker> worker_;
+};
+
+}  // namespace loader
+}  // namespace ddph
