@@ -1,0 +1,230 @@
+// The collectives of ddph_comm_t on gloo. Each checks its arguments fully
+// before touching the network, so misuse never breaks the communicator.
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <cstring>
+#include <vector>
+
+#include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/reduce_fn.h"
+#include "plugins/comm_gloo/tensor_args.h"
+
+namespace ddph {
+namespace comm_gloo {
+namespace {
+
+// gloo's typed setters only use sizeof(T); pick a type of the element's size.
+template <class Fn>
+void with_element_type(DType dtype, Fn&& fn) {
+  switch (dtype_size(dtype)) {
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    case 8:
+      return fn(uint64_t{});
+  }
+  DDPH_FAIL(DDPH_INTERNAL, "comm_gloo: element size " << dtype_size(dtype));
+}
+
+template <class T>
+T* typed(const void* p) {
+  // gloo takes inputs as non-const pointers but only reads them.
+  return static_cast<T*>(const_cast<void*>(p));
+}
+
+// Point-to-point slots live apart from gloo's collective slots (whose top
+// byte is a small prefix) and encode the sender, so each direction of a pair
+// has its own ordered sequence.
+constexpr uint64_t kP2PSlotPrefix = 0x7dull << 56;
+uint64_t p2p_slot(int sender, uint64_t seq) {
+  return kP2PSlotPrefix | (uint64_t(uint32_t(sender) & 0xffffffu) << 32) | (seq & 0xffffffffu);
+}
+
+// Bounds the memory held by buffered sends nobody has received yet.
+constexpr size_t kMaxPendingSends = 64;
+
+}  // namespace
+
+void Communicator::drain_sends(const char* what) {
+  if (pending_sends_.empty()) return;
+  run(what, [&] {
+    while (!pending_sends_.empty()) {
+      PendingSend& s = *pending_sends_.front();
+      DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+                 "an earlier send to peer " << s.peer << " was aborted");
+      pending_sends_.pop_front();
+    }
+  });
+}
+
+void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+  const char* what = "allreduce";
+  check_op(op, what);
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, send.numel, what, "recv", "recv has send's numel");
+  const bool in_place = send.data == recv.data;
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send and recv overlap without being the same buffer");
+  drain_sends(what);
+  check_not_broken(what);
+  if (send.numel == 0) return;
+  ReduceFn reduce = reduce_function(send.dtype, op);
+  run(what, [&] {
+    ::gloo::AllreduceOptions opts(context_);
+    with_element_type(send.dtype, [&](auto t) {
+      using T = decltype(t);
+      if (!in_place) opts.setInput<T>(typed<T>(send.data), send.numel);
+      opts.setOutput<T>(typed<T>(recv.data), recv.numel);
+    });
+    opts.setReduceFunction(reduce);
+    opts.setTag(next_tag());
+    opts.setTimeout(config_.timeout);
+    ::gloo::allreduce(opts);
+  });
+  if (op == DDPH_AVG) divide_by(recv.dtype, recv.data, recv.numel, size());
+}
+
+void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
+  const char* what = "allgather";
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, size_t(size()) * send.numel, what, "recv", "size() * send numel");
+  // In place means send is this rank's own block of recv (as MPI_IN_PLACE).
+  const bool in_place =
+      send.numel == 0 || send.data == static_cast<char*>(recv.data) + rank() * send.bytes();
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send overlaps recv but is not rank " << rank() << "'s block of it");
+  drain_sends(what);
+  check_not_broken(what);
+  if (send.numel == 0) return;
+  run(what, [&] {
+    ::gloo::AllgatherOptions opts(context_);
+    with_element_type(send.dtype, [&](auto t) {
+      using T = decltype(t);
+      if (!in_place) opts.setInput<T>(typed<T>(send.data), send.numel);
+      opts.setOutput<T>(typed<T>(recv.data), recv.numel);
+    });
+    opts.setTag(next_tag());
+    opts.setTimeout(config_.timeout);
+    ::gloo::allgather(opts);
+  });
+}
+
+void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+  const char* what = "reduce_scatter";
+  check_op(op, what);
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(send, size_t(size()) * recv.numel, what, "send", "size() * recv numel");
+  drain_sends(what);
+  check_not_broken(what);
+  if (recv.numel == 0) return;
+  // For now: a full allreduce into scratch, then this rank keeps its block.
+  // It moves twice the bytes of a true reduce-scatter; gloo 0.5's only
+  // reduce-scatter is the old-style halving-doubling class with its own
+  // buffers. Scratch also makes any aliasing of send and recv harmless.
+  ReduceFn reduce = reduce_function(send.dtype, op);
+  std::vector<char> scratch(send.bytes());
+  run(what, [&] {
+    ::gloo::AllreduceOptions opts(context_);
+    with_element_type(send.dtype, [&](auto t) {
+      using T = decltype(t);
+      opts.setInput<T>(typed<T>(send.data), send.numel);
+      opts.setOutput<T>(typed<T>(scratch.data()), send.numel);
+    });
+    opts.setReduceFunction(reduce);
+    opts.setTag(next_tag());
+    opts.setTimeout(config_.timeout);
+    ::gloo::allreduce(opts);
+  });
+  std::memcpy(recv.data, scratch.data() + size_t(rank()) * recv.bytes(), recv.bytes());
+  if (op == DDPH_AVG) divide_by(recv.dtype, recv.data, recv.numel, size());
+}
+
+void Communicator::broadcast(DLTensor* buf_t, int root) {
+  const char* what = "broadcast";
+  HostBuf buf = check_tensor(buf_t, what, "buf");
+  DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
+             what << ": root " << root << " is outside [0, " << size() << ")");
+  drain_sends(what);
+  check_not_broken(what);
+  if (buf.numel == 0) return;
+  run(what, [&] {
+    ::gloo::BroadcastOptions opts(context_);
+    with_element_type(buf.dtype, [&](auto t) {
+      using T = decltype(t);
+      opts.setOutput<T>(typed<T>(buf.data), buf.numel);
+    });
+    opts.setRoot(root);
+    opts.setTag(next_tag());
+    opts.setTimeout(config_.timeout);
+    ::gloo::broadcast(opts);
+  });
+}
+
+void Communicator::barrier() {
+  drain_sends("barrier");
+  run("barrier", [&] {
+    ::gloo::BarrierOptions opts(context_);
+    opts.setTag(next_tag());
+    opts.setTimeout(config_.timeout);
+    ::gloo::barrier(opts);
+  });
+}
+
+void Communicator::send(const DLTensor* buf_t, int peer) {
+  const char* what = "send";
+  HostBuf buf = check_tensor(buf_t, what, "buf");
+  check_peer(peer, what);
+  check_not_broken(what);
+  if (buf.numel == 0) return;
+  if (pending_sends_.size() >= kMaxPendingSends) {
+    // Wait for the oldest only: that keeps the order and bounds memory.
+    run(what, [&] {
+      PendingSend& s = *pending_sends_.front();
+      DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+                 "an earlier send to peer " << s.peer << " was aborted");
+      pending_sends_.pop_front();
+    });
+  }
+  const uint64_t slot = p2p_slot(rank(), send_seq_[size_t(peer)]++);
+  auto pending = std::make_unique<PendingSend>();
+  const char* bytes = static_cast<const char*>(buf.data);
+  pending->data.assign(bytes, bytes + buf.bytes());
+  pending->peer = peer;
+  run(what, [&] {
+    pending->buffer = context_->createUnboundBuffer(pending->data.data(), pending->data.size());
+    pending->buffer->send(peer, slot);
+  });
+  pending_sends_.push_back(std::move(pending));
+}
+
+void Communicator::recv(DLTensor* buf_t, int peer) {
+  const char* what = "recv";
+  HostBuf buf = check_tensor(buf_t, what, "buf");
+  check_peer(peer, what);
+  check_not_broken(what);
+  if (buf.numel == 0) return;
+  const uint64_t slot = p2p_slot(peer, recv_seq_[size_t(peer)]++);
+  run(what, [&] {
+    auto ub = context_->createUnboundBuffer(buf.data, buf.bytes());
+    ub->recv(peer, slot);
+    DDPH_CHECK(ub->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+               "recv from peer " << peer << " was aborted");
+  });
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph

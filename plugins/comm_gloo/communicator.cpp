@@ -1,0 +1,109 @@
+#include "plugins/comm_gloo/communicator.h"
+
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "core/host.h"
+
+namespace ddph {
+namespace comm_gloo {
+
+Communicator::Communicator(const CommConfig& config,
+                           std::unique_ptr<::gloo::rendezvous::Store> store)
+    : config_(config),
+      store_(std::move(store)),
+      send_seq_(size_t(config.world), 0),
+      recv_seq_(size_t(config.world), 0) {
+  ::gloo::transport::tcp::attr attr;
+  if (!config_.iface.empty())
+    attr.iface = config_.iface;
+  else
+    attr.hostname = config_.hostname;
+  try {
+    // The device's event-loop thread starts here and inherits the blocked
+    // SIGPIPE, so its writes to a dead peer cannot kill the process either.
+    gloo_call("creating the TCP device", rank(),
+              [&] { device_ = ::gloo::transport::tcp::CreateDevice(attr); });
+  } catch (const Error& e) {
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
+              (config_.iface.empty() ? "option 'hostname' ('" + config_.hostname + "')"
+                                     : "option 'iface' ('" + config_.iface + "')")
+                  << " cannot be used to listen: " << e.what());
+  }
+
+  prefix_store_.reset(new ::gloo::rendezvous::PrefixStore(config_.prefix, *store_));
+  auto context = std::make_shared<::gloo::rendezvous::Context>(config_.rank, config_.world);
+  context->setTimeout(config_.timeout);
+
+  // The new sockets that appear while connecting are this context's pairs.
+  FdSnapshot before = FdSnapshot::take();
+  std::ostringstream what;
+  what << "rendezvous of " << config_.world << " ranks (prefix '" << config_.prefix << "', timeout "
+       << config_.timeout.count() << " ms)";
+  const std::string what_text = what.str();
+  gloo_call(what_text.c_str(), rank(), [&] { context->connectFullMesh(*prefix_store_, device_); });
+  wire_.track_new_sockets(before, FdSnapshot::take());
+  context_ = std::move(context);
+}
+
+Communicator::~Communicator() {
+  SigpipeBlock block;
+  try {
+    // Buffered sends must reach the wire before the sockets close; a broken
+    // communicator has nobody left to deliver them to.
+    bool healthy;
+    {
+      std::lock_guard<std::mutex> lock(broken_mutex_);
+      healthy = broken_.empty();
+    }
+    if (healthy) drain_sends("destroy");
+  } catch (...) {
+    // destroy cannot report; the peer will see its recv fail.
+  }
+  try {
+    pending_sends_.clear();
+    // Pairs refer to the device: the context goes first.
+    context_.reset();
+    device_.reset();
+  } catch (...) {
+    // Tearing down after a failure may complain; nothing useful to do.
+  }
+}
+
+void Communicator::check_not_broken(const char* what) {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  DDPH_CHECK(broken_.empty(), DDPH_COMM_FAILURE,
+             what << " on rank " << rank() << ": communicator is broken since " << broken_);
+}
+
+void Communicator::break_with(const Error& e) {
+  {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    if (!broken_.empty()) return;
+    broken_ = std::string(code_name(e.code())) + ": " + e.what();
+  }
+  log(DDPH_LOG_ERROR, "comm_gloo", std::string("communicator broken: ") + e.what());
+  // Hard-close every pair (RST): peers still blocked on this rank then fail
+  // at once instead of waiting out their own timeout.
+  SigpipeBlock block;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer == rank()) continue;
+    try {
+      auto& pair = context_->getPair(peer);
+      if (pair) pair->close();
+    } catch (...) {
+    }
+  }
+}
+
+void Communicator::check_peer(int peer, const char* what) const {
+  DDPH_CHECK(peer >= 0 && peer < size(), DDPH_INVALID_ARGUMENT,
+             what << ": peer " << peer << " is outside [0, " << size() << ")");
+  DDPH_CHECK(peer != rank(), DDPH_INVALID_ARGUMENT,
+             what << ": peer " << peer << " is this rank itself");
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph

@@ -1,0 +1,116 @@
+// One rank's gloo communicator: a full mesh of TCP pairs plus the state that
+// makes failures sticky (a "broken" communicator fails fast).
+#pragma once
+
+#include <ddph/ddph.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "plugins/comm_gloo/errors.h"
+#include "plugins/comm_gloo/wire_bytes.h"
+
+namespace gloo {
+class Context;
+namespace rendezvous {
+class Store;
+}
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace ddph {
+namespace comm_gloo {
+
+struct CommConfig {
+  int rank = 0;
+  int world = 1;
+  std::chrono::milliseconds timeout{0};
+  std::string prefix;    // store namespace of this session
+  std::string hostname;  // address to listen on
+  std::string iface;     // overrides hostname when non-empty
+};
+
+class Communicator {
+ public:
+  // Collective: connects to every peer through store (which it keeps).
+  Communicator(const CommConfig& config, std::unique_ptr<::gloo::rendezvous::Store> store);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return config_.rank; }
+  int size() const { return config_.world; }
+
+  // Collectives of ddph_comm_t; [serialized] per communicator.
+  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op);
+  void allgather(const DLTensor* send, DLTensor* recv);
+  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op);
+  void broadcast(DLTensor* buf, int root);
+  void barrier();
+  // send copies buf and returns once gloo has the message: gloo only puts
+  // it on the wire after the peer posts the matching recv, so a blocking
+  // send would deadlock a ring where every rank sends first. Delivery is
+  // awaited by the next collective or barrier (drain_sends), which reports
+  // a failed send.
+  void send(const DLTensor* buf, int peer);
+  void recv(DLTensor* buf, int peer);
+
+  // [thread-safe]
+  uint64_t bytes_sent() { return wire_.total(); }
+
+ private:
+  // Runs a gloo call for collective `what`: fails fast when broken, turns
+  // gloo's exceptions into ddph::Error, and breaks the communicator on a
+  // communication failure or timeout.
+  template <class Fn>
+  void run(const char* what, Fn&& fn);
+  void check_not_broken(const char* what);
+  void break_with(const Error& e);
+  uint32_t next_tag() { return next_tag_++; }
+  void check_peer(int peer, const char* what) const;
+  // Waits (within the timeout) until every buffered send is on the wire.
+  void drain_sends(const char* what);
+
+  CommConfig config_;
+  std::unique_ptr<::gloo::rendezvous::Store> store_;         // the URL's or the host's store
+  std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
+  std::shared_ptr<::gloo::transport::Device> device_;
+  std::shared_ptr<::gloo::Context> context_;
+  WireBytes wire_;
+
+  std::mutex broken_mutex_;
+  std::string broken_;  // the first failure; empty while healthy
+
+  uint32_t next_tag_ = 1;
+  std::vector<uint64_t> send_seq_, recv_seq_;  // per peer, for point-to-point slots
+  struct PendingSend {
+    std::vector<char> data;  // a copy: the caller's buffer is free once send returns
+    std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
+    int peer;
+  };
+  std::deque<std::unique_ptr<PendingSend>> pending_sends_;
+};
+
+template <class Fn>
+void Communicator::run(const char* what, Fn&& fn) {
+  check_not_broken(what);
+  try {
+    gloo_call(what, rank(), fn);
+  } catch (const Error& e) {
+    if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT) break_with(e);
+    throw;
+  }
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph

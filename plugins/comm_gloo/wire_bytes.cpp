@@ -1,0 +1,80 @@
+#include "plugins/comm_gloo/wire_bytes.h"
+
+#include <dirent.h>
+#include <linux/tcp.h>  // struct tcp_info with tcpi_bytes_sent (glibc's lacks it)
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+namespace ddph {
+namespace comm_gloo {
+namespace {
+
+// Reads the bytes sent on fd if it is still the socket we tracked.
+bool read_bytes_sent(int fd, ino_t ino, uint64_t* out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != ino) return false;
+  struct tcp_info info {};
+  socklen_t len = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  if (len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof info.tcpi_bytes_sent) return false;
+  *out = info.tcpi_bytes_sent;
+  return true;
+}
+
+bool is_established_tcp(int fd) {
+  int type = 0, domain = 0;
+  socklen_t len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+  len = sizeof domain;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) return false;
+  if (domain != AF_INET && domain != AF_INET6) return false;
+  struct tcp_info info {};
+  len = sizeof info;
+  return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 &&
+         info.tcpi_state == 1 /* TCP_ESTABLISHED */;
+}
+
+}  // namespace
+
+FdSnapshot FdSnapshot::take() {
+  FdSnapshot snap;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return snap;
+  const int own = dirfd(dir);
+  while (struct dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    long fd = strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == own) continue;
+    struct stat st;
+    if (fstat(int(fd), &st) == 0 && S_ISSOCK(st.st_mode)) snap.fds.emplace(int(fd), st.st_ino);
+  }
+  closedir(dir);
+  return snap;
+}
+
+void WireBytes::track_new_sockets(const FdSnapshot& before, const FdSnapshot& after) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& fd_ino : after.fds) {
+    if (before.fds.count(fd_ino) != 0 || !is_established_tcp(fd_ino.first)) continue;
+    uint64_t base = 0;
+    if (!read_bytes_sent(fd_ino.first, fd_ino.second, &base)) continue;
+    sockets_.push_back(Socket{fd_ino.first, fd_ino.second, base, 0});
+  }
+}
+
+uint64_t WireBytes::total() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t sum = 0;
+  for (Socket& s : sockets_) {
+    uint64_t now = 0;
+    if (read_bytes_sent(s.fd, s.ino, &now) && now >= s.base && now - s.base > s.last)
+      s.last = now - s.base;
+    sum += s.last;
+  }
+  return sum;
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph

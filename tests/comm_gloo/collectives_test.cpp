@@ -1,0 +1,290 @@
+// Results of every collective on 2 and 3 real processes over real gloo.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "tests/comm_gloo/harness.h"
+#include "tests/support/multiprocess.h"
+
+namespace comm_gloo_test {
+namespace {
+
+struct DtypeCase {
+  const char* name;
+  DLDataType dl;
+  bool integer;
+};
+const DtypeCase kDtypes[] = {
+    {"float32", kF32, false},   {"float64", kF64, false}, {"int32", kI32, true},
+    {"int64", kI64, true},      {"uint8", kU8, true},     {"float16", kF16, false},
+    {"bfloat16", kBF16, false},
+};
+const ddph_reduce_op_t kOps[] = {DDPH_SUM, DDPH_AVG, DDPH_MAX, DDPH_MIN};
+const char* op_name(ddph_reduce_op_t op) {
+  return op == DDPH_SUM ? "SUM" : op == DDPH_AVG ? "AVG" : op == DDPH_MAX ? "MAX" : "MIN";
+}
+
+// Small integers, not monotone in rank (so MAX/MIN are not just "the last
+// rank's value"), and with the last rank topping up so the sum divides by
+// world: every SUM/AVG/MAX/MIN is then exact in every dtype, 16-bit included.
+double value(int rank, int world, int i) {
+  double v = 1 + (i * 7 + rank * 3) % 11;
+  if (rank == world - 1) {
+    int sum = 0;
+    for (int r = 0; r < world - 1; ++r) sum += 1 + (i * 7 + r * 3) % 11;
+    sum += int(v);
+    v += (world - sum % world) % world;
+  }
+  return v;
+}
+
+double expected(ddph_reduce_op_t op, int world, int i) {
+  double sum = 0, mx = -1e300, mn = 1e300;
+  for (int r = 0; r < world; ++r) {
+    double v = value(r, world, i);
+    sum += v;
+    mx = std::max(mx, v);
+    mn = std::min(mn, v);
+  }
+  switch (op) {
+    case DDPH_SUM:
+      return sum;
+    case DDPH_AVG:
+      return sum / world;
+    case DDPH_MAX:
+      return mx;
+    default:
+      return mn;
+  }
+}
+
+ddph_comm_t* must_connect(int rank, int world, const std::string& dir) {
+  Connect c;
+  c.rank = rank;
+  c.world = world;
+  c.rendezvous = file_url(dir + "/store");
+  Err err;
+  ddph_comm_t* comm = connect(c, &err);
+  if (comm == nullptr) std::fprintf(stderr, "[rank %d] connect: %s\n", rank, err.text().c_str());
+  return comm;
+}
+
+#define CHILD_OK(call)                                                              \
+  do {                                                                              \
+    Err e_ = take(call);                                                            \
+    DDPH_CHILD_CHECK(e_.ok(), "rank %d: %s -> %s", rank, #call, e_.text().c_str()); \
+  } while (0)
+
+int allreduce_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
+  DDPH_CHILD_CHECK(comm->rank(comm->ctx) == rank && comm->size(comm->ctx) == world, "rank %d",
+                   rank);
+  const int n = 13;
+  for (const DtypeCase& d : kDtypes) {
+    for (ddph_reduce_op_t op : kOps) {
+      for (bool in_place : {false, true}) {
+        Tensor send(d.dl, n), recv(d.dl, n);
+        for (int i = 0; i < n; ++i) {
+          set(send, i, value(rank, world, i));
+          set(recv, i, 99);
+        }
+        Tensor& out = in_place ? send : recv;
+        CHILD_OK(comm->allreduce(comm->ctx, send.dl(), out.dl(), op, nullptr));
+        for (int i = 0; i < n; ++i)
+          DDPH_CHILD_CHECK(get(out, i) == expected(op, world, i),
+                           "%s %s%s [%d]: got %g, expected %g", d.name, op_name(op),
+                           in_place ? " in place" : "", i, get(out, i), expected(op, world, i));
+        if (!in_place)
+          for (int i = 0; i < n; ++i)
+            DDPH_CHILD_CHECK(get(send, i) == value(rank, world, i), "%s: send was modified",
+                             d.name);
+      }
+    }
+  }
+  // AVG of integers truncates like C division: sum 1 over `world` ranks -> 0,
+  // sum 2*world+1 -> 2.
+  Tensor ints(kI32, 2);
+  ints.as<int32_t>()[0] = rank == 0 ? 1 : 0;
+  ints.as<int32_t>()[1] = rank == 0 ? 2 * world + 1 : 0;
+  CHILD_OK(comm->allreduce(comm->ctx, ints.dl(), ints.dl(), DDPH_AVG, nullptr));
+  DDPH_CHILD_CHECK(ints.as<int32_t>()[0] == 0 && ints.as<int32_t>()[1] == 2, "int AVG: %d %d",
+                   ints.as<int32_t>()[0], ints.as<int32_t>()[1]);
+  // A buffer of several gloo segments (1 MiB each) exercises the ring's chunking.
+  const int big = 600000;
+  Tensor f(kF32, big);
+  for (int i = 0; i < big; ++i) f.as<float>()[i] = float((i % 1000) * (rank + 1));
+  CHILD_OK(comm->allreduce(comm->ctx, f.dl(), f.dl(), DDPH_SUM, nullptr));
+  const float factor = float(world * (world + 1) / 2);
+  for (int i = 0; i < big; ++i)
+    DDPH_CHILD_CHECK(f.as<float>()[i] == float(i % 1000) * factor, "big[%d] = %g", i,
+                     double(f.as<float>()[i]));
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
+int gather_scatter_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
+  const int n = 5;
+  // allgather: out of place, then in place (send is this rank's block of recv).
+  {
+    Tensor send(kI64, n), recv(kI64, world * n);
+    for (int i = 0; i < n; ++i) send.as<int64_t>()[i] = 1000 * rank + i;
+    CHILD_OK(comm->allgather(comm->ctx, send.dl(), recv.dl(), nullptr));
+    for (int r = 0; r < world; ++r)
+      for (int i = 0; i < n; ++i)
+        DDPH_CHILD_CHECK(recv.as<int64_t>()[r * n + i] == 1000 * r + i, "allgather [%d][%d]", r, i);
+  }
+  {
+    Tensor recv(kF32, world * n);
+    for (int i = 0; i < world * n; ++i) recv.as<float>()[i] = -1;
+    for (int i = 0; i < n; ++i) recv.as<float>()[rank * n + i] = float(10 * rank + i);
+    int64_t shape = n;
+    DLTensor mine = view(recv, rank * n, &shape);
+    CHILD_OK(comm->allgather(comm->ctx, &mine, recv.dl(), nullptr));
+    for (int r = 0; r < world; ++r)
+      for (int i = 0; i < n; ++i)
+        DDPH_CHILD_CHECK(recv.as<float>()[r * n + i] == float(10 * r + i),
+                         "in-place allgather [%d][%d] = %g", r, i,
+                         double(recv.as<float>()[r * n + i]));
+  }
+  // reduce_scatter: rank r gets the reduction of block r.
+  for (ddph_reduce_op_t op : kOps) {
+    Tensor send(kF64, world * n), recv(kF64, n);
+    for (int j = 0; j < world * n; ++j) send.as<double>()[j] = double((rank + 1) * (j + 1));
+    CHILD_OK(comm->reduce_scatter(comm->ctx, send.dl(), recv.dl(), op, nullptr));
+    for (int i = 0; i < n; ++i) {
+      const int j = rank * n + i;
+      double sum = 0;
+      for (int r = 0; r < world; ++r) sum += double((r + 1) * (j + 1));
+      double want = op == DDPH_SUM   ? sum
+                    : op == DDPH_AVG ? sum / world
+                    : op == DDPH_MAX ? double(world * (j + 1))
+                                     : double(j + 1);
+      DDPH_CHILD_CHECK(recv.as<double>()[i] == want, "reduce_scatter %s [%d] = %g, want %g",
+                       op_name(op), i, recv.as<double>()[i], want);
+    }
+  }
+  // broadcast from the last rank (non-zero root).
+  {
+    const int root = world - 1;
+    Tensor buf(kF64, n);
+    for (int i = 0; i < n; ++i) buf.as<double>()[i] = rank == root ? 0.25 * i + 7 : -5;
+    CHILD_OK(comm->broadcast(comm->ctx, buf.dl(), root, nullptr));
+    for (int i = 0; i < n; ++i)
+      DDPH_CHILD_CHECK(buf.as<double>()[i] == 0.25 * i + 7, "broadcast [%d] = %g", i,
+                       buf.as<double>()[i]);
+  }
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
+int barrier_p2p_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
+  // barrier: late ranks write a marker just before it; after it, every
+  // marker must exist on every rank.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150 * rank));
+  std::string mark = dir + "/mark" + std::to_string(rank);
+  FILE* f = std::fopen(mark.c_str(), "w");
+  DDPH_CHILD_CHECK(f != nullptr, "rank %d", rank);
+  std::fclose(f);
+  CHILD_OK(comm->barrier(comm->ctx));
+  for (int r = 0; r < world; ++r) {
+    struct stat st;
+    std::string other = dir + "/mark" + std::to_string(r);
+    DDPH_CHILD_CHECK(stat(other.c_str(), &st) == 0, "rank %d passed the barrier before rank %d",
+                     rank, r);
+  }
+  // send/recv ring, every rank sending first (sends are buffered), three
+  // rounds of two messages each: matching is in order per (sender, receiver).
+  const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  for (int round = 0; round < 3; ++round) {
+    Tensor a(kI32, 4), b(kI32, 4), x(kI32, 4), y(kI32, 4);
+    for (int i = 0; i < 4; ++i) {
+      a.as<int32_t>()[i] = 100 * rank + 10 * round + i;
+      b.as<int32_t>()[i] = -(100 * rank + 10 * round + i);
+    }
+    CHILD_OK(comm->send(comm->ctx, a.dl(), next, nullptr));
+    CHILD_OK(comm->send(comm->ctx, b.dl(), next, nullptr));
+    CHILD_OK(comm->recv(comm->ctx, x.dl(), prev, nullptr));
+    CHILD_OK(comm->recv(comm->ctx, y.dl(), prev, nullptr));
+    for (int i = 0; i < 4; ++i) {
+      DDPH_CHILD_CHECK(x.as<int32_t>()[i] == 100 * prev + 10 * round + i, "round %d x[%d]=%d",
+                       round, i, x.as<int32_t>()[i]);
+      DDPH_CHILD_CHECK(y.as<int32_t>()[i] == -(100 * prev + 10 * round + i), "round %d y[%d]=%d",
+                       round, i, y.as<int32_t>()[i]);
+    }
+  }
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
+int bytes_sent_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr && comm->bytes_sent != nullptr, "rank %d", rank);
+  const int n = 1 << 18;  // 1 MiB of float32
+  const uint64_t payload = uint64_t(n) * 4;
+  Tensor buf(kF32, n);
+  uint64_t before = comm->bytes_sent(comm->ctx);
+  CHILD_OK(comm->allreduce(comm->ctx, buf.dl(), buf.dl(), DDPH_SUM, nullptr));
+  // A ring allreduce puts 2 (W-1)/W of the buffer on the wire from each rank.
+  const uint64_t want = 2 * (world - 1) * payload / world;
+  // The last segments may still sit in the socket buffer; the kernel sends
+  // them within moments.
+  uint64_t grew = 0;
+  for (int i = 0; i < 200 && grew < want; ++i) {
+    grew = comm->bytes_sent(comm->ctx) - before;
+    if (grew < want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  DDPH_CHILD_CHECK(grew >= want, "bytes_sent grew by %llu, expected at least %llu",
+                   (unsigned long long)grew, (unsigned long long)want);
+  DDPH_CHILD_CHECK(grew < 2 * payload, "bytes_sent grew by %llu for a %llu-byte allreduce",
+                   (unsigned long long)grew, (unsigned long long)payload);
+  // And it keeps counting.
+  CHILD_OK(comm->allreduce(comm->ctx, buf.dl(), buf.dl(), DDPH_SUM, nullptr));
+  uint64_t again = 0;
+  for (int i = 0; i < 200 && again < grew + want; ++i) {
+    again = comm->bytes_sent(comm->ctx) - before;
+    if (again < grew + want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  DDPH_CHILD_CHECK(again >= grew + want, "second allreduce: %llu", (unsigned long long)again);
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
+class CommGlooRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommGlooRanks, AllreduceIsExactForEveryDtypeAndOp) {
+  auto res = ddph_test::run_ranks(GetParam(), allreduce_body, 40);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST_P(CommGlooRanks, AllgatherReduceScatterBroadcast) {
+  auto res = ddph_test::run_ranks(GetParam(), gather_scatter_body, 30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST_P(CommGlooRanks, BarrierAndSendRecvRing) {
+  auto res = ddph_test::run_ranks(GetParam(), barrier_p2p_body, 30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST_P(CommGlooRanks, BytesSentCountsTheWire) {
+  auto res = ddph_test::run_ranks(GetParam(), bytes_sent_body, 30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(World, CommGlooRanks, ::testing::Values(2, 3),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::to_string(i.param) + "ranks";
+                         });
+
+}  // namespace
+}  // namespace comm_gloo_test
