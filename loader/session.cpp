@@ -325,7 +325,14 @@ void Session::run_bucket(PendingBucket& pending) {
   pending.done(pending.user, error);
 }
 
+void Session::check_not_in_done(const char* function) const {
+  // The worker would wait for itself: a done callback runs on the worker.
+  DDPH_CHECK(!worker_->on_worker_thread(), DDPH_INVALID_ARGUMENT,
+             function << ": called from a done callback; call it from another thread");
+}
+
 ddph_error_t* Session::flush() {
+  check_not_in_done("ddph_session_flush");
   worker_->wait_idle();
   std::lock_guard<std::mutex> lock(errors_mu_);
   if (!has_first_error_) return nullptr;
@@ -363,6 +370,7 @@ void Session::stats(ddph_stats_t* out) const {
 
 void Session::save_state(ddph_write_fn write, void* sink) {
   DDPH_CHECK(write != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_save_state: write is NULL");
+  check_not_in_done("ddph_session_save_state");
   std::string blob;
   std::exception_ptr failure;
   // On the worker: [serialized] with run_bucket, after every queued bucket.
@@ -388,6 +396,7 @@ void Session::save_state(ddph_write_fn write, void* sink) {
 }
 
 void Session::load_state(const void* bytes, size_t n) {
+  check_not_in_done("ddph_session_load_state");
   std::vector<StateRecord> records = decode_state(bytes, n);
   std::exception_ptr failure;
   worker_->run_and_wait([&] {

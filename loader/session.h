@@ -68,6 +68,7 @@ class Session {
   const HookChain& chain_for(uint64_t bytes) const;
   void run_bucket(PendingBucket& pending);
   void destroy_hooks();
+  void check_not_in_done(const char* function) const;
 
   Job job_;
   Placement placement_;

@@ -387,3 +387,26 @@ TEST(Session, HostCommunicator) {
   ASSERT_EQ(ddph_session_submit(provider.s, &b.b, &Recorder::done, &rec.tokens[0]), nullptr);
   EXPECT_EQ(ddph_session_flush(provider.s), nullptr);
 }
+
+namespace {
+struct FlushFromDone {
+  ddph_session_t* s;
+  ddph_code_t code = DDPH_OK;
+  static void done(void* user, ddph_error_t* e) {
+    ddph_error_free(e);
+    auto* self = static_cast<FlushFromDone*>(user);
+    ddph_error_t* f = ddph_session_flush(self->s);
+    self->code = ddph_error_code(f);
+    ddph_error_free(f);
+  }
+};
+}  // namespace
+
+TEST(Session, FlushFromADoneCallbackIsMisuseNotADeadlock) {
+  Session s(yaml("{family: fixture_sum, name: sum}"));
+  FlushFromDone probe{s.s};
+  Bucket b(4, 1);
+  ASSERT_EQ(ddph_session_submit(s.s, &b.b, &FlushFromDone::done, &probe), nullptr);
+  EXPECT_EQ(ddph_session_flush(s.s), nullptr);
+  EXPECT_EQ(probe.code, DDPH_INVALID_ARGUMENT);
+}
