@@ -88,11 +88,11 @@ TEST_F(ToolCli, TrainWithAllreduceLearnsAndRanksAgree) {
 }
 
 TEST_F(ToolCli, TrainOnThreeRanks) {
-  expect_learned(ddph("train --config " + kConfigs + "allreduce.yaml --world 3"), 3);
+  expect_learned(ddph("train --config " + kConfigs + "allreduce.yaml --world 3 --steps 600"), 3);
 }
 
 TEST_F(ToolCli, TrainWithFp16CompressionLearnsAndRanksAgree) {
-  expect_learned(ddph("train --config " + kConfigs + "fp16.yaml --bucket-kb 1"), 2);
+  expect_learned(ddph("train --config " + kConfigs + "fp16.yaml --bucket-kb 1 --steps 600"), 2);
 }
 
 TEST_F(ToolCli, TrainOneRankPerCommandLikeAMultiMachineJob) {
@@ -108,6 +108,25 @@ TEST_F(ToolCli, TrainOneRankPerCommandLikeAMultiMachineJob) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << r0 << "\n" << r1;
   EXPECT_NE(r0.find("bit-identical on all 2 ranks"), std::string::npos) << r0;
   EXPECT_EQ(r1.find("step"), std::string::npos) << "only rank 0 reports:\n" << r1;
+}
+
+// noop does not average, so ranks training on different shards drift apart:
+// the hash check must catch it rather than print a false "bit-identical".
+TEST_F(ToolCli, TrainFailsWhenRanksDiverge) {
+  Result r = ddph("train --config " + kConfigs + "noop.yaml --steps 20");
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("parameters DIFFER"), std::string::npos) << describe(r);
+}
+
+TEST_F(ToolCli, TrainFailsAndNamesTheRankWhenTheHookIsUnknown) {
+  std::string dir = ddph_test::make_temp_dir("ddph-cli-bad");
+  std::string bad = dir + "/bad.yaml";
+  std::ofstream(bad) << "hook: {family: default, name: no_such_hook}\n";
+  Result r = ddph("train --config " + bad + " --steps 5");
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no_such_hook"), std::string::npos) << r.err;
 }
 
 TEST_F(ToolCli, TrainRejectsBadFlags) {
