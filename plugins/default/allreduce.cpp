@@ -1,0 +1,44 @@
+// PyTorch's default_hooks.allreduce_hook: divide by the world size first,
+// then SUM in place, so the bucket ends holding the mean.
+#include "core/comm_call.h"
+#include "core/hook.h"
+#include "core/kernels/divide.h"
+#include "core/tensor.h"
+#include "plugins/default/hooks.h"
+
+namespace ddph {
+namespace default_family {
+namespace {
+
+class AllreduceHook : public Hook {
+ public:
+  static constexpr uint32_t kFlags = 0;
+  explicit AllreduceHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
+
+  void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    const int64_t n = bucket.buffer.shape[0];
+    void* data = data_ptr(bucket.buffer);
+    const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
+    count_in(bytes);
+    divide_inplace(dtype, data, size_t(n), comm_size(comm_));
+    FlatTensor buf(data, dtype, n, bucket.buffer.device);
+    count_out(bytes);
+    comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+    done.ok();
+  }
+
+ private:
+  ddph_comm_t* comm_;
+};
+
+}  // namespace
+
+const ddph_hook_t& allreduce_hook() {
+  static const ddph_hook_t table = hook_table<AllreduceHook>(
+      "allreduce", "mean of the bucket over all ranks: divide by world size, then allreduce SUM",
+      nullptr, 0);
+  return table;
+}
+
+}  // namespace default_family
+}  // namespace ddph

@@ -1,0 +1,67 @@
+// PyTorch's fp16_compress_hook and bf16_compress_hook: cast to 16 bits,
+// divide by the world size in that precision, allreduce SUM in 16 bits,
+// cast back into the bucket. The cast and the divide are one pass.
+#include "core/comm_call.h"
+#include "core/hook.h"
+#include "core/kernels/cast.h"
+#include "core/kernels/divide.h"
+#include "core/tensor.h"
+#include "plugins/default/hooks.h"
+#include "plugins/default/low_precision.h"
+
+namespace ddph {
+namespace default_family {
+namespace {
+
+template <DType Low>
+class CompressHook : public Hook {
+ public:
+  static constexpr uint32_t kFlags = 0;
+  static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";
+  explicit CompressHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
+
+  void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    check_low_input(kName, dtype, Low);
+    const int64_t n = bucket.buffer.shape[0];
+    void* data = data_ptr(bucket.buffer);
+    const int world = comm_size(comm_);
+    count_in(uint64_t(n) * dtype_size(dtype));
+    if (dtype == Low) {
+      divide_inplace(Low, data, size_t(n), world);
+      FlatTensor buf(data, Low, n, bucket.buffer.device);
+      count_out(uint64_t(n) * 2);
+      comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+    } else {
+      uint16_t* low = scratch_.get(bucket.index, size_t(n));
+      cast_div_into(dtype, data, Low, low, size_t(n), world);
+      FlatTensor buf(low, Low, n, bucket.buffer.device);
+      count_out(uint64_t(n) * 2);
+      comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+      cast_into(Low, low, dtype, data, size_t(n));
+    }
+    done.ok();
+  }
+
+ private:
+  ddph_comm_t* comm_;
+  ScratchBuffers scratch_;
+};
+
+}  // namespace
+
+const ddph_hook_t& fp16_compress_hook() {
+  static const ddph_hook_t table = hook_table<CompressHook<DType::F16>>(
+      "fp16_compress", "allreduce in float16: cast, divide by world size, sum, cast back",
+      nullptr, 0);
+  return table;
+}
+
+const ddph_hook_t& bf16_compress_hook() {
+  static const ddph_hook_t table = hook_table<CompressHook<DType::BF16>>(
+      "bf16_compress", "allreduce in bfloat16: cast, divide by world size, sum, cast back",
+      nullptr, 0);
+  return table;
+}
+
+}  // namespace default_family
+}  // namespace ddph

@@ -1,0 +1,21 @@
+#include "plugins/default/low_precision.h"
+
+#include "core/error.h"
+
+namespace ddph {
+namespace default_family {
+
+void check_low_input(const char* hook, DType dtype, DType low) {
+  DDPH_CHECK(dtype == DType::F32 || dtype == DType::F64 || dtype == low, DDPH_UNSUPPORTED,
+             hook << ": bucket dtype " << dtype_name(dtype) << " is not supported (float32, "
+                  << "float64 or " << dtype_name(low) << ")");
+}
+
+uint16_t* ScratchBuffers::get(uint64_t bucket_index, size_t n) {
+  std::vector<uint16_t>& v = buffers_[bucket_index];
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace default_family
+}  // namespace ddph

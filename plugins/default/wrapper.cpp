@@ -1,0 +1,82 @@
+// PyTorch's fp16_compress_wrapper / bf16_compress_wrapper: hand the inner
+// hook a 16-bit copy of the bucket, wait for it, cast its result back.
+#include "core/hook.h"
+#include "core/host.h"
+#include "core/kernels/cast.h"
+#include "core/tensor.h"
+#include "plugins/default/hooks.h"
+#include "plugins/default/low_precision.h"
+
+namespace ddph {
+namespace default_family {
+namespace {
+
+template <DType Low>
+class WrapperHook : public Hook {
+ public:
+  static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER;
+  static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
+
+  explicit WrapperHook(const ddph_hook_init_t& init) : inner_(*init.inner) {
+    DDPH_CHECK(!(inner_.hook->flags & DDPH_HOOK_RESULT_ELSEWHERE), DDPH_UNSUPPORTED,
+               kName << ": the inner hook '" << (inner_.hook->name ? inner_.hook->name : "?")
+                     << "' does not leave its result in the bucket, so there is nothing to "
+                        "cast back");
+  }
+
+  void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    check_low_input(kName, dtype, Low);
+    const int64_t n = bucket.buffer.shape[0];
+    count_in(uint64_t(n) * dtype_size(dtype));
+    if (dtype == Low) {
+      run_hook_blocking(inner_, bucket);
+      done.ok();
+      return;
+    }
+    void* data = data_ptr(bucket.buffer);
+    uint16_t* low = scratch_.get(bucket.index, size_t(n));
+    cast_into(dtype, data, Low, low, size_t(n));
+    FlatTensor buf(low, Low, n, bucket.buffer.device);
+    ddph_bucket_t inner_bucket = bucket;  // same index, step, is_last, params, stream
+    inner_bucket.struct_size = sizeof inner_bucket;
+    inner_bucket.buffer = *buf.dl();
+    run_hook_blocking(inner_, inner_bucket);
+    cast_into(Low, low, dtype, data, size_t(n));
+    done.ok();
+  }
+
+  // What reaches the wire is the inner hook's business: report its bytes out
+  // (bytes in stay the full-precision bytes handed to this wrapper).
+  void stats(ddph_stats_t* out) const override {
+    Hook::stats(out);
+    if (inner_.hook->stats == nullptr) return;
+    ddph_stats_t s{};
+    s.struct_size = sizeof s;
+    ddph_error_t* error = inner_.hook->stats(inner_.state, &s);
+    if (error == nullptr) out->bytes_out = s.bytes_out;
+    else host()->error_free(error);
+  }
+
+ private:
+  ddph_hook_ref_t inner_;
+  ScratchBuffers scratch_;
+};
+
+}  // namespace
+
+const ddph_hook_t& fp16_wrapper_hook() {
+  static const ddph_hook_t table = hook_table<WrapperHook<DType::F16>>(
+      "fp16_wrapper", "runs the wrapped hook on a float16 copy of the bucket, then casts back",
+      nullptr, 0);
+  return table;
+}
+
+const ddph_hook_t& bf16_wrapper_hook() {
+  static const ddph_hook_t table = hook_table<WrapperHook<DType::BF16>>(
+      "bf16_wrapper", "runs the wrapped hook on a bfloat16 copy of the bucket, then casts back",
+      nullptr, 0);
+  return table;
+}
+
+}  // namespace default_family
+}  // namespace ddph
