@@ -11,7 +11,9 @@ namespace {
 
 using kernels::cpu_table;
 
-bool is_low(DType t) { return t == DType::F16 || t == DType::BF16; }
+bool is_low(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
 
 // float64 travels through a small float32 buffer: cheap next to the memory
 // traffic, and it keeps one set of 16-bit kernels.

@@ -1,7 +1,7 @@
 // The AVX2 + F16C level. Half casts use vcvtps2ph/vcvtph2ps; bfloat16 uses
 // the integer round-to-nearest-even trick (no AVX2 instruction does it).
 // Checked with objdump: the loops compile to vcvtps2ph/vcvtph2ps on ymm
-// registers, and loops.inc's reductions to vaddps/vmaxps-style ymm code.
+// registers, and loops.inc's loops to vaddps/vdivps/vpaddd on ymm.
 #include "core/kernels/cpu_table.h"
 #include "core/kernels/scalar.h"
 
@@ -23,7 +23,9 @@ struct VecAvx2 {
   using H = __m128i;
   static F load_f(const float* p) { return _mm256_loadu_ps(p); }
   static void store_f(float* p, F v) { _mm256_storeu_ps(p, v); }
-  static H load_h(const uint16_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+  static H load_h(const uint16_t* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  }
   static void store_h(uint16_t* p, H v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
   static H to_h(F v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F from_h(H h) { return _mm256_cvtph_ps(h); }
@@ -79,7 +81,9 @@ const CpuTable* cpu_table_avx2() {
 
 namespace ddph {
 namespace kernels {
-const CpuTable* cpu_table_avx2() { return nullptr; }
+const CpuTable* cpu_table_avx2() {
+  return nullptr;
+}
 }  // namespace kernels
 }  // namespace ddph
 

@@ -39,7 +39,9 @@ const CpuTable* cpu_table_avx512() {
 
 namespace ddph {
 namespace kernels {
-const CpuTable* cpu_table_avx512() { return nullptr; }
+const CpuTable* cpu_table_avx512() {
+  return nullptr;
+}
 }  // namespace kernels
 }  // namespace ddph
 

@@ -22,8 +22,7 @@ struct VecAvx512Bf16 : VecAvx512 {
   static H to_b(F v) {
     const __m512i ax = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
     const __mmask16 denormal =
-        _mm512_cmplt_epi32_mask(ax, _mm512_set1_epi32(0x00800000)) &
-        _mm512_test_epi32_mask(ax, ax);
+        _mm512_cmplt_epi32_mask(ax, _mm512_set1_epi32(0x00800000)) & _mm512_test_epi32_mask(ax, ax);
     if (denormal) return VecAvx512::to_b(v);
     return reinterpret_cast<H>(_mm512_cvtneps_pbh(v));
   }
@@ -52,7 +51,9 @@ const CpuTable* cpu_table_avx512bf16() {
 
 namespace ddph {
 namespace kernels {
-const CpuTable* cpu_table_avx512bf16() { return nullptr; }
+const CpuTable* cpu_table_avx512bf16() {
+  return nullptr;
+}
 }  // namespace kernels
 }  // namespace ddph
 

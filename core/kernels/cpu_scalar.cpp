@@ -67,10 +67,17 @@ const CpuTable& cpu_table_scalar() {
 const CpuTable& cpu_table() {
   const CpuTable* t = nullptr;
   switch (isa_active()) {
-    case Isa::kAvx512Bf16: t = cpu_table_avx512bf16(); break;
-    case Isa::kAvx512: t = cpu_table_avx512(); break;
-    case Isa::kAvx2: t = cpu_table_avx2(); break;
-    case Isa::kScalar: break;
+    case Isa::kAvx512Bf16:
+      t = cpu_table_avx512bf16();
+      break;
+    case Isa::kAvx512:
+      t = cpu_table_avx512();
+      break;
+    case Isa::kAvx2:
+      t = cpu_table_avx2();
+      break;
+    case Isa::kScalar:
+      break;
   }
   return t != nullptr ? *t : cpu_table_scalar();
 }

@@ -39,10 +39,14 @@ std::atomic<int>& limit() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAvx512Bf16: return "avx512bf16";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx512Bf16:
+      return "avx512bf16";
   }
   return "?";
 }
@@ -58,6 +62,8 @@ Isa isa_active() {
   return int(best) < cap ? best : Isa(cap);
 }
 
-Isa set_isa_limit(Isa cap) { return Isa(limit().exchange(int(cap))); }
+Isa set_isa_limit(Isa cap) {
+  return Isa(limit().exchange(int(cap)));
+}
 
 }  // namespace ddph

@@ -10,10 +10,17 @@ void reduce_into(ddph_reduce_op_t op, DType dtype, void* dst, const void* a, con
   int slot;
   switch (op) {
     case DDPH_SUM:
-    case DDPH_AVG: slot = kernels::kSlotSum; break;
-    case DDPH_MAX: slot = kernels::kSlotMax; break;
-    case DDPH_MIN: slot = kernels::kSlotMin; break;
-    default: DDPH_FAIL(DDPH_INVALID_ARGUMENT, "reduce_into: unknown reduce op " << int(op));
+    case DDPH_AVG:
+      slot = kernels::kSlotSum;
+      break;
+    case DDPH_MAX:
+      slot = kernels::kSlotMax;
+      break;
+    case DDPH_MIN:
+      slot = kernels::kSlotMin;
+      break;
+    default:
+      DDPH_FAIL(DDPH_INVALID_ARGUMENT, "reduce_into: unknown reduce op " << int(op));
   }
   const int d = int(dtype);
   DDPH_CHECK(d >= 0 && d < kernels::kNumDTypes, DDPH_INVALID_ARGUMENT,

@@ -42,7 +42,7 @@ DDPH_HD inline uint16_t f32_to_f16_bits(float f) {
   // 65520 is the midpoint between 65504 (max half) and 65536: ties go to
   // the even neighbour, which is infinity.
   if (ax >= 0x477FF000u) return uint16_t(sign | 0x7C00u);
-  if (ax >= 0x38800000u) {  // a normal half (exponent >= -14)
+  if (ax >= 0x38800000u) {          // a normal half (exponent >= -14)
     uint32_t r = ax - 0x38000000u;  // rebias the exponent from 127 to 15
     r += 0x0FFFu + ((r >> 13) & 1u);
     return uint16_t(sign | (r >> 13));
@@ -86,7 +86,9 @@ DDPH_HD inline uint16_t f32_to_bf16_bits(float f) {
   return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
-DDPH_HD inline float bf16_bits_to_f32(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+DDPH_HD inline float bf16_bits_to_f32(uint16_t b) {
+  return bits_float(uint32_t(b) << 16);
+}
 
 // Reduce ops. NaN wins in max/min (like torch.maximum); otherwise ties keep
 // b, so a fixed rank order gives the same bits on every rank.
@@ -111,9 +113,15 @@ struct OpMin {
 
 // Integer sums wrap (two's complement) instead of overflowing into UB, as
 // torch's integer adds do.
-DDPH_HD inline int32_t wrap_add(int32_t a, int32_t b) { return int32_t(uint32_t(a) + uint32_t(b)); }
-DDPH_HD inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-DDPH_HD inline uint8_t wrap_add(uint8_t a, uint8_t b) { return uint8_t(a + b); }
+DDPH_HD inline int32_t wrap_add(int32_t a, int32_t b) {
+  return int32_t(uint32_t(a) + uint32_t(b));
+}
+DDPH_HD inline int64_t wrap_add(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+DDPH_HD inline uint8_t wrap_add(uint8_t a, uint8_t b) {
+  return uint8_t(a + b);
+}
 
 // Low-precision arithmetic: compute in float, round once, like c10::Half,
 // c10::BFloat16 and gloo::float16.

@@ -51,15 +51,15 @@ class CompressHook : public Hook {
 
 const ddph_hook_t& fp16_compress_hook() {
   static const ddph_hook_t table = hook_table<CompressHook<DType::F16>>(
-      "fp16_compress", "allreduce in float16: cast, divide by world size, sum, cast back",
-      nullptr, 0);
+      "fp16_compress", "allreduce in float16: cast, divide by world size, sum, cast back", nullptr,
+      0);
   return table;
 }
 
 const ddph_hook_t& bf16_compress_hook() {
   static const ddph_hook_t table = hook_table<CompressHook<DType::BF16>>(
-      "bf16_compress", "allreduce in bfloat16: cast, divide by world size, sum, cast back",
-      nullptr, 0);
+      "bf16_compress", "allreduce in bfloat16: cast, divide by world size, sum, cast back", nullptr,
+      0);
   return table;
 }
 

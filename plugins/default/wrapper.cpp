@@ -53,8 +53,10 @@ class WrapperHook : public Hook {
     ddph_stats_t s{};
     s.struct_size = sizeof s;
     ddph_error_t* error = inner_.hook->stats(inner_.state, &s);
-    if (error == nullptr) out->bytes_out = s.bytes_out;
-    else host()->error_free(error);
+    if (error == nullptr)
+      out->bytes_out = s.bytes_out;
+    else
+      host()->error_free(error);
   }
 
  private:

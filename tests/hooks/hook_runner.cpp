@@ -47,8 +47,7 @@ ddph_hook_init_t make_init(ddph_comm_t* comm, const ddph_hook_ref_t* inner) {
 }
 }  // namespace
 
-HookInstance::HookInstance(const ddph_hook_t* hook, ddph_comm_t* comm,
-                           const ddph_hook_ref_t* inner)
+HookInstance::HookInstance(const ddph_hook_t* hook, ddph_comm_t* comm, const ddph_hook_ref_t* inner)
     : hook_(hook) {
   const ddph_hook_init_t init = make_init(comm, inner);
   ErrorInfo e = take_error(hook->create(&init, &state_));
@@ -68,8 +67,7 @@ ErrorInfo try_create(const ddph_hook_t* hook, ddph_comm_t* comm, const ddph_hook
   return e;
 }
 
-BucketView::BucketView(void* data, DLDataType dtype, int64_t numel, uint64_t index,
-                       uint64_t step)
+BucketView::BucketView(void* data, DLDataType dtype, int64_t numel, uint64_t index, uint64_t step)
     : shape(numel), bucket{} {
   bucket.struct_size = sizeof bucket;
   bucket.index = index;
@@ -91,8 +89,10 @@ struct DoneRecord {
   static void on_done(void* user, ddph_error_t* error) {
     auto* d = static_cast<DoneRecord*>(user);
     std::lock_guard<std::mutex> lock(d->mu);
-    if (d->calls++ == 0) d->error = take_error(error);
-    else take_error(error);
+    if (d->calls++ == 0)
+      d->error = take_error(error);
+    else
+      take_error(error);
     d->cv.notify_all();
   }
 };
@@ -101,7 +101,8 @@ struct DoneRecord {
 RunOutcome run_bucket(const ddph_hook_ref_t& hook, const ddph_bucket_t* bucket) {
   DoneRecord record;
   RunOutcome out;
-  out.returned = take_error(hook.hook->run_bucket(hook.state, bucket, &DoneRecord::on_done, &record));
+  out.returned =
+      take_error(hook.hook->run_bucket(hook.state, bucket, &DoneRecord::on_done, &record));
   std::unique_lock<std::mutex> lock(record.mu);
   if (out.returned.code == DDPH_OK)
     record.cv.wait_for(lock, std::chrono::seconds(30), [&] { return record.calls > 0; });
@@ -113,6 +114,8 @@ RunOutcome run_bucket(const ddph_hook_ref_t& hook, const ddph_bucket_t* bucket) 
   return out;
 }
 
-DLDataType dl(ddph::DType t) { return ddph::dtype_to_dl(t); }
+DLDataType dl(ddph::DType t) {
+  return ddph::dtype_to_dl(t);
+}
 
 }  // namespace ddph_test

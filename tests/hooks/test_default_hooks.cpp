@@ -40,8 +40,8 @@ std::vector<std::vector<T>> run_hook(HookName hook, DType dtype, std::vector<std
       std::unique_ptr<HookInstance> wrapped;
       ddph_hook_ref_t inner_ref{};
       if (inner.family != nullptr) {
-        wrapped = std::make_unique<HookInstance>(find_hook(inner.family, inner.name),
-                                                 group.comm(r));
+        wrapped =
+            std::make_unique<HookInstance>(find_hook(inner.family, inner.name), group.comm(r));
         inner_ref = wrapped->ref();
       }
       HookInstance h(find_hook(hook.family, hook.name), group.comm(r),
@@ -87,8 +87,8 @@ void check_exact_mean(DType dtype, int world, Make make) {
   auto out = run_hook<T>({"default", "allreduce"}, dtype, in);
   expect_same_on_every_rank(out);
   for (size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(out[0][i], make(want[i])) << ddph::dtype_name(dtype) << " world " << world
-                                        << " element " << i;
+    ASSERT_EQ(out[0][i], make(want[i]))
+        << ddph::dtype_name(dtype) << " world " << world << " element " << i;
   }
 }
 
@@ -197,9 +197,9 @@ TEST_P(Worlds, CompressMatchesTorchItself) {
   auto x = gradients(w, n, 200 + uint32_t(w));
   std::vector<float> flat;
   for (auto& v : x) flat.insert(flat.end(), v.begin(), v.end());
-  Blobs t = run_torch(kTorchCompress,
-                      {{"x", to_blob(flat)}, {"world", to_blob(std::vector<int32_t>{w})}},
-                      {"f16", "bf16"});
+  Blobs t =
+      run_torch(kTorchCompress, {{"x", to_blob(flat)}, {"world", to_blob(std::vector<int32_t>{w})}},
+                {"f16", "bf16"});
   expect_bits_equal(run_hook<float>({"default", "fp16_compress"}, DType::F32, x)[0],
                     from_blob<float>(t["f16"]), "fp16_compress vs torch");
   expect_bits_equal(run_hook<float>({"default", "bf16_compress"}, DType::F32, x)[0],

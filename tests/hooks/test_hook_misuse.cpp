@@ -18,7 +18,7 @@ struct Named {
   const char* name;
   bool wrapper;
 };
-const Named kHooks[] = {{"default", "allreduce", false},    {"default", "fp16_compress", false},
+const Named kHooks[] = {{"default", "allreduce", false},     {"default", "fp16_compress", false},
                         {"default", "bf16_compress", false}, {"default", "fp16_wrapper", true},
                         {"default", "bf16_wrapper", true},   {"debugging", "noop", false}};
 
@@ -97,7 +97,8 @@ TEST(HookContract, NullBucketStateOrDoneIsRefused) {
     BucketView b(data.data(), dl(DType::F32), 10);
     ddph_hook_ref_t no_state{one.ref().hook, nullptr};
     expect_refused(run_bucket(no_state, &b.bucket), DDPH_INVALID_ARGUMENT, "state is NULL");
-    ErrorInfo e = take_error(one.ref().hook->run_bucket(one.ref().state, &b.bucket, nullptr, nullptr));
+    ErrorInfo e =
+        take_error(one.ref().hook->run_bucket(one.ref().state, &b.bucket, nullptr, nullptr));
     EXPECT_EQ(e.code, DDPH_INVALID_ARGUMENT);
     EXPECT_NE(e.message.find("done"), std::string::npos) << e.message;
     b.bucket.struct_size = 8;
@@ -119,8 +120,10 @@ TEST(HookContract, DtypesAHookCannotReduceAreNamed) {
     BucketView b(data.data(), DLDataType{kDLInt, 8, 1}, 16);
     expect_refused(run_bucket(one.ref(), &b.bucket), DDPH_UNSUPPORTED, "int8");
   }
-  const char* lowp[][2] = {{"fp16_compress", "bfloat16"}, {"bf16_compress", "float16"},
-                           {"fp16_wrapper", "bfloat16"},  {"bf16_wrapper", "float16"}};
+  const char* lowp[][2] = {{"fp16_compress", "bfloat16"},
+                           {"bf16_compress", "float16"},
+                           {"fp16_wrapper", "bfloat16"},
+                           {"bf16_wrapper", "float16"}};
   for (auto& h : lowp) {
     SCOPED_TRACE(h[0]);
     OneRank one({"default", h[0], std::strstr(h[0], "wrapper") != nullptr});

@@ -14,7 +14,9 @@ struct TestError {
 ddph_error_t* error_new(ddph_code_t code, const char* message) {
   return reinterpret_cast<ddph_error_t*>(new TestError{code, message ? message : ""});
 }
-void error_free(ddph_error_t* e) { delete reinterpret_cast<TestError*>(e); }
+void error_free(ddph_error_t* e) {
+  delete reinterpret_cast<TestError*>(e);
+}
 ddph_code_t error_code(const ddph_error_t* e) {
   return e ? reinterpret_cast<const TestError*>(e)->code : DDPH_OK;
 }

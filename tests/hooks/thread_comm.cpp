@@ -87,8 +87,8 @@ struct Collectives {
       check(recv, "allreduce recv");
       const int64_t n = send->shape[0];
       DDPH_CHECK(recv->shape[0] == n, DDPH_INVALID_ARGUMENT, "allreduce: recv size differs");
-      std::vector<uint8_t> acc = reduce_all(exchange(r, ddph::data_ptr(*send), n, send->dtype),
-                                            d, n, op);
+      std::vector<uint8_t> acc =
+          reduce_all(exchange(r, ddph::data_ptr(*send), n, send->dtype), d, n, op);
       meet(r);  // every rank has read every send buffer: recv may alias send
       if (!acc.empty()) std::memcpy(ddph::data_ptr(*recv), acc.data(), acc.size());
       r.bytes += acc.size();
@@ -123,9 +123,8 @@ struct Collectives {
       const int64_t n = recv->shape[0];
       DDPH_CHECK(send->shape[0] == n * r.group->world_, DDPH_INVALID_ARGUMENT,
                  "reduce_scatter: send size");
-      std::vector<uint8_t> acc =
-          reduce_all(exchange(r, ddph::data_ptr(*send), send->shape[0], send->dtype), d,
-                     send->shape[0], op);
+      std::vector<uint8_t> acc = reduce_all(
+          exchange(r, ddph::data_ptr(*send), send->shape[0], send->dtype), d, send->shape[0], op);
       meet(r);
       const size_t block = size_t(n) * ddph::dtype_size(d);
       if (block) std::memcpy(ddph::data_ptr(*recv), acc.data() + r.rank * block, block);
@@ -182,7 +181,9 @@ ThreadGroup::ThreadGroup(int world, const ddph_host_t* host, std::chrono::millis
 
 ThreadGroup::~ThreadGroup() = default;
 
-ddph_comm_t* ThreadGroup::comm(int rank) { return &ranks_.at(size_t(rank))->table; }
+ddph_comm_t* ThreadGroup::comm(int rank) {
+  return &ranks_.at(size_t(rank))->table;
+}
 
 void ThreadGroup::run(const std::function<void(int rank)>& body) {
   std::vector<std::thread> threads;

@@ -38,8 +38,7 @@ std::vector<Isa> simd_levels() {
 
 // Runs fn (which fills its output bytes) at the scalar level and at every
 // SIMD level, and expects identical bytes.
-void expect_same_at_every_level(const char* what,
-                                const std::function<std::vector<uint8_t>()>& fn) {
+void expect_same_at_every_level(const char* what, const std::function<std::vector<uint8_t>()>& fn) {
   std::vector<uint8_t> want;
   {
     IsaCap cap(Isa::kScalar);
@@ -132,8 +131,8 @@ TEST(KernelDispatch, Float64GoesThroughFloat32) {
     ddph::cast_into(t, low.data(), DType::F64, back.data(), src.size());
     for (size_t i = 0; i < src.size(); ++i) {
       const float f = float(src[i]);
-      const uint16_t want = t == DType::F16 ? ddph::kernels::f32_to_f16_bits(f)
-                                            : ddph::kernels::f32_to_bf16_bits(f);
+      const uint16_t want =
+          t == DType::F16 ? ddph::kernels::f32_to_f16_bits(f) : ddph::kernels::f32_to_bf16_bits(f);
       ASSERT_EQ(low[i], want) << i;
       const float up = t == DType::F16 ? ddph::kernels::f16_bits_to_f32(want)
                                        : ddph::kernels::bf16_bits_to_f32(want);
@@ -145,8 +144,8 @@ TEST(KernelDispatch, Float64GoesThroughFloat32) {
 }
 
 TEST(KernelDispatch, DivideEveryDtype) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64,
-                  DType::U8}) {
+  for (DType t :
+       {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8}) {
     const size_t n = t == DType::F16 || t == DType::BF16 ? 65536 + 37 : 100003;
     std::vector<uint8_t> src = ddph_test::random_bytes(n * ddph::dtype_size(t), 11);
     if (t == DType::F16 || t == DType::BF16) {
@@ -184,11 +183,22 @@ bool is_nan(DType t, const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   switch (t) {
-    case DType::F32: { float f; std::memcpy(&f, p, 4); return std::isnan(f); }
-    case DType::F64: { double d; std::memcpy(&d, p, 8); return std::isnan(d); }
-    case DType::F16: return (h & 0x7C00) == 0x7C00 && (h & 0x3FF);
-    case DType::BF16: return (h & 0x7F80) == 0x7F80 && (h & 0x7F);
-    default: return false;
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return std::isnan(f);
+    }
+    case DType::F64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return std::isnan(d);
+    }
+    case DType::F16:
+      return (h & 0x7C00) == 0x7C00 && (h & 0x3FF);
+    case DType::BF16:
+      return (h & 0x7F80) == 0x7F80 && (h & 0x7F);
+    default:
+      return false;
   }
 }
 
@@ -202,8 +212,8 @@ void drop_double_nans(DType t, const std::vector<uint8_t>& a, std::vector<uint8_
 }
 
 TEST(KernelDispatch, ReduceEveryOpAndDtype) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64,
-                  DType::U8}) {
+  for (DType t :
+       {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8}) {
     const size_t es = ddph::dtype_size(t);
     const size_t n = t == DType::F16 || t == DType::BF16 ? 65536 * 3 + 5 : 200003;
     std::vector<uint8_t> a = ddph_test::random_bytes(n * es, 21);
@@ -252,9 +262,9 @@ TEST(KernelDispatch, ReduceValues) {
   ddph::reduce_into(DDPH_SUM, DType::F16, h3.data(), h1.data(), h2.data(), 1000);
   for (int i = 0; i < 1000; ++i)
     ASSERT_EQ(h3[i], f32_to_f16_bits(f16_bits_to_f32(h1[i]) + f16_bits_to_f32(h2[i])));
-  EXPECT_THROW(ddph::reduce_into(ddph_reduce_op_t(42), DType::F32, out.data(), a.data(),
-                                 b.data(), 4),
-               ddph::Error);
+  EXPECT_THROW(
+      ddph::reduce_into(ddph_reduce_op_t(42), DType::F32, out.data(), a.data(), b.data(), 4),
+      ddph::Error);
 }
 
 }  // namespace

@@ -121,7 +121,9 @@ TEST(ScalarBf16, RoundTripOfEveryPattern) {
 __attribute__((target("f16c"))) uint16_t hw_f16(float f) {
   return uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-__attribute__((target("f16c"))) float hw_f32(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) float hw_f32(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 TEST(ScalarHalf, MatchesF16cInstructions) {
   if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C";

@@ -4,8 +4,8 @@
 // cast makes a canonical NaN, F16C keeps the payload), so NaNs compare as NaNs.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "core/kernels/cast.h"
@@ -47,12 +47,13 @@ TEST(KernelTorchParity, CastsDivisionAndAddition) {
   std::vector<uint16_t> partner = bits;
   std::shuffle(partner.begin(), partner.end(), std::mt19937(5));
   std::vector<float> floats = ddph_test::float_corner_cases(1 << 18, 13);
-  ddph_test::Blobs out = ddph_test::run_torch(
-      kScript,
-      {{"bits", ddph_test::to_blob(bits)}, {"floats", ddph_test::to_blob(floats)},
-       {"partner", ddph_test::to_blob(partner)}},
-      {"f16_up", "f16_down", "f16_div3", "f16_castdiv3", "f16_add", "bf16_up", "bf16_down",
-       "bf16_div3", "bf16_castdiv3", "bf16_add"});
+  ddph_test::Blobs out =
+      ddph_test::run_torch(kScript,
+                           {{"bits", ddph_test::to_blob(bits)},
+                            {"floats", ddph_test::to_blob(floats)},
+                            {"partner", ddph_test::to_blob(partner)}},
+                           {"f16_up", "f16_down", "f16_div3", "f16_castdiv3", "f16_add", "bf16_up",
+                            "bf16_down", "bf16_div3", "bf16_castdiv3", "bf16_add"});
   for (DType low : {DType::F16, DType::BF16}) {
     const std::string p = low == DType::F16 ? "f16_" : "bf16_";
     auto up16 = [&](uint16_t h) {

@@ -20,11 +20,11 @@ std::vector<uint16_t> all_16bit_patterns() {
 std::vector<float> float_corner_cases(size_t random_count, uint32_t seed) {
   std::vector<float> v;
   for (uint32_t sign : {0u, 0x80000000u}) {
-    for (uint32_t b : {0x0u, 0x1u, 0x7FFFFFu, 0x800000u, 0x7F7FFFFFu, 0x7F800000u, 0x7F800001u,
-                       0x7FC00000u, 0x7FFFFFFFu, 0x7F801234u, 0x7FA00000u, 0x7F80FFFFu,
-                       0x7F810000u, 0x477FEFFFu, 0x477FF000u, 0x477FF001u, 0x477FE000u,
-                       0x33000000u, 0x33000001u, 0x32FFFFFFu, 0x33800000u, 0x387FC000u,
-                       0x387FE000u, 0x387FFFFFu, 0x38800000u, 0x7F7F8000u, 0x7F7F7FFFu})
+    for (uint32_t b :
+         {0x0u,        0x1u,        0x7FFFFFu,   0x800000u,   0x7F7FFFFFu, 0x7F800000u, 0x7F800001u,
+          0x7FC00000u, 0x7FFFFFFFu, 0x7F801234u, 0x7FA00000u, 0x7F80FFFFu, 0x7F810000u, 0x477FEFFFu,
+          0x477FF000u, 0x477FF001u, 0x477FE000u, 0x33000000u, 0x33000001u, 0x32FFFFFFu, 0x33800000u,
+          0x387FC000u, 0x387FE000u, 0x387FFFFFu, 0x38800000u, 0x7F7F8000u, 0x7F7F7FFFu})
       v.push_back(bits_float(sign | b));
   }
   // Midpoints between neighbouring halves and bfloat16s, and one ulp either side.

@@ -42,7 +42,8 @@ bool torch_available() {
 Blobs run_torch(const std::string& script, const Blobs& inputs,
                 const std::vector<std::string>& outputs) {
   const std::string dir = make_temp_dir("ddph-torch");
-  for (const auto& kv : inputs) write_file(dir + "/" + kv.first, kv.second.data(), kv.second.size());
+  for (const auto& kv : inputs)
+    write_file(dir + "/" + kv.first, kv.second.data(), kv.second.size());
   write_file(dir + "/script.py", script.data(), script.size());
   const std::string log = dir + "/log.txt";
   const std::string cmd =
