@@ -1,8 +1,6 @@
-// Element-wise reductions handed to gloo, and the AVG division.
-//
-// A stand-in for the shared kernel library (core/kernels, ddph_kernels) being
-// written in parallel: when its reduce.h lands, these bodies become calls to
-// ddph::kernels and nothing else in the plugin changes.
+// Element-wise reductions handed to gloo, and the AVG division: thin
+// adapters over the shared kernel library (core/kernels), which gives every
+// dtype (bf16 included, which gloo lacks) vectorized at run time.
 #pragma once
 
 #include <ddph/ddph.h>
@@ -21,7 +19,7 @@ using ReduceFn = std::function<void(void* out, const void* a, const void* b, siz
 // SUM and AVG both reduce with +; AVG divides afterwards (divide_by).
 ReduceFn reduce_function(DType dtype, ddph_reduce_op_t op);
 
-// data[i] /= divisor in the element type (integer division for integers).
+// data[i] /= divisor in the element type (integers truncate toward zero).
 void divide_by(DType dtype, void* data, size_t n, int divisor);
 
 }  // namespace comm_gloo

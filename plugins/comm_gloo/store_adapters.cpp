@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -66,6 +67,30 @@ void make_dirs(const std::string& dir) {
                 "rendezvous: cannot create directory '" << part << "': " << strerror(errno));
   }
 }
+
+// gloo's FileStore and RedisStore measure a wait in whole seconds and give
+// up only once that count exceeds the timeout: a 2000 ms wait ends after 3 s.
+// Asking them for (ceil(timeout in s) - 1) s makes them give up at the first
+// whole second >= the timeout (0 would mean "no timeout" to gloo, hence 1 ms).
+class WholeSecondWaitStore : public ::gloo::rendezvous::Store {
+ public:
+  explicit WholeSecondWaitStore(std::unique_ptr<::gloo::rendezvous::Store> inner)
+      : inner_(std::move(inner)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    inner_->set(key, data);
+  }
+  std::vector<char> get(const std::string& key) override { return inner_->get(key); }
+  void wait(const std::vector<std::string>& keys) override { inner_->wait(keys); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    const int64_t ms = timeout.count();
+    const int64_t whole_seconds = (ms + 999) / 1000;
+    inner_->wait(keys, std::chrono::milliseconds(std::max<int64_t>(1, (whole_seconds - 1) * 1000)));
+  }
+
+ private:
+  std::unique_ptr<::gloo::rendezvous::Store> inner_;
+};
 
 }  // namespace
 
@@ -141,7 +166,7 @@ std::unique_ptr<::gloo::rendezvous::Store> open_url_store(const std::string& url
     gloo_call("rendezvous (redis store)", rank,
               [&] { store.reset(new ::gloo::rendezvous::RedisStore(a.host, a.port)); });
   }
-  return store;
+  return std::unique_ptr<::gloo::rendezvous::Store>(new WholeSecondWaitStore(std::move(store)));
 }
 
 }  // namespace comm_gloo

@@ -6,6 +6,8 @@
 // retransmissions included, TCP/IP headers excluded; Linux >= 4.19) and
 // subtract its value at connect time. This counts what gloo's algorithms
 // really send, framing included, rather than what we think they send.
+// Caveat: a socket another thread of the host opens during those few
+// milliseconds would be counted too (two ranks in one process included).
 #pragma once
 
 #include <sys/types.h>
