@@ -1,6 +1,5 @@
 // The plugin's description and every argument check, each asserting the
 // code and the field its message names. Single process (world 1).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
