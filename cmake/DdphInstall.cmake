@@ -25,5 +25,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/ddphooksConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/ddphooksConfig.cmake ${PROJECT_BINARY_DIR}/ddphooksConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddphooks)
 
+file(RELATIVE_PATH DDPH_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ddphooks.pc.in ${PROJECT_BINARY_DIR}/ddphooks.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ddphooks.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,80 @@
+#include "tests/session_gloo/session_ranks.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace ddph_test {
+
+ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir) {
+  ddph_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.yaml_text = yaml.c_str();
+  o.rank = rank;
+  o.world_size = world;
+  const std::string rdv = "file://" + dir;
+  o.rendezvous = rdv.c_str();
+  ddph_session_t* s = nullptr;
+  if (ddph_error_t* e = ddph_session_open(&o, &s)) {
+    std::fprintf(stderr, "[rank %d] ddph_session_open: %s\n", rank, ddph_error_message(e));
+    ddph_error_free(e);
+    return nullptr;
+  }
+  return s;
+}
+
+FloatBucket::FloatBucket(std::vector<float>& data, uint64_t index, uint64_t step, bool is_last) {
+  shape[0] = int64_t(data.size());
+  bucket.struct_size = sizeof bucket;
+  bucket.index = index;
+  bucket.step = step;
+  bucket.is_last = is_last ? 1 : 0;
+  bucket.buffer.data = data.data();
+  bucket.buffer.device = {kDLCPU, 0};
+  bucket.buffer.ndim = 1;
+  bucket.buffer.dtype = {kDLFloat, 32, 1};
+  bucket.buffer.shape = shape;
+}
+
+namespace {
+void record(void* user, ddph_error_t* e) {
+  auto* code = static_cast<ddph_code_t*>(user);
+  *code = ddph_error_code(e);
+  if (e != nullptr) std::fprintf(stderr, "bucket error: %s\n", ddph_error_message(e));
+  ddph_error_free(e);
+}
+}  // namespace
+
+ddph_code_t run_bucket(ddph_session_t* s, FloatBucket& b) {
+  ddph_code_t code = DDPH_INTERNAL;
+  if (ddph_error_t* e = ddph_session_submit(s, &b.bucket, record, &code)) {
+    std::fprintf(stderr, "submit: %s\n", ddph_error_message(e));
+    code = ddph_error_code(e);
+    ddph_error_free(e);
+    return code;
+  }
+  ddph_error_free(ddph_session_flush(s));  // the callback already recorded the error
+  return code;
+}
+
+bool same_on_all_ranks(ddph_session_t* s, const void* bytes, size_t n) {
+  // FNV-1a digest, so the exchange is 8 bytes whatever n is.
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(bytes)[i]) * 1099511628211ull;
+  ddph_comm_t* c = ddph_session_comm(s);
+  const int world = c->size(c->ctx);
+  int64_t mine = int64_t(h);
+  std::vector<int64_t> all(world);
+  int64_t one = 1, many = world;
+  DLTensor send{&mine, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &one, nullptr, 0};
+  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &many, nullptr, 0};
+  if (ddph_error_t* e = c->allgather(c->ctx, &send, &recv, nullptr)) {
+    std::fprintf(stderr, "allgather: %s\n", ddph_error_message(e));
+    ddph_error_free(e);
+    return false;
+  }
+  for (int64_t v : all)
+    if (v != mine) return false;
+  return true;
+}
+
+}  // namespace ddph_test

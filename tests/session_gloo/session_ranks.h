@@ -1,0 +1,32 @@
+// Helpers for tests that run real ranks over Gloo through the public
+// session API (libddph.so), each rank a separate process.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddph_test {
+
+// Opens a session from YAML text with a file store in dir; NULL and a
+// printed message on failure.
+ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir);
+
+// A float32 bucket over data, with one parameter view per `param_sizes` entry.
+struct FloatBucket {
+  FloatBucket(std::vector<float>& data, uint64_t index, uint64_t step, bool is_last);
+  ddph_bucket_t bucket{};
+  int64_t shape[1];
+};
+
+// Submits, flushes, and returns the error code (DDPH_OK on success); prints
+// the message of an error.
+ddph_code_t run_bucket(ddph_session_t* s, FloatBucket& b);
+
+// True when every rank passed the same bytes (allgathered through the
+// session's communicator).
+bool same_on_all_ranks(ddph_session_t* s, const void* bytes, size_t n);
+
+}  // namespace ddph_test
