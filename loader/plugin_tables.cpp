@@ -23,7 +23,7 @@ void check_specs(const ddph_option_spec_t* specs, size_t n, const std::string& w
              "plugin " << file << ": " << what << ".options is NULL with num_options " << n);
   for (size_t i = 0; i < n; ++i) {
     std::string spec = what + ".options[" + std::to_string(i) + "]";
-    check_size(specs[i].struct_size, DDPH_SIZE_THROUGH(ddph_option_spec_t, choices), spec, file);
+    check_size(specs[i].struct_size, DDPH_OPTION_SPEC_SIZE_V1_0, spec, file);
     DDPH_CHECK(specs[i].name != nullptr && specs[i].name[0] != '\0', DDPH_INVALID_ARGUMENT,
                "plugin " << file << ": " << spec << ".name is NULL or empty");
     DDPH_CHECK(specs[i].type >= DDPH_BOOL && specs[i].type <= DDPH_STRING, DDPH_INVALID_ARGUMENT,

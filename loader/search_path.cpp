@@ -1,10 +1,12 @@
 #include "loader/search_path.h"
 
 #include <dlfcn.h>
+#include <errno.h>  // program_invocation_name
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace ddph {
@@ -22,33 +24,48 @@ std::string parent_directory(const std::string& path) {
   return path.substr(0, slash);
 }
 
-std::string loader_directory() {
+namespace {
+
+std::string self_exe() {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return "";
+  exe[n] = '\0';
+  return exe;
+}
+
+// The file holding the loader's code, and whether that is the main program
+// (the ddph tool links the loader statically) rather than libddph.so.
+struct LoaderObject {
+  std::string path;
+  bool is_main_program = false;
+};
+
+LoaderObject loader_object() {
+  LoaderObject o;
   Dl_info info{};
   // Any function of the loader will do: dladdr names the object that holds it.
   if (dladdr(reinterpret_cast<void*>(&loader_directory), &info) == 0 || info.dli_fname == nullptr)
-    return "";
-  std::string file = info.dli_fname;
-  // The main program may be reported by a bare or relative name; resolve it.
+    return o;
+  // glibc names the main program by argv[0] (or ""), which may be a bare name
+  // found on PATH or relative to a directory since left; /proc/self/exe is exact.
+  if (info.dli_fname[0] == '\0' || std::strcmp(info.dli_fname, program_invocation_name) == 0) {
+    o.path = self_exe();
+    o.is_main_program = true;
+    return o;
+  }
   char resolved[4096];
-  if (realpath(file.c_str(), resolved) != nullptr) file = resolved;
-  return parent_directory(file);
+  o.path = realpath(info.dli_fname, resolved) != nullptr ? resolved : info.dli_fname;
+  o.is_main_program = o.path == self_exe();
+  return o;
 }
 
-namespace {
-// True when the loader is linked into the executable itself (the ddph tool)
-// rather than living in libddph.so.
-bool loader_is_main_program() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&loader_directory), &info) == 0 || info.dli_fname == nullptr)
-    return false;
-  char exe[4096], object[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return false;
-  exe[n] = '\0';
-  if (realpath(info.dli_fname, object) == nullptr) return false;
-  return std::string(exe) == object;
-}
 }  // namespace
+
+std::string loader_directory() {
+  const std::string path = loader_object().path;
+  return path.empty() ? "" : parent_directory(path);
+}
 
 std::vector<std::string> default_plugin_dirs() {
   std::vector<std::string> dirs;
@@ -57,9 +74,10 @@ std::vector<std::string> default_plugin_dirs() {
     std::string dir;
     while (std::getline(ss, dir, ':')) append_unique(dirs, dir);
   }
-  std::string here = loader_directory();
-  if (!here.empty()) {
-    if (loader_is_main_program()) {
+  const LoaderObject self = loader_object();
+  if (!self.path.empty()) {
+    const std::string here = parent_directory(self.path);
+    if (self.is_main_program) {
       // A program linking the loader statically (the ddph tool) sits in bin/,
       // with plugins in lib/ddphooks both in the build tree and when installed.
       const std::string prefix = parent_directory(here);

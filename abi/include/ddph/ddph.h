@@ -137,6 +137,7 @@ typedef struct ddph_option_spec {
   /* DDPH_STRING: allowed values separated by '|', or NULL for any string. */
   const char *choices;
 } ddph_option_spec_t;
+#define DDPH_OPTION_SPEC_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_option_spec_t, choices)
 
 typedef struct ddph_option {
   size_t struct_size;
@@ -149,6 +150,7 @@ typedef struct ddph_option {
     const char *s; /* borrowed; lives until create() returns */
   } value;
 } ddph_option_t;
+#define DDPH_OPTION_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_option_t, value)
 
 /* ======================================================================
  * Communicator: hooks reach collectives only through this table. A comm
@@ -401,7 +403,8 @@ DDPH_EXPORT ddph_error_t *ddph_session_load_state(ddph_session_t *s, const void 
 DDPH_EXPORT ddph_comm_t *ddph_session_comm(ddph_session_t *s);
 
 /* Waits for in-flight buckets, destroys hooks and communicator, frees s.
- * NULL is a no-op. */
+ * NULL is a no-op. Never call it from a done callback: it would wait for
+ * the bucket whose callback is running (the same holds for flush). */
 DDPH_EXPORT void ddph_session_close(ddph_session_t *s);
 
 /* Error accessors for hosts. NULL error: DDPH_OK and "". */
