@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "tests/comm_gloo/test_host.h"
+#include "tests/support/host.h"
 
 namespace comm_gloo_test {
 namespace {
@@ -80,7 +80,7 @@ ddph_plugin_entry_fn plugin_entry() {
 }
 
 const ddph_plugin_t* plugin() {
-  static const ddph_plugin_t* p = plugin_entry()(test_host());
+  static const ddph_plugin_t* p = plugin_entry()(ddph_host());
   return p;
 }
 
@@ -96,7 +96,7 @@ std::string Err::text() const {
 Err take(ddph_error_t* e) {
   Err r;
   if (e == nullptr) return r;
-  const ddph_host_t* h = test_host();
+  const ddph_host_t* h = ddph_host();
   r.code = h->error_code(e);
   r.message = h->error_message(e);
   h->error_free(e);
@@ -106,7 +106,7 @@ Err take(ddph_error_t* e) {
 ddph_comm_t* connect(const Connect& c, Err* err) {
   ddph_comm_init_t init{};
   init.struct_size = sizeof init;
-  init.host = test_host();
+  init.host = ddph_host();
   init.rank = c.rank;
   init.world_size = c.world;
   init.rendezvous = c.store ? nullptr : c.rendezvous.c_str();

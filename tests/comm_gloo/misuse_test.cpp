@@ -6,7 +6,7 @@
 #include <string>
 
 #include "tests/comm_gloo/harness.h"
-#include "tests/comm_gloo/test_host.h"
+#include "tests/support/host.h"
 #include "tests/support/multiprocess.h"
 
 namespace comm_gloo_test {
@@ -49,7 +49,7 @@ TEST(CommGlooPlugin, DescribesOneGlooFactoryAndItsOptions) {
   }
   EXPECT_TRUE(hostname && iface);
   // A host of another ABI major gets no plugin.
-  ddph_host_t other = *test_host();
+  ddph_host_t other = *ddph_host();
   other.abi_major = DDPH_ABI_MAJOR + 1;
   EXPECT_EQ(plugin_entry()(&other), nullptr);
   EXPECT_EQ(plugin_entry()(nullptr), nullptr);
@@ -61,7 +61,7 @@ class CreateMisuse : public ::testing::Test {
     dir_ = ddph_test::make_temp_dir("ddph-misuse");
     url_ = file_url(dir_);
     init_.struct_size = sizeof init_;
-    init_.host = test_host();
+    init_.host = ddph_host();
     init_.rank = 0;
     init_.world_size = 1;
     init_.rendezvous = url_.c_str();

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "tests/comm_gloo/harness.h"
-#include "tests/comm_gloo/test_host.h"
+#include "tests/support/host.h"
 #include "tests/support/multiprocess.h"
 
 namespace comm_gloo_test {
@@ -149,10 +149,10 @@ ddph_error_t* dir_set(void* ctx, const char* key, const void* value, size_t n) {
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(static_cast<const char*>(value), std::streamsize(n));
-    if (!out) return test_host()->error_new(DDPH_COMM_FAILURE, "dir store: cannot write");
+    if (!out) return ddph_host()->error_new(DDPH_COMM_FAILURE, "dir store: cannot write");
   }
   if (rename(tmp.c_str(), path.c_str()) != 0)
-    return test_host()->error_new(DDPH_COMM_FAILURE, "dir store: cannot rename");
+    return ddph_host()->error_new(DDPH_COMM_FAILURE, "dir store: cannot rename");
   return nullptr;
 }
 
@@ -172,7 +172,7 @@ ddph_error_t* dir_get(void* ctx, const char* key, int64_t timeout_ms, ddph_write
       return nullptr;
     }
     if (std::chrono::steady_clock::now() > deadline)
-      return test_host()->error_new(DDPH_TIMEOUT,
+      return ddph_host()->error_new(DDPH_TIMEOUT,
                                     (std::string("dir store: no key '") + key + "'").c_str());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -23,7 +23,7 @@ const ddph_plugin_t* load_plugin(const char* family) {
   if (handle == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
   auto entry = reinterpret_cast<ddph_plugin_entry_fn>(dlsym(handle, "ddph_plugin_entry"));
   if (entry == nullptr) throw std::runtime_error(path + " has no ddph_plugin_entry");
-  const ddph_plugin_t* plugin = entry(test_host());
+  const ddph_plugin_t* plugin = entry(ddph_host());
   if (plugin == nullptr) throw std::runtime_error(path + " refused the host table");
   loaded[family] = plugin;
   return plugin;
@@ -40,7 +40,7 @@ namespace {
 ddph_hook_init_t make_init(ddph_comm_t* comm, const ddph_hook_ref_t* inner) {
   ddph_hook_init_t init{};
   init.struct_size = sizeof init;
-  init.host = test_host();
+  init.host = ddph_host();
   init.comm = comm;
   init.inner = inner;
   return init;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "tests/hooks/test_host.h"
+#include "tests/support/host.h"
 
 namespace ddph_test {
 

@@ -34,7 +34,7 @@ std::vector<std::vector<T>> run_hook(HookName hook, DType dtype, std::vector<std
   const int world = int(in.size());
   std::vector<std::vector<T>> out = in;
   if (stats) stats->assign(size_t(world), ddph_stats_t{});
-  ThreadGroup group(world, test_host());
+  ThreadGroup group(world, ddph_host());
   group.run([&](int r) {
     try {
       std::unique_ptr<HookInstance> wrapped;

@@ -25,7 +25,7 @@ const Named kHooks[] = {{"default", "allreduce", false},     {"default", "fp16_c
 // A hook of kHooks made on a one-rank group; wrappers wrap allreduce.
 class OneRank {
  public:
-  explicit OneRank(const Named& h) : group_(1, test_host()) {
+  explicit OneRank(const Named& h) : group_(1, ddph_host()) {
     if (h.wrapper) {
       inner_ = std::make_unique<HookInstance>(find_hook("default", "allreduce"), group_.comm(0));
       inner_ref_ = inner_->ref();
@@ -137,7 +137,7 @@ TEST(HookContract, DtypesAHookCannotReduceAreNamed) {
 }
 
 TEST(HookContract, WrappersNeedAnInnerHookAndOthersRefuseOne) {
-  ThreadGroup group(1, test_host());
+  ThreadGroup group(1, ddph_host());
   for (const char* w : {"fp16_wrapper", "bf16_wrapper"}) {
     ErrorInfo e = try_create(find_hook("default", w), group.comm(0), nullptr);
     EXPECT_EQ(e.code, DDPH_INVALID_ARGUMENT) << w;
@@ -160,7 +160,7 @@ TEST(HookContract, WrappersNeedAnInnerHookAndOthersRefuseOne) {
 }
 
 TEST(HookContract, InnerErrorsReachTheWrapperCaller) {
-  ThreadGroup group(1, test_host());
+  ThreadGroup group(1, ddph_host());
   HookInstance inner(find_hook("default", "allreduce"), group.comm(0));
   ddph_hook_ref_t ref = inner.ref();
   HookInstance wrapper(find_hook("default", "fp16_wrapper"), group.comm(0), &ref);
@@ -177,7 +177,7 @@ TEST(HookContract, InnerErrorsReachTheWrapperCaller) {
 }
 
 TEST(HookContract, CreateAndDestroyRepeatedly) {
-  ThreadGroup group(1, test_host());
+  ThreadGroup group(1, ddph_host());
   for (int i = 0; i < 100; ++i)
     for (const Named& h : kHooks) {
       if (h.wrapper) continue;
