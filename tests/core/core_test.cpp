@@ -1,0 +1,123 @@
+// Unit tests for core/: dtype mapping to DLPack, flat tensors, and the
+// bucket validation every hook and the loader rely on.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/bucket_check.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace {
+
+using ddph::DType;
+
+TEST(Dtype, EverySupportedTypeRoundTripsThroughDlpack) {
+  const DType all[] = {DType::F32, DType::F64, DType::F16, DType::BF16,
+                       DType::I32, DType::I64, DType::U8};
+  for (DType t : all) {
+    DLDataType dl = ddph::dtype_to_dl(t);
+    DType back;
+    ASSERT_TRUE(ddph::dtype_from_dl(dl, &back)) << ddph::dtype_name(t);
+    EXPECT_EQ(back, t);
+    EXPECT_EQ(dl.lanes, 1);
+    EXPECT_EQ(ddph::dtype_size(t) * 8, dl.bits) << ddph::dtype_name(t);  // DLPack's own width
+  }
+  EXPECT_EQ(ddph::dtype_to_dl(DType::BF16).code, kDLBfloat);
+  EXPECT_EQ(ddph::dtype_to_dl(DType::F16).code, kDLFloat);
+  EXPECT_EQ(ddph::dtype_to_dl(DType::U8).code, kDLUInt);
+}
+
+TEST(Dtype, UnsupportedTypesAreRefusedAndNamed) {
+  const DLDataType refused[] = {{kDLInt, 8, 1}, {kDLUInt, 16, 1}, {kDLFloat, 32, 4},
+                                {kDLComplex, 64, 1}, {kDLBfloat, 32, 1}};
+  for (DLDataType dl : refused) {
+    DType t;
+    EXPECT_FALSE(ddph::dtype_from_dl(dl, &t)) << int(dl.code) << "/" << int(dl.bits);
+  }
+  char buf[32];
+  EXPECT_STREQ(ddph::dl_dtype_text({kDLFloat, 32, 4}, buf), "float32x4");
+  EXPECT_STREQ(ddph::dl_dtype_text({kDLInt, 8, 1}, buf), "int8");
+}
+
+TEST(FlatTensor, CopiesPointAtTheirOwnShape) {
+  float data[5] = {};
+  ddph::FlatTensor a(data, DType::F32, 5);
+  ddph::FlatTensor b = a;
+  EXPECT_EQ(b.dl()->shape, &b.dl()->shape[0]);
+  EXPECT_NE(b.dl()->shape, a.dl()->shape);
+  EXPECT_EQ(b.dl()->shape[0], 5);
+  EXPECT_TRUE(ddph::is_flat(*b.dl()));
+  EXPECT_EQ(ddph::numel(*b.dl()), 5);
+}
+
+struct Bucket {
+  float data[16] = {};
+  int64_t shape[1] = {16};
+  int64_t pshape[2] = {2, 3};
+  ddph_param_t param{};
+  ddph_bucket_t b{};
+  Bucket() {
+    b.struct_size = sizeof b;
+    b.buffer.data = data;
+    b.buffer.device = {kDLCPU, 0};
+    b.buffer.ndim = 1;
+    b.buffer.dtype = {kDLFloat, 32, 1};
+    b.buffer.shape = shape;
+    param.struct_size = sizeof param;
+    param.offset = 10;
+    param.ndim = 2;
+    param.shape = pshape;
+    b.num_params = 1;
+    b.params = &param;
+  }
+};
+
+std::string refusal(const ddph_bucket_t* b, ddph_code_t* code) {
+  try {
+    ddph::check_bucket(b);
+  } catch (const ddph::Error& e) {
+    *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BucketCheck, AcceptsAValidBucketAndReturnsItsDtype) {
+  Bucket ok;
+  EXPECT_EQ(ddph::check_bucket(&ok.b), DType::F32);  // the view [10, 16) ends exactly at the end
+}
+
+TEST(BucketCheck, EachDefectIsRefusedNamingItsField) {
+  struct Case {
+    const char* field;
+    ddph_code_t code;
+    void (*spoil)(Bucket&);
+  };
+  const Case cases[] = {
+      {"struct_size", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.b.struct_size = 8; }},
+      {"bucket.buffer.ndim", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.b.buffer.ndim = 2; }},
+      {"bucket.buffer.data", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.b.buffer.data = nullptr; }},
+      {"negative", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.shape[0] = -1; }},
+      {"int8", DDPH_UNSUPPORTED, [](Bucket& x) { x.b.buffer.dtype = {kDLInt, 8, 1}; }},
+      {"device", DDPH_UNSUPPORTED, [](Bucket& x) { x.b.buffer.device = {kDLCUDA, 0}; }},
+      {"bucket.params is NULL", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.b.params = nullptr; }},
+      {"params[0]", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.param.offset = 11; }},
+      {"params[0].shape[1]", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.pshape[1] = -3; }},
+      {"params[0].ndim", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.param.ndim = 40; }},
+  };
+  for (const Case& c : cases) {
+    Bucket x;
+    c.spoil(x);
+    ddph_code_t code = DDPH_OK;
+    std::string message = refusal(&x.b, &code);
+    EXPECT_EQ(code, c.code) << c.field << ": " << message;
+    EXPECT_NE(message.find(c.field), std::string::npos) << "'" << message << "' does not name "
+                                                        << c.field;
+  }
+  ddph_code_t code = DDPH_OK;
+  EXPECT_NE(refusal(nullptr, &code).find("NULL"), std::string::npos);
+}
+
+}  // namespace
