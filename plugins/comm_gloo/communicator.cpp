@@ -46,6 +46,11 @@ Communicator::Communicator(const CommConfig& config,
   gloo_call(what_text.c_str(), rank(), [&] { context->connectFullMesh(*prefix_store_, device_); });
   wire_.track_new_sockets(before, FdSnapshot::take());
   context_ = std::move(context);
+  // connectFullMesh can return on one side of a pair before the other side
+  // has finished its handshake; a rank that then closed at once (a session
+  // that never communicates) broke its peers' rendezvous. A barrier makes
+  // creation collective: nobody returns before everybody is connected.
+  barrier();
 }
 
 Communicator::~Communicator() {
