@@ -78,6 +78,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   drain_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;
+  if (op == DDPH_AVG) return average_ring(send, recv);
   ReduceFn reduce = reduce_function(send.dtype, op);
   run(what, [&] {
     ::gloo::AllreduceOptions opts(context_);
@@ -91,7 +92,6 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
     opts.setTimeout(config_.timeout);
     ::gloo::allreduce(opts);
   });
-  if (op == DDPH_AVG) divide_by(recv.dtype, recv.data, recv.numel, size());
 }
 
 void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
@@ -135,13 +135,15 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   // It moves twice the bytes of a true reduce-scatter; gloo 0.5's only
   // reduce-scatter is the old-style halving-doubling class with its own
   // buffers. Scratch also makes any aliasing of send and recv harmless.
-  ReduceFn reduce = reduce_function(send.dtype, op);
+  // AVG divides each contribution first, as allreduce's AVG does.
   std::vector<char> scratch(send.bytes());
+  std::memcpy(scratch.data(), send.data, send.bytes());
+  if (op == DDPH_AVG) divide_by(send.dtype, scratch.data(), send.numel, size());
+  ReduceFn reduce = reduce_function(send.dtype, op == DDPH_AVG ? DDPH_SUM : op);
   run(what, [&] {
     ::gloo::AllreduceOptions opts(context_);
     with_element_type(send.dtype, [&](auto t) {
       using T = decltype(t);
-      opts.setInput<T>(typed<T>(send.data), send.numel);
       opts.setOutput<T>(typed<T>(scratch.data()), send.numel);
     });
     opts.setReduceFunction(reduce);
@@ -150,7 +152,6 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
     ::gloo::allreduce(opts);
   });
   std::memcpy(recv.data, scratch.data() + size_t(rank()) * recv.bytes(), recv.bytes());
-  if (op == DDPH_AVG) divide_by(recv.dtype, recv.data, recv.numel, size());
 }
 
 void Communicator::broadcast(DLTensor* buf_t, int root) {

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "plugins/comm_gloo/errors.h"
+#include "plugins/comm_gloo/tensor_args.h"
 #include "plugins/comm_gloo/wire_bytes.h"
 
 namespace gloo {
@@ -78,6 +79,8 @@ class Communicator {
   void break_with(const Error& e);
   uint32_t next_tag() { return next_tag_++; }
   void check_peer(int peer, const char* what) const;
+  // DDPH_AVG with divide-first numerics, as one ring (ring_average.cpp).
+  void average_ring(const HostBuf& send, const HostBuf& recv);
   // Waits (within the timeout) until every buffered send is on the wire.
   void drain_sends(const char* what);
 

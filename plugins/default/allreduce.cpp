@@ -2,7 +2,6 @@
 // then SUM in place, so the bucket ends holding the mean.
 #include "core/comm_call.h"
 #include "core/hook.h"
-#include "core/kernels/divide.h"
 #include "core/tensor.h"
 #include "plugins/default/hooks.h"
 
@@ -20,10 +19,12 @@ class AllreduceHook : public Hook {
     void* data = data_ptr(bucket.buffer);
     const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
     count_in(bytes);
-    divide_inplace(dtype, data, size_t(n), comm_size(comm_));
+    // DDPH_AVG is defined as divide-first, exactly this hook's numerics; a
+    // communicator can then divide each segment while it is in cache instead
+    // of in a separate pass over the bucket.
     FlatTensor buf(data, dtype, n, bucket.buffer.device);
     count_out(bytes);
-    comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+    comm_allreduce(comm_, buf, DDPH_AVG, bucket.stream);
     done.ok();
   }
 

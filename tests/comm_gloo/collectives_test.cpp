@@ -1,5 +1,7 @@
 // Results of every collective on 2 and 3 real processes over real gloo.
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,13 +56,19 @@ double expected(ddph_reduce_op_t op, int world, int i) {
   switch (op) {
     case DDPH_SUM:
       return sum;
-    case DDPH_AVG:
-      return sum / world;
+    case DDPH_AVG:  // inputs are world * value() (see input()), each divided exactly
+      return sum;
     case DDPH_MAX:
       return mx;
     default:
       return mn;
   }
+}
+
+// AVG divides each rank's value first (ddph.h), so its inputs are multiples
+// of the world size: every quotient, and so the sum, is exact in every dtype.
+double input(ddph_reduce_op_t op, int rank, int world, int i) {
+  return op == DDPH_AVG ? world * value(rank, world, i) : value(rank, world, i);
 }
 
 ddph_comm_t* must_connect(int rank, int world, const std::string& dir) {
@@ -91,7 +99,7 @@ int allreduce_body(int rank, int world, const std::string& dir) {
       for (bool in_place : {false, true}) {
         Tensor send(d.dl, n), recv(d.dl, n);
         for (int i = 0; i < n; ++i) {
-          set(send, i, value(rank, world, i));
+          set(send, i, input(op, rank, world, i));
           set(recv, i, 99);
         }
         Tensor& out = in_place ? send : recv;
@@ -102,19 +110,37 @@ int allreduce_body(int rank, int world, const std::string& dir) {
                            in_place ? " in place" : "", i, get(out, i), expected(op, world, i));
         if (!in_place)
           for (int i = 0; i < n; ++i)
-            DDPH_CHILD_CHECK(get(send, i) == value(rank, world, i), "%s: send was modified",
+            DDPH_CHILD_CHECK(get(send, i) == input(op, rank, world, i), "%s: send was modified",
                              d.name);
       }
     }
   }
-  // AVG of integers truncates like C division: sum 1 over `world` ranks -> 0,
-  // sum 2*world+1 -> 2.
-  Tensor ints(kI32, 2);
+  // AVG divides first, and integers truncate like C division: rank 0's 1 and
+  // 2*world+1 give 0 and 2; world-1 on every rank gives 0 (each quotient is 0),
+  // where dividing the sum would give world-1.
+  Tensor ints(kI32, 3);
   ints.as<int32_t>()[0] = rank == 0 ? 1 : 0;
   ints.as<int32_t>()[1] = rank == 0 ? 2 * world + 1 : 0;
+  ints.as<int32_t>()[2] = world - 1;
   CHILD_OK(comm->allreduce(comm->ctx, ints.dl(), ints.dl(), DDPH_AVG, nullptr));
-  DDPH_CHILD_CHECK(ints.as<int32_t>()[0] == 0 && ints.as<int32_t>()[1] == 2, "int AVG: %d %d",
-                   ints.as<int32_t>()[0], ints.as<int32_t>()[1]);
+  DDPH_CHILD_CHECK(ints.as<int32_t>()[0] == 0 && ints.as<int32_t>()[1] == 2 &&
+                       ints.as<int32_t>()[2] == 0,
+                   "int AVG: %d %d %d", ints.as<int32_t>()[0], ints.as<int32_t>()[1],
+                   ints.as<int32_t>()[2]);
+  // fp32 AVG of 1/3-ish values on a buffer of many ring segments equals, bit
+  // for bit, dividing first and summing with gloo's own ring (PyTorch's
+  // allreduce_hook on Gloo).
+  {
+    const int m = 700001;  // several segments per chunk, and a ragged end
+    Tensor avg(kF32, m), ref(kF32, m);
+    for (int i = 0; i < m; ++i)
+      avg.as<float>()[i] = ref.as<float>()[i] = 1.0f + float((i * 37 + rank * 101) % 1009) / 7.0f;
+    for (int i = 0; i < m; ++i) ref.as<float>()[i] /= float(world);
+    CHILD_OK(comm->allreduce(comm->ctx, avg.dl(), avg.dl(), DDPH_AVG, nullptr));
+    CHILD_OK(comm->allreduce(comm->ctx, ref.dl(), ref.dl(), DDPH_SUM, nullptr));
+    DDPH_CHILD_CHECK(std::memcmp(avg.as<float>(), ref.as<float>(), size_t(m) * 4) == 0,
+                     "fp32 AVG differs from divide-then-gloo-SUM");
+  }
   // A buffer of several gloo segments (1 MiB each) exercises the ring's chunking.
   const int big = 600000;
   Tensor f(kF32, big);
@@ -157,14 +183,16 @@ int gather_scatter_body(int rank, int world, const std::string& dir) {
   // reduce_scatter: rank r gets the reduction of block r.
   for (ddph_reduce_op_t op : kOps) {
     Tensor send(kF64, world * n), recv(kF64, n);
-    for (int j = 0; j < world * n; ++j) send.as<double>()[j] = double((rank + 1) * (j + 1));
+    // AVG divides each rank's value first: scale by world so the quotients are exact.
+    const double scale = op == DDPH_AVG ? world : 1;
+    for (int j = 0; j < world * n; ++j) send.as<double>()[j] = scale * (rank + 1) * (j + 1);
     CHILD_OK(comm->reduce_scatter(comm->ctx, send.dl(), recv.dl(), op, nullptr));
     for (int i = 0; i < n; ++i) {
       const int j = rank * n + i;
       double sum = 0;
       for (int r = 0; r < world; ++r) sum += double((r + 1) * (j + 1));
       double want = op == DDPH_SUM   ? sum
-                    : op == DDPH_AVG ? sum / world
+                    : op == DDPH_AVG ? sum
                     : op == DDPH_MAX ? double(world * (j + 1))
                                      : double(j + 1);
       DDPH_CHILD_CHECK(recv.as<double>()[i] == want, "reduce_scatter %s [%d] = %g, want %g",

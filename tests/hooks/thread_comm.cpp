@@ -64,15 +64,25 @@ struct Collectives {
     return g.slots_;
   }
 
-  // The reduction of all ranks' blocks, in rank order.
+  // The reduction of all ranks' blocks, in rank order. AVG divides each
+  // contribution by the world size before the sum (ddph.h's definition).
   static std::vector<uint8_t> reduce_all(const std::vector<Slot>& slots, ddph::DType d,
                                          int64_t numel, ddph_reduce_op_t op) {
     const size_t bytes = size_t(numel) * ddph::dtype_size(d);
-    std::vector<uint8_t> acc(bytes);
+    const int64_t world = int64_t(slots.size());
+    std::vector<uint8_t> acc(bytes), term(bytes);
     if (bytes) std::memcpy(acc.data(), slots[0].data, bytes);
-    for (size_t i = 1; i < slots.size(); ++i)
-      ddph::reduce_into(op, d, acc.data(), acc.data(), slots[i].data, size_t(numel));
-    if (op == DDPH_AVG) ddph::divide_inplace(d, acc.data(), size_t(numel), int64_t(slots.size()));
+    if (op == DDPH_AVG) ddph::divide_inplace(d, acc.data(), size_t(numel), world);
+    for (size_t i = 1; i < slots.size(); ++i) {
+      const void* b = slots[i].data;
+      if (op == DDPH_AVG && bytes) {
+        std::memcpy(term.data(), b, bytes);
+        ddph::divide_inplace(d, term.data(), size_t(numel), world);
+        b = term.data();
+      }
+      ddph::reduce_into(op == DDPH_AVG ? DDPH_SUM : op, d, acc.data(), acc.data(), b,
+                        size_t(numel));
+    }
     return acc;
   }
 

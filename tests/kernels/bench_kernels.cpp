@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/kernels/cast.h"
+#include "core/kernels/divide.h"
 #include "core/kernels/isa.h"
 #include "core/kernels/reduce.h"
 
@@ -68,6 +69,18 @@ void BM_CastUp(benchmark::State& st, DType low) {
 }
 
 // Sums buffers of 25 MB of fp32 data: 25 MB for F32, 12.5 MB for 16-bit.
+// The allreduce hook's divide-by-world pass, in place. Dividing by 1 keeps
+// the values stable across iterations (and costs the same as any divisor).
+void BM_DivideInplace(benchmark::State& st) {
+  Level level(st);
+  std::vector<float> v = make_floats();
+  for (auto _ : st) {
+    ddph::divide_inplace(DType::F32, v.data(), kFloats, 1);
+    benchmark::DoNotOptimize(v.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
+}
+
 void BM_Sum(benchmark::State& st, DType t) {
   Level level(st);
   const size_t n = kFloats;
@@ -91,6 +104,7 @@ BENCHMARK_CAPTURE(BM_CastDownDiv, f16, DType::F16)->Apply(levels);
 BENCHMARK_CAPTURE(BM_CastDownDiv, bf16, DType::BF16)->Apply(levels);
 BENCHMARK_CAPTURE(BM_CastUp, f16, DType::F16)->Apply(levels);
 BENCHMARK_CAPTURE(BM_CastUp, bf16, DType::BF16)->Apply(levels);
+BENCHMARK(BM_DivideInplace)->Apply(levels);
 BENCHMARK_CAPTURE(BM_Sum, f32, DType::F32)->Apply(levels);
 BENCHMARK_CAPTURE(BM_Sum, f16, DType::F16)->Apply(levels);
 BENCHMARK_CAPTURE(BM_Sum, bf16, DType::BF16)->Apply(levels);

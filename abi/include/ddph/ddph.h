@@ -165,6 +165,9 @@ typedef struct ddph_option {
  * peer becomes DDPH_TIMEOUT or DDPH_COMM_FAILURE, never a hang.
  * ==================================================================== */
 
+/* DDPH_AVG is the mean with PyTorch's divide-first numerics: each rank's
+ * value is divided by the world size (in its dtype; integers truncate toward
+ * zero), then the quotients are summed. */
 typedef enum ddph_reduce_op { DDPH_SUM = 0, DDPH_AVG = 1, DDPH_MAX = 2, DDPH_MIN = 3 } ddph_reduce_op_t;
 
 typedef struct ddph_comm {

@@ -1,0 +1,169 @@
+// DDPH_AVG: the mean with PyTorch's divide-first numerics (allreduce_hook
+// divides each rank's gradient by the world size, then sums), as one ring
+// over gloo's own point-to-point buffers.
+//
+// Why not gloo::allreduce after a divide pass: that pass reads and writes the
+// whole bucket from memory while the peer streams too, and cost 15-20% of a
+// 25 MB loopback allreduce. Here every local segment is divided when the ring
+// first touches it (just before it is first sent, or just before a
+// neighbour's partial sum is added to it), while it is in cache.
+//
+// The ring copies gloo::allreduce's geometry and direction (its segment size,
+// chunk boundaries, data flowing to rank - 1, rank c finishing chunk c), so
+// every element is summed in the same order as gloo's ring sums it: the
+// result is bit-identical to dividing first and calling gloo::allreduce, as
+// PyTorch's hook on Gloo does, for any world size.
+//
+// Reduce-scatter: at step s, rank r sends chunk (r + 1 + s) to r - 1 and
+// adds chunk (r + 2 + s), received from r + 1, into its own, so after
+// world - 1 steps it holds the sum of chunk r. Allgather: at step s it sends
+// chunk (r + s) and receives chunk (r + 1 + s). Steps are pipelined segment
+// by segment, with two receive buffers.
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "core/kernels/divide.h"
+#include "core/kernels/reduce.h"
+#include "plugins/comm_gloo/communicator.h"
+
+namespace ddph {
+namespace comm_gloo {
+namespace {
+
+constexpr uint64_t kRingSlotPrefix = 0x7cull << 56;  // apart from gloo's and the p2p slots
+constexpr size_t kSegmentBytes = size_t(1) << 20;
+constexpr size_t kSendsInFlight = 2;
+
+int wrap(int a, int world) { return ((a % world) + world) % world; }
+
+size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+// gloo::allreduce's segmentation (gloo/allreduce.cc): at least two segments
+// per rank, each at most kSegmentBytes, and the same number for every rank.
+class RingLayout {
+ public:
+  RingLayout(size_t numel, int world, size_t elem_size) : numel_(numel), world_(world) {
+    const size_t total = numel * elem_size, w = size_t(world);
+    const size_t max_seg = elem_size * (kSegmentBytes / elem_size);
+    const size_t seg_bytes = round_up(std::min((total + 2 * w - 1) / (2 * w), max_seg), elem_size);
+    const size_t segments = round_up(std::max((total + seg_bytes - 1) / seg_bytes, 2 * w), w);
+    seg_ = seg_bytes / elem_size;
+    per_chunk_ = segments / w;
+  }
+  size_t segment_elems() const { return seg_; }
+  size_t steps() const { return size_t(world_ - 1) * per_chunk_; }
+  size_t per_chunk() const { return per_chunk_; }
+  // Element range [first, second) of the segment that step t handles in
+  // chunk (base + t / per_chunk); empty past the end of the buffer.
+  std::pair<size_t, size_t> at(int base, size_t t) const {
+    const size_t chunk = size_t(wrap(base + int(t / per_chunk_), world_));
+    const size_t b = std::min(numel_, (chunk * per_chunk_ + t % per_chunk_) * seg_);
+    return {b, std::min(numel_, b + seg_)};
+  }
+
+ private:
+  size_t numel_;
+  int world_;
+  size_t seg_ = 0, per_chunk_ = 0;
+};
+
+}  // namespace
+
+void Communicator::average_ring(const HostBuf& send, const HostBuf& recv) {
+  const int world = size(), me = rank();
+  const size_t es = dtype_size(recv.dtype);
+  char* data = static_cast<char*>(recv.data);
+  if (send.data != recv.data) std::memcpy(data, send.data, recv.bytes());
+  if (world == 1) return;  // x / 1 == x
+  const RingLayout layout(recv.numel, world, es);
+  const int to = (me + world - 1) % world, from = (me + 1) % world;
+  const uint64_t slot = kRingSlotPrefix | next_tag();
+  auto divide = [&](std::pair<size_t, size_t> r) {
+    divide_inplace(recv.dtype, data + r.first * es, r.second - r.first, world);
+  };
+  run("allreduce", [&] {
+    auto buf = context_->createUnboundBuffer(data, recv.bytes());
+    std::vector<char> tmp_mem(2 * layout.segment_elems() * es);
+    auto tmp = context_->createUnboundBuffer(tmp_mem.data(), tmp_mem.size());
+    size_t sends_posted = 0, sends_done = 0;
+    auto wait_send = [&] {
+      DDPH_CHECK(buf->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+                 "allreduce: a send to rank " << to << " was aborted");
+      ++sends_done;
+    };
+    auto post_send = [&](std::pair<size_t, size_t> r) {
+      if (r.second <= r.first) return;
+      buf->send(to, slot, r.first * es, (r.second - r.first) * es);
+      ++sends_posted;
+      while (sends_posted - sends_done > kSendsInFlight) wait_send();
+    };
+    const size_t steps = layout.steps();
+    const size_t tmp_slot_bytes = layout.segment_elems() * es;
+
+    // Reduce-scatter.
+    auto rs_recv = [&](size_t t) { return layout.at(me + 2, t); };
+    auto rs_send = [&](size_t t) { return layout.at(me + 1, t); };
+    auto post_rs_recv = [&](size_t t) {
+      auto r = rs_recv(t);
+      if (r.second > r.first) tmp->recv(from, slot, (t % 2) * tmp_slot_bytes, (r.second - r.first) * es);
+    };
+    auto post_rs_send = [&](size_t t) {
+      auto r = rs_send(t);
+      if (t < layout.per_chunk() && r.second > r.first) divide(r);  // our own chunk, untouched so far
+      post_send(r);
+    };
+    post_rs_recv(0);
+    post_rs_send(0);
+    for (size_t t = 0; t < steps; ++t) {
+      if (t + 1 < steps) {
+        post_rs_recv(t + 1);  // into the other receive buffer
+        // Segment t + 1 is ready before segment t is reduced: it is either
+        // our own chunk or one reduced at step t + 1 - per_chunk <= t - 1
+        // (the layout has at least two segments per chunk).
+        post_rs_send(t + 1);
+      }
+      auto r = rs_recv(t);
+      if (r.second > r.first) {
+        DDPH_CHECK(tmp->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+                   "allreduce: a receive from rank " << from << " was aborted");
+        divide(r);  // the first touch of this local segment
+        char* seg = data + r.first * es;
+        reduce_into(DDPH_SUM, recv.dtype, seg, seg, tmp_mem.data() + (t % 2) * tmp_slot_bytes,
+                    r.second - r.first);
+      }
+    }
+    // The allgather overwrites chunks that were sent from above.
+    while (sends_done < sends_posted) wait_send();
+
+    // Allgather, straight into the buffer.
+    std::deque<size_t> recvs_pending;  // steps with a posted receive, in order
+    for (size_t t = 0; t < steps; ++t) {
+      auto r = layout.at(me + 1, t);  // chunk (me + 1 + s): what `from` sends at this step
+      if (r.second > r.first) {
+        buf->recv(from, slot, r.first * es, (r.second - r.first) * es);
+        recvs_pending.push_back(t);
+      }
+      // We forward at step t what arrived at step t - per_chunk.
+      while (!recvs_pending.empty() && t >= layout.per_chunk() &&
+             recvs_pending.front() <= t - layout.per_chunk()) {
+        DDPH_CHECK(buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+                   "allreduce: a receive from rank " << from << " was aborted");
+        recvs_pending.pop_front();
+      }
+      post_send(layout.at(me, t));
+    }
+    for (; !recvs_pending.empty(); recvs_pending.pop_front())
+      DDPH_CHECK(buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+                 "allreduce: a receive from rank " << from << " was aborted");
+    while (sends_done < sends_posted) wait_send();
+  });
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph
