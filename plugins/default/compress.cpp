@@ -4,7 +4,6 @@
 #include "core/comm_call.h"
 #include "core/hook.h"
 #include "core/kernels/cast.h"
-#include "core/kernels/divide.h"
 #include "core/tensor.h"
 #include "plugins/default/hooks.h"
 #include "plugins/default/low_precision.h"
@@ -26,11 +25,10 @@ class CompressHook : public Hook {
     void* data = data_ptr(bucket.buffer);
     const int world = comm_size(comm_);
     count_in(uint64_t(n) * dtype_size(dtype));
-    if (dtype == Low) {
-      divide_inplace(Low, data, size_t(n), world);
+    if (dtype == Low) {  // already 16-bit: the plain divide-first mean
       FlatTensor buf(data, Low, n, bucket.buffer.device);
       count_out(uint64_t(n) * 2);
-      comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+      comm_allreduce(comm_, buf, DDPH_AVG, bucket.stream);
     } else {
       uint16_t* low = scratch_.get(bucket.index, size_t(n));
       cast_div_into(dtype, data, Low, low, size_t(n), world);
