@@ -269,6 +269,8 @@ int run_rank(const TrainOptions& o) {
         "(chance %.1f%%), %s sent per rank, %" PRIu64 " buckets reduced\n",
         o.steps, total_ms / 1000, total_ms / o.steps, last_loss, 100.0 * last_acc, 100.0 / kClasses,
         mb(st.wire_bytes).c_str(), st.buckets);
+    std::printf("train-set loss %.6f (whole training set, final parameters)\n",
+                model.mean_loss(train));
     if (same) {
       std::printf("parameters bit-identical on all %d ranks: fnv1a %016" PRIx64 "\n", o.world,
                   hash);

@@ -163,18 +163,34 @@ void Mlp::backward(const int* labels, const std::function<void(int)>& layer_done
   }
 }
 
-double Mlp::accuracy(const Dataset& d) {
+namespace {
+struct Evaluation {
+  double accuracy = 0, loss = 0;
+};
+}  // namespace
+
+static Evaluation evaluate(Mlp& m, const Dataset& d) {
   const int chunk = 256;
   int right = 0;
+  double loss_sum = 0;
   for (int start = 0; start < d.size(); start += chunk) {
     int n = std::min(chunk, d.size() - start);
-    forward(&d.x[static_cast<size_t>(start) * d.dim], n);
+    m.forward(&d.x[static_cast<size_t>(start) * d.dim], n);
     int correct = 0;
-    loss(&d.y[start], &correct);
+    loss_sum += m.loss(&d.y[start], &correct) * n;
     right += correct;
   }
-  return d.size() > 0 ? static_cast<double>(right) / d.size() : 0.0;
+  Evaluation e;
+  if (d.size() > 0) {
+    e.accuracy = static_cast<double>(right) / d.size();
+    e.loss = loss_sum / d.size();
+  }
+  return e;
 }
+
+double Mlp::accuracy(const Dataset& d) { return evaluate(*this, d).accuracy; }
+
+double Mlp::mean_loss(const Dataset& d) { return evaluate(*this, d).loss; }
 
 void Sgd::step(std::vector<Param>& params) {
   if (velocity_.size() != params.size()) {

@@ -71,6 +71,9 @@ class Mlp {
   // Fraction of rows of d the model classifies correctly. Overwrites the
   // activations of the last forward.
   double accuracy(const Dataset& d);
+  // Mean cross-entropy over the whole dataset: a deterministic figure for
+  // comparing runs, unlike the minibatch losses of the log.
+  double mean_loss(const Dataset& d);
 
  private:
   std::vector<int> sizes_;
