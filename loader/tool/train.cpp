@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
@@ -25,6 +26,8 @@
 
 namespace ddph_tool {
 namespace {
+
+constexpr double kPi = 3.14159265358979323846;
 
 using ddph_train::Dataset;
 using ddph_train::GradBucket;
@@ -227,6 +230,9 @@ int run_rank(const TrainOptions& o) {
     reducer.begin_step(step);
     model.backward(y.data(), [&](int layer) { reducer.layer_done(layer); });
     reducer.finish_step();
+    // Cosine annealing to zero: the run settles at its end, so the final loss
+    // compares hooks rather than where the last noisy steps happened to land.
+    sgd.set_lr(o.lr * 0.5 * (1.0 + std::cos(kPi * step / o.steps)));
     sgd.step(model.params());
     double ms = ms_since(t0);
     step_ms += ms;

@@ -86,6 +86,7 @@ class Mlp {
 class Sgd {
  public:
   Sgd(double lr, double momentum) : lr_(lr), momentum_(momentum) {}
+  void set_lr(double lr) { lr_ = lr; }
   void step(std::vector<Param>& params);
 
  private:
