@@ -107,15 +107,16 @@ void print_header(size_t label_width) {
               "bucket", "median", "gloo allreduce", "ratio", "wire/rank");
 }
 
-void print_result(const BenchOptions& o, const std::string& label, size_t label_width,
-                  int64_t bucket_bytes, const Result& r) {
+void print_result(const BenchOptions& o, const std::string& config, const std::string& label,
+                  size_t label_width, int64_t bucket_bytes, const Result& r) {
   double ratio = r.baseline_s > 0 ? r.median_s / r.baseline_s : 0;
   if (o.json) {
-    std::printf("{\"hook\":%s,\"world\":%d,\"bucket_bytes\":%" PRId64
+    // "config" tells apart two configs of one hook with different options.
+    std::printf("{\"hook\":%s,\"config\":%s,\"world\":%d,\"bucket_bytes\":%" PRId64
                 ",\"median_s\":%.9g,\"baseline_allreduce_median_s\":%.9g,"
                 "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d}\n",
-                json_string(label).c_str(), o.world, bucket_bytes, r.median_s, r.baseline_s,
-                r.wire_bytes_per_rank, ratio, o.iters);
+                json_string(label).c_str(), json_string(config).c_str(), o.world, bucket_bytes,
+                r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters);
   } else {
     std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
                 static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,
@@ -192,7 +193,7 @@ int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, cons
     std::string url = "file://" + dir + "/c" + std::to_string(c);
     try {
       Result r = bench_config(o, o.configs[c], url, rank, numel);
-      if (rank == 0) print_result(o, labels[c], width, numel * 4, r);
+      if (rank == 0) print_result(o, o.configs[c], labels[c], width, numel * 4, r);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddph bench: rank %d: %s: %s\n", rank, o.configs[c].c_str(), e.what());
       return 1;
