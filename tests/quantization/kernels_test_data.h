@@ -1,0 +1,87 @@
+// Buckets that stress the quantization kernels: random ones of awkward
+// lengths, constant and all-negative ones, values exactly at rounding ties,
+// tiny and huge magnitudes. Shared by the kernel tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ddph_test {
+
+struct QuantCase {
+  std::string name;
+  std::vector<float> x;
+  size_t channel;  // 512, or x.size() for per-tensor
+};
+
+inline std::vector<float> normal_floats(size_t n, uint32_t seed, float sigma, float mean = 0.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(mean, sigma);
+  std::vector<float> v(n);
+  for (float& f : v) f = d(gen);
+  return v;
+}
+
+// Each run of `channel` holds -8 and 7.9375, so its scale is exactly 1/16
+// (zero point 128), and every other value is (k + 0.5) / 16: x / scale is a
+// tie, which torch.round sends to the even neighbour.
+inline std::vector<float> tie_floats(size_t n, size_t channel, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> k(-128, 126);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t j = i % channel;
+    v[i] = j == 0 ? -8.0f : j == 1 ? 7.9375f : (float(k(gen)) + 0.5f) / 16.0f;
+  }
+  return v;
+}
+
+// Ties for a scale that is not a power of two: x = (k + 0.5) * scale rounded
+// to float, so some land exactly on k + 0.5 and the rest just beside it.
+inline std::vector<float> near_tie_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> k(-100, 100);
+  const float scale = 0.3f / 255.0f;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = (float(k(gen)) + 0.5f) * scale;
+  v[0] = -0.1f;
+  if (n > 1) v[1] = 0.2f;
+  return v;
+}
+
+// The cases, per-channel (512) and per-tensor, including lengths that are
+// not multiples of 512 (and of 8, 16 and 32 lanes).
+inline std::vector<QuantCase> quant_cases() {
+  std::vector<QuantCase> cases;
+  auto both = [&](const std::string& name, std::vector<float> x) {
+    cases.push_back({name + "/channel", x, 512});
+    const size_t n = x.size();
+    cases.push_back({name + "/tensor", std::move(x), n});
+  };
+  both("random_1", normal_floats(1, 1, 1.0f));
+  both("random_511", normal_floats(511, 2, 0.01f));
+  both("random_512", normal_floats(512, 3, 1.0f));
+  both("random_5000", normal_floats(5000, 4, 0.02f));
+  both("random_70001", normal_floats(70001, 5, 3.0f, 0.5f));
+  both("constant_zero_1000", std::vector<float>(1000, 0.0f));
+  both("constant_3_1000", std::vector<float>(1000, 3.0f));
+  both("constant_neg_1027", std::vector<float>(1027, -0.25f));
+  both("negative_3001", normal_floats(3001, 6, 0.1f, -1.0f));
+  both("positive_2049", normal_floats(2049, 7, 0.1f, 1.0f));
+  both("ties_4099", tie_floats(4099, 512, 8));
+  both("near_ties_1537", near_tie_floats(1537, 9));
+  both("tiny_1500", normal_floats(1500, 10, 1e-30f));
+  both("subnormal_777", normal_floats(777, 11, 1e-39f));
+  both("large_2500", normal_floats(2500, 12, 1e30f));
+  both("huge_1100", normal_floats(1100, 13, 5e37f));  // max - min overflows: scale inf
+  // Channels of very different magnitudes side by side.
+  std::vector<float> mixed = normal_floats(512 * 6 + 100, 14, 1.0f);
+  for (size_t i = 0; i < mixed.size(); ++i) mixed[i] *= (i / 512) % 2 ? 1e-6f : 1e4f;
+  both("mixed_3172", mixed);
+  return cases;
+}
+
+}  // namespace ddph_test
