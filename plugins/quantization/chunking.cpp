@@ -1,0 +1,26 @@
+#include "plugins/quantization/chunking.h"
+
+#include <algorithm>
+
+namespace ddph {
+namespace quantization {
+
+std::vector<Chunk> split_chunks(size_t n, size_t channel_size, int world) {
+  const size_t w = size_t(world);
+  // Cut in units of `unit` elements: whole channels, or single elements when
+  // each chunk is its own channel.
+  const size_t unit = channel_size != 0 ? channel_size : 1;
+  const size_t units = (n + unit - 1) / unit;
+  std::vector<Chunk> chunks(w);
+  for (size_t j = 0; j < w; ++j) {
+    const size_t b = std::min(n, units * j / w * unit);
+    const size_t e = std::min(n, units * (j + 1) / w * unit);
+    chunks[j].begin = b;
+    chunks[j].seg.n = e - b;
+    chunks[j].seg.channel = channel_size != 0 ? channel_size : e - b;
+  }
+  return chunks;
+}
+
+}  // namespace quantization
+}  // namespace ddph

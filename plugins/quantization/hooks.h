@@ -1,0 +1,13 @@
+// The hook tables of the quantization family, gathered by plugin.cpp.
+#pragma once
+
+#include <ddph/ddph.h>
+
+namespace ddph {
+namespace quantization {
+
+const ddph_hook_t& per_tensor_hook();
+const ddph_hook_t& per_channel_hook();
+
+}  // namespace quantization
+}  // namespace ddph

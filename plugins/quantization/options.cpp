@@ -1,0 +1,83 @@
+#include "plugins/quantization/options.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "core/options.h"
+
+namespace ddph {
+namespace quantization {
+namespace {
+
+// Shared by both hooks, in schema order; channel_size is appended for
+// per_channel only, since per_tensor has exactly one channel.
+#define DDPH_QUANT_COMMON_SPECS                                                                 \
+  spec_string("protocol", "allgather",                                                          \
+              "allgather: PyTorch's protocol and result; reduce_scatter: bandwidth-optimal, "   \
+              "bytes per rank do not grow with world size",                                     \
+              "allgather|reduce_scatter"),                                                      \
+      spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8),            \
+      spec_string("rounding", "nearest",                                                        \
+                  "nearest: half-to-even as PyTorch; stochastic: unbiased, seeded and "         \
+                  "reproducible",                                                               \
+                  "nearest|stochastic"),                                                        \
+      spec_int("seed", "0", "seed of the counter-based RNG of stochastic rounding", 0,          \
+               9007199254740992.0),                                                             \
+      spec_bool("error_feedback", "false",                                                      \
+                "keep each rank's quantization residual per bucket and add it next step"),      \
+      spec_int("min_bytes", "0", "buckets with fewer bytes go through plain fp32 allreduce", 0, \
+               9007199254740992.0),                                                             \
+      spec_string("nonfinite", "propagate",                                                     \
+                  "a bucket with NaN/Inf on any rank: propagate (plain allreduce) or error "    \
+                  "(DDPH_NONFINITE)",                                                           \
+                  "propagate|error")
+
+}  // namespace
+
+// Function-local statics: hook tables in other files take these pointers
+// during their own static initialization.
+const ddph_option_spec_t* per_tensor_specs(size_t* count) {
+  static const ddph_option_spec_t specs[] = {DDPH_QUANT_COMMON_SPECS};
+  *count = sizeof specs / sizeof specs[0];
+  return specs;
+}
+
+const ddph_option_spec_t* per_channel_specs(size_t* count) {
+  static const ddph_option_spec_t specs[] = {
+      DDPH_QUANT_COMMON_SPECS,
+      spec_int("channel_size", "512",
+               "elements per channel, each with its own scale and zero point", 1, 1 << 30)};
+  *count = sizeof specs / sizeof specs[0];
+  return specs;
+}
+
+#undef DDPH_QUANT_COMMON_SPECS
+
+QuantOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool per_channel) {
+  Options o(init.options, init.num_options);
+  QuantOptions q;
+  q.protocol = o.get_string("protocol") == "reduce_scatter" ? Protocol::kReduceScatter
+                                                            : Protocol::kAllgather;
+  const int64_t bits = o.get_int("bits");
+  // The schema can only say [2, 8]; the packing kernels know 8, 4 and 2.
+  DDPH_CHECK(bits == 8 || bits == 4 || bits == 2, DDPH_INVALID_ARGUMENT,
+             "quantization/" << hook << ": option 'bits' is " << bits << "; it must be 8, 4 or 2");
+  q.bits = int(bits);
+  q.rounding =
+      o.get_string("rounding") == "stochastic" ? Rounding::kStochastic : Rounding::kNearest;
+  q.seed = uint64_t(o.get_int("seed"));
+  q.error_feedback = o.get_bool("error_feedback");
+  q.min_bytes = uint64_t(o.get_int("min_bytes"));
+  q.nonfinite = o.get_string("nonfinite") == "error" ? NonFinite::kError : NonFinite::kPropagate;
+  if (per_channel) {
+    const int64_t c = o.get_int("channel_size");
+    DDPH_CHECK(
+        c >= 1, DDPH_INVALID_ARGUMENT,
+        "quantization/" << hook << ": option 'channel_size' is " << c << "; it must be >= 1");
+    q.channel_size = size_t(c);
+  }
+  return q;
+}
+
+}  // namespace quantization
+}  // namespace ddph

@@ -1,0 +1,40 @@
+// The options of the quantization hooks: their schemas (what the loader
+// checks a config against) and the typed, validated values a hook runs with.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ddph {
+namespace quantization {
+
+enum class Protocol { kAllgather, kReduceScatter };
+enum class Rounding { kNearest, kStochastic };
+enum class NonFinite { kPropagate, kError };
+
+struct QuantOptions {
+  Protocol protocol = Protocol::kAllgather;
+  // Elements per channel; 0 means the hook is per_tensor (one channel).
+  size_t channel_size = 0;
+  int bits = 8;
+  Rounding rounding = Rounding::kNearest;
+  uint64_t seed = 0;
+  bool error_feedback = false;
+  uint64_t min_bytes = 0;
+  NonFinite nonfinite = NonFinite::kPropagate;
+
+  int qmax() const { return (1 << bits) - 1; }
+};
+
+// Schemas; per_channel's adds channel_size to per_tensor's.
+const ddph_option_spec_t* per_tensor_specs(size_t* count);
+const ddph_option_spec_t* per_channel_specs(size_t* count);
+
+// Reads the values create() received. Throws DDPH_INVALID_ARGUMENT for a
+// value the schema cannot express (bits other than 8, 4 or 2).
+QuantOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool per_channel);
+
+}  // namespace quantization
+}  // namespace ddph

@@ -1,0 +1,54 @@
+// The two ways a quantized bucket is averaged. Both run on the session's
+// worker thread, in the same order on every rank, and leave the mean in the
+// bucket, identical on every rank.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "plugins/quantization/options.h"
+#include "plugins/quantization/wire_segment.h"
+
+namespace ddph {
+namespace quantization {
+
+// One finite float32 bucket on its way through a protocol.
+struct BucketJob {
+  float* data = nullptr;
+  size_t n = 0;
+  int rank = 0, world = 1;
+  uint64_t index = 0, step = 0;
+  void* stream = nullptr;
+  float* residual = nullptr;  // n floats of error feedback, or NULL
+  // reduce_scatter with error feedback: the owner residual of this rank's
+  // chunk, sized on request (the chunk's length is the protocol's business).
+  std::function<float*(size_t)> owner_residual;
+  DLDevice device{kDLCPU, 0};
+};
+
+// Buffers a hook reuses from bucket to bucket (run_bucket is serialized).
+struct Workspace {
+  CodecScratch codec;
+  std::vector<uint8_t> send, recv, gather;
+  std::vector<float> acc;
+};
+
+// The stochastic-rounding counter of element 0 of a bucket on a rank: unique
+// per (rank, step, bucket index) in its high 32 bits, the element index goes
+// in the low 32 bits. The same on every run, so runs are reproducible.
+uint64_t counter_base(int rank, uint64_t step, uint64_t index);
+
+// The first quantization of a rank's own data over elements [begin, ...).
+EncodeArgs own_encode_args(const QuantOptions& o, const BucketJob& job, size_t begin);
+
+// Each returns the payload bytes this rank handed to collectives and sends.
+uint64_t run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
+                       Workspace& ws);
+uint64_t run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
+                            Workspace& ws);
+
+}  // namespace quantization
+}  // namespace ddph

@@ -1,0 +1,145 @@
+// per_tensor and per_channel: one hook class, which decides how a bucket
+// travels (plain allreduce for small or non-finite buckets, else one of the
+// two quantized protocols) and keeps the error-feedback residuals.
+#include <string>
+#include <vector>
+
+#include "core/comm_call.h"
+#include "core/hook.h"
+#include "core/tensor.h"
+#include "plugins/quantization/hooks.h"
+#include "plugins/quantization/kernels/quant_cpu.h"
+#include "plugins/quantization/options.h"
+#include "plugins/quantization/protocols.h"
+#include "plugins/quantization/residuals.h"
+
+namespace ddph {
+namespace quantization {
+namespace {
+
+template <bool PerChannel>
+class QuantHook : public Hook {
+ public:
+  static constexpr uint32_t kFlags = 0;
+  static constexpr const char* kName = PerChannel ? "per_channel" : "per_tensor";
+
+  explicit QuantHook(const ddph_hook_init_t& init)
+      : comm_(init.comm), opts_(parse_options(init, kName, PerChannel)) {}
+
+  void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    char text[32];
+    DDPH_CHECK(dtype == DType::F32, DDPH_UNSUPPORTED,
+               "quantization/" << kName << ": bucket dtype "
+                               << dl_dtype_text(bucket.buffer.dtype, text)
+                               << " is not supported (float32 only)");
+    DDPH_CHECK(bucket.buffer.device.device_type == kDLCPU, DDPH_UNSUPPORTED,
+               "quantization/" << kName << ": bucket on device type "
+                               << int(bucket.buffer.device.device_type)
+                               << " is not supported yet (host memory, kDLCPU, only)");
+    BucketJob job;
+    job.data = static_cast<float*>(data_ptr(bucket.buffer));
+    job.n = size_t(bucket.buffer.shape[0]);
+    job.rank = comm_rank(comm_);
+    job.world = comm_size(comm_);
+    job.index = bucket.index;
+    job.step = bucket.step;
+    job.stream = bucket.stream;
+    job.device = bucket.buffer.device;
+    const uint64_t bytes = uint64_t(job.n) * sizeof(float);
+    count_in(bytes);
+    if (job.n == 0) return done.ok();
+    if (bytes < opts_.min_bytes) return allreduce(job, done);
+
+    const std::vector<int> bad = nonfinite_ranks(job);
+    if (!bad.empty()) {
+      if (opts_.nonfinite == NonFinite::kPropagate) return allreduce(job, done);
+      return done.fail(Error(DDPH_NONFINITE, nonfinite_message(bad, bucket)));
+    }
+    if (opts_.error_feedback) {
+      job.residual = residuals_.own(bucket.index, job.n);
+      const uint64_t index = bucket.index;
+      job.owner_residual = [this, index](size_t m) { return residuals_.owner(index, m); };
+    }
+    count_out(opts_.protocol == Protocol::kAllgather ? run_allgather(comm_, opts_, job, ws_)
+                                                     : run_reduce_scatter(comm_, opts_, job, ws_));
+    done.ok();
+  }
+
+  void save_state(ddph_write_fn write, void* sink) override {
+    const std::string blob = encode_residuals(residuals_.all());
+    write(sink, blob.data(), blob.size());
+  }
+
+  void load_state(const void* bytes, size_t n) override {
+    residuals_.replace(decode_residuals(bytes, n));  // all or nothing: decode checks first
+  }
+
+ private:
+  // PyTorch's allreduce numerics (DDPH_AVG is divide-first), for buckets
+  // too small to gain from quantizing and for buckets holding NaN or Inf,
+  // whose non-finite values then land exactly where allreduce puts them.
+  void allreduce(const BucketJob& job, const Completion& done) {
+    FlatTensor buf(job.data, DType::F32, int64_t(job.n), job.device);
+    count_out(job.n * sizeof(float));
+    comm_allreduce(comm_, buf, DDPH_AVG, job.stream);
+    done.ok();
+  }
+
+  // Every rank learns which ranks hold a NaN or Inf, before anything is
+  // quantized: a scale computed from Inf would silently poison every rank,
+  // and the residuals must not change for a bucket that is not quantized.
+  std::vector<int> nonfinite_ranks(const BucketJob& job) {
+    int32_t mine = quant::all_finite(job.data, job.n) ? 0 : 1;
+    std::vector<int32_t> flags(size_t(job.world));
+    FlatTensor send(&mine, DType::I32, 1);
+    FlatTensor recv(flags.data(), DType::I32, job.world);
+    count_out(sizeof mine);
+    comm_allgather(comm_, send, recv, nullptr);
+    std::vector<int> bad;
+    for (int r = 0; r < job.world; ++r)
+      if (flags[size_t(r)] != 0) bad.push_back(r);
+    return bad;
+  }
+
+  static std::string nonfinite_message(const std::vector<int>& bad, const ddph_bucket_t& bucket) {
+    std::string ranks;
+    for (int r : bad) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return std::string("quantization/") + kName + ": bucket " + std::to_string(bucket.index) +
+           " (step " + std::to_string(bucket.step) + ") holds NaN or Inf on rank" +
+           (bad.size() > 1 ? "s " : " ") + ranks + "; option nonfinite is 'error'";
+  }
+
+  ddph_comm_t* comm_;
+  QuantOptions opts_;
+  Residuals residuals_;
+  Workspace ws_;
+};
+
+}  // namespace
+
+const ddph_hook_t& per_tensor_hook() {
+  static const ddph_hook_t table = [] {
+    size_t count = 0;
+    const ddph_option_spec_t* specs = per_tensor_specs(&count);
+    return hook_table<QuantHook<false>>("per_tensor",
+                                        "uint8/4/2-bit quantized mean, one scale per bucket "
+                                        "(PyTorch's quantization_pertensor_hook)",
+                                        specs, count, /*keeps_state=*/true);
+  }();
+  return table;
+}
+
+const ddph_hook_t& per_channel_hook() {
+  static const ddph_hook_t table = [] {
+    size_t count = 0;
+    const ddph_option_spec_t* specs = per_channel_specs(&count);
+    return hook_table<QuantHook<true>>("per_channel",
+                                       "uint8/4/2-bit quantized mean, one scale per channel_size "
+                                       "elements (PyTorch's quantization_perchannel_hook)",
+                                       specs, count, /*keeps_state=*/true);
+  }();
+  return table;
+}
+
+}  // namespace quantization
+}  // namespace ddph

@@ -1,0 +1,103 @@
+#include "plugins/quantization/wire_segment.h"
+
+#include <cstring>
+#include <limits>
+
+#include "plugins/quantization/kernels/quant_cpu.h"
+
+namespace ddph {
+namespace quantization {
+namespace {
+
+size_t round_up8(size_t n) {
+  return (n + 7) & ~size_t(7);
+}
+
+// The start of the codes inside an encoded segment.
+size_t params_bytes(const Segment& s) {
+  return segment_channels(s) * sizeof(quant::QParams);
+}
+
+// Copies the params out, since the wire buffer gives no alignment promise
+// to a reader of floats (and memcpy keeps aliasing rules).
+const quant::QParams* read_params(const uint8_t* in, const Segment& s, CodecScratch& scratch) {
+  quant::QParams* p = scratch.params(segment_channels(s));
+  std::memcpy(p, in, params_bytes(s));
+  return p;
+}
+
+const uint8_t* read_codes(const uint8_t* in, const Segment& s, int bits, CodecScratch& scratch) {
+  const uint8_t* packed = in + params_bytes(s);
+  if (bits == 8) return packed;
+  uint8_t* q = scratch.codes(s.n);
+  quant::unpack(packed, s.n, bits, q);
+  return q;
+}
+
+}  // namespace
+
+size_t segment_channels(const Segment& s) {
+  return s.n == 0 ? 0 : quant::num_channels(s.n, s.channel);
+}
+
+size_t encoded_bytes(const Segment& s, int bits) {
+  if (s.n == 0) return 0;
+  return round_up8(params_bytes(s) + quant::packed_bytes(s.n, bits));
+}
+
+quant::QParams* CodecScratch::params(size_t count) {
+  if (params_.size() < count) params_.resize(count);
+  return params_.data();
+}
+
+uint8_t* CodecScratch::codes(size_t n) {
+  if (codes_.size() < n) codes_.resize(n);
+  return codes_.data();
+}
+
+bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out,
+                    CodecScratch& scratch) {
+  if (s.n == 0) return true;
+  const size_t head = params_bytes(s);
+  quant::QuantizeArgs a;
+  a.x = x;
+  a.n = s.n;
+  a.channel = s.channel;
+  a.qmax = (1 << args.bits) - 1;
+  a.residual = args.residual;
+  a.stochastic = args.stochastic;
+  a.seed = args.seed;
+  a.counter_base = args.counter_base;
+  a.params = scratch.params(segment_channels(s));
+  // 8-bit codes are their own wire format: quantize straight into place.
+  a.q = args.bits == 8 ? out + head : scratch.codes(s.n);
+  const bool finite = quant::quantize_channels(a);
+  std::memcpy(out, a.params, head);
+  if (args.bits != 8) quant::pack(a.q, s.n, args.bits, out + head);
+  const size_t used = head + quant::packed_bytes(s.n, args.bits);
+  std::memset(out + used, 0, encoded_bytes(s, args.bits) - used);  // no stale bytes on the wire
+  return finite;
+}
+
+void decode_add(const uint8_t* in, const Segment& s, int bits, float* acc, CodecScratch& scratch) {
+  if (s.n == 0) return;
+  const quant::QParams* p = read_params(in, s, scratch);
+  quant::dequantize_add(read_codes(in, s, bits, scratch), s.n, s.channel, p, acc);
+}
+
+void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, CodecScratch& scratch) {
+  if (s.n == 0) return;
+  const quant::QParams* p = read_params(in, s, scratch);
+  quant::dequantize_into(read_codes(in, s, bits, scratch), s.n, s.channel, p, out);
+}
+
+void encode_nan(const Segment& s, int bits, uint8_t* out) {
+  if (s.n == 0) return;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const quant::QParams p{nan, 0.0f};  // scale NaN: every value decodes to NaN
+  for (size_t c = 0; c < segment_channels(s); ++c) std::memcpy(out + c * sizeof p, &p, sizeof p);
+  std::memset(out + params_bytes(s), 0, encoded_bytes(s, bits) - params_bytes(s));
+}
+
+}  // namespace quantization
+}  // namespace ddph

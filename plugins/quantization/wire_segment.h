@@ -1,0 +1,62 @@
+// One contiguous run of a bucket as it travels: the scale and zero point of
+// each of its channels, then its codes, bit-packed for bits < 8.
+//
+//   [QParams x num_channels][packed codes][zero padding to 8 bytes]
+//
+// QParams travel as the two native floats: every rank of a job runs the same
+// build on the same architecture, and the bytes never leave the job.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "plugins/quantization/kernels/quant_math.h"
+
+namespace ddph {
+namespace quantization {
+
+struct Segment {
+  size_t n = 0;        // elements
+  size_t channel = 0;  // elements per channel (the last one may be shorter)
+};
+
+size_t segment_channels(const Segment& s);
+// Bytes of the encoded segment, a multiple of 8 so that segments can be laid
+// side by side; 0 for an empty segment.
+size_t encoded_bytes(const Segment& s, int bits);
+
+// How the first quantization of a rank's own data rounds and remembers.
+struct EncodeArgs {
+  int bits = 8;
+  bool stochastic = false;
+  uint64_t seed = 0;
+  uint64_t counter_base = 0;  // counter of element 0 of the segment
+  float* residual = nullptr;  // error feedback over the segment, or NULL
+};
+
+// Reused buffers, so that a step allocates nothing once warm.
+class CodecScratch {
+ public:
+  quant::QParams* params(size_t count);
+  uint8_t* codes(size_t n);
+
+ private:
+  std::vector<quant::QParams> params_;
+  std::vector<uint8_t> codes_;
+};
+
+// Quantizes x (s.n values) into out (encoded_bytes(s, bits) bytes). Returns
+// false when x holds NaN or Inf; the bytes are then meaningless.
+bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out,
+                    CodecScratch& scratch);
+// acc[i] += dequantized value i of the encoded segment `in`.
+void decode_add(const uint8_t* in, const Segment& s, int bits, float* acc, CodecScratch& scratch);
+// out[i] = dequantized value i of the encoded segment `in`.
+void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, CodecScratch& scratch);
+// Makes `out` decode to NaN everywhere: what an owner sends for a chunk whose
+// mean overflowed, so the overflow shows on every rank as allreduce's would.
+void encode_nan(const Segment& s, int bits, uint8_t* out);
+
+}  // namespace quantization
+}  // namespace ddph
