@@ -3,11 +3,14 @@
 // tiny and huge magnitudes. Shared by the kernel tests.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "plugins/quantization/kernels/quant_math.h"
 
 namespace ddph_test {
 
@@ -52,6 +55,22 @@ inline std::vector<float> near_tie_floats(size_t n, uint32_t seed) {
   return v;
 }
 
+// Values beside ties where x / scale and x * (1 / scale) round to different
+// integers: they tell true division (PyTorch's) from a reciprocal multiply.
+inline std::vector<float> div_vs_recip_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> k(-90, 90);
+  const float lo = -0.1f, hi = 0.2f;
+  const float scale = ddph::quant::qparams_from_minmax(lo, hi, 255).scale;
+  std::vector<float> v{lo, hi};
+  while (v.size() < n) {
+    float x = (float(k(gen)) + 0.5f) * scale;
+    for (int step = 0; step < 8; ++step, x = std::nextafter(x, 1.0f))
+      if (std::rint(x / scale) != std::rint(x * (1.0f / scale)) && v.size() < n) v.push_back(x);
+  }
+  return v;
+}
+
 // The cases, per-channel (512) and per-tensor, including lengths that are
 // not multiples of 512 (and of 8, 16 and 32 lanes).
 inline std::vector<QuantCase> quant_cases() {
@@ -73,6 +92,7 @@ inline std::vector<QuantCase> quant_cases() {
   both("positive_2049", normal_floats(2049, 7, 0.1f, 1.0f));
   both("ties_4099", tie_floats(4099, 512, 8));
   both("near_ties_1537", near_tie_floats(1537, 9));
+  both("div_vs_recip_700", div_vs_recip_floats(700, 15));
   both("tiny_1500", normal_floats(1500, 10, 1e-30f));
   both("subnormal_777", normal_floats(777, 11, 1e-39f));
   both("large_2500", normal_floats(2500, 12, 1e30f));
