@@ -1,0 +1,130 @@
+// Google Benchmark timings of the quantization kernels on a 25 MB fp32
+// bucket, beside a memcpy of the same 25 MB in the same binary (issue 3's
+// goal: per-channel 8-bit quantize at >= 50% of memcpy bandwidth). Not a
+// test; run build/bin/ddph_bench_quant. Bytes/s counts the fp32 bucket's
+// bytes for quantize and dequantize, and the codes' bytes for pack/unpack.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/kernels/isa.h"
+#include "plugins/quantization/kernels/quant_cpu.h"
+
+namespace {
+
+using ddph::Isa;
+namespace q = ddph::quant;
+
+constexpr size_t kBytes = 25u << 20;
+constexpr size_t kFloats = kBytes / 4;
+constexpr size_t kChannel = 512;
+
+std::vector<float> make_floats() {
+  std::vector<float> v(kFloats);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i)) * 1e-2f;
+  return v;
+}
+
+struct Level {
+  explicit Level(benchmark::State& st) : previous(ddph::set_isa_limit(Isa(st.range(0)))) {
+    if (int(ddph::isa_active()) != st.range(0)) st.SkipWithError("level not supported here");
+    st.SetLabel(ddph::isa_name(ddph::isa_active()));
+  }
+  ~Level() { ddph::set_isa_limit(previous); }
+  Isa previous;
+};
+
+void BM_Memcpy(benchmark::State& st) {
+  const std::vector<float> src = make_floats();
+  std::vector<float> dst(kFloats, 1.0f);
+  for (auto _ : st) {
+    std::memcpy(dst.data(), src.data(), kBytes);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
+}
+
+// range(1): bits; range(2): 1 for stochastic rounding; range(3): 1 for error feedback.
+void BM_Quantize(benchmark::State& st) {
+  Level level(st);
+  const std::vector<float> x = make_floats();
+  std::vector<float> residual(kFloats, 0.0f);
+  std::vector<uint8_t> codes(kFloats, 1);
+  std::vector<q::QParams> params(q::num_channels(kFloats, kChannel));
+  q::QuantizeArgs a;
+  a.x = x.data();
+  a.n = kFloats;
+  a.channel = kChannel;
+  a.qmax = (1 << st.range(1)) - 1;
+  a.stochastic = st.range(2) != 0;
+  a.residual = st.range(3) != 0 ? residual.data() : nullptr;
+  a.seed = 1;
+  a.params = params.data();
+  a.q = codes.data();
+  for (auto _ : st) {
+    if (!q::quantize_channels(a)) st.SkipWithError("non-finite");
+    benchmark::DoNotOptimize(codes.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
+}
+
+void BM_DequantizeAdd(benchmark::State& st) {
+  Level level(st);
+  std::vector<uint8_t> codes(kFloats);
+  for (size_t i = 0; i < kFloats; ++i) codes[i] = uint8_t(i * 31);
+  std::vector<q::QParams> params(q::num_channels(kFloats, kChannel), q::QParams{1e-9f, 128.0f});
+  std::vector<float> acc(kFloats, 0.0f);
+  for (auto _ : st) {
+    q::dequantize_add(codes.data(), kFloats, kChannel, params.data(), acc.data());
+    benchmark::DoNotOptimize(acc.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
+}
+
+void BM_Pack(benchmark::State& st) {
+  Level level(st);
+  const int bits = int(st.range(1));
+  std::vector<uint8_t> codes(kFloats), packed(q::packed_bytes(kFloats, bits));
+  for (size_t i = 0; i < kFloats; ++i) codes[i] = uint8_t(i % (1u << bits));
+  for (auto _ : st) {
+    q::pack(codes.data(), kFloats, bits, packed.data());
+    benchmark::DoNotOptimize(packed.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kFloats));
+}
+
+void BM_Unpack(benchmark::State& st) {
+  Level level(st);
+  const int bits = int(st.range(1));
+  std::vector<uint8_t> codes(kFloats), packed(q::packed_bytes(kFloats, bits), 0x5B);
+  for (auto _ : st) {
+    q::unpack(packed.data(), kFloats, bits, codes.data());
+    benchmark::DoNotOptimize(codes.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kFloats));
+}
+
+void levels(benchmark::internal::Benchmark* b, std::vector<std::vector<int64_t>> rest) {
+  for (int i = 0; i <= int(Isa::kAvx512); ++i) {
+    for (auto r : rest) {
+      r.insert(r.begin(), i);
+      b->Args(r);
+    }
+  }
+  b->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Quantize)
+    ->ArgNames({"isa", "bits", "stochastic", "ef"})
+    ->Apply([](auto* b) { levels(b, {{8, 0, 0}, {4, 0, 0}, {8, 1, 0}, {4, 0, 1}}); });
+BENCHMARK(BM_DequantizeAdd)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
+BENCHMARK(BM_Pack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });
+BENCHMARK(BM_Unpack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });
+
+}  // namespace
+
+BENCHMARK_MAIN();
