@@ -119,9 +119,9 @@ void levels(benchmark::internal::Benchmark* b, std::vector<std::vector<int64_t>>
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Quantize)
-    ->ArgNames({"isa", "bits", "stochastic", "ef"})
-    ->Apply([](auto* b) { levels(b, {{8, 0, 0}, {4, 0, 0}, {8, 1, 0}, {4, 0, 1}}); });
+BENCHMARK(BM_Quantize)->ArgNames({"isa", "bits", "stochastic", "ef"})->Apply([](auto* b) {
+  levels(b, {{8, 0, 0}, {4, 0, 0}, {8, 1, 0}, {4, 0, 1}});
+});
 BENCHMARK(BM_DequantizeAdd)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_Pack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });
 BENCHMARK(BM_Unpack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });

@@ -189,8 +189,7 @@ TEST(QuantCpu, ErrorFeedbackConservesTheValue) {
         const float v = x[i] + r_in[i];
         // r_out is v - deq computed in float: exact when the two are within
         // a factor of 2 (Sterbenz), else one rounding of the difference.
-        EXPECT_NEAR(double(deq[i]) + double(res[i]), double(v), 1e-6 * (std::fabs(v) + 1.0))
-            << i;
+        EXPECT_NEAR(double(deq[i]) + double(res[i]), double(v), 1e-6 * (std::fabs(v) + 1.0)) << i;
         EXPECT_EQ(res[i], v - deq[i]);
         // The residual is at most one quantization step (half of one when nearest).
         EXPECT_LE(std::fabs(res[i]), r.params[i / 512].scale * (stochastic ? 1.0f : 0.5f) * 1.0001f)

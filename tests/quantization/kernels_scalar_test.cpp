@@ -10,8 +10,8 @@
 
 namespace {
 
-using ddph::quant::QParams;
 using ddph::quant::dequantize;
+using ddph::quant::QParams;
 using ddph::quant::qparams_from_minmax;
 using ddph::quant::quantize_nearest;
 using ddph::quant::quantize_stochastic;

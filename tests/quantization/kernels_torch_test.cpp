@@ -142,8 +142,8 @@ void expect_bits_equal(const std::vector<T>& want, const std::vector<T>& got,
     if (std::memcmp(&want[i], &got[i], sizeof(T)) != 0 && bad++ == 0) first = i;
   if (bad == 0) return;
   std::ostringstream msg;
-  msg << what << ": " << bad << " of " << want.size() << " differ, first at " << first
-      << ": torch " << +want[first] << " ours " << +got[first];
+  msg << what << ": " << bad << " of " << want.size() << " differ, first at " << first << ": torch "
+      << +want[first] << " ours " << +got[first];
   if (first < x.size()) msg << " (x = " << x[first] << ")";
   ADD_FAILURE() << msg.str();
 }
@@ -159,7 +159,8 @@ TEST(QuantTorchParity, ObserverQuantizeDequantizeAggregate) {
   const std::vector<ddph_test::QuantCase> cases = ddph_test::quant_cases();
   std::vector<Run> runs;
   for (const auto& c : cases)
-    for (int qmax : {255, 15, 3}) runs.push_back({c.name + " qmax " + std::to_string(qmax), &c, qmax});
+    for (int qmax : {255, 15, 3})
+      runs.push_back({c.name + " qmax " + std::to_string(qmax), &c, qmax});
 
   Blobs in;
   std::ostringstream meta;

@@ -190,7 +190,8 @@ struct Avx2 {
       for (; i + 32 <= n; i += 32) {
         const I v = _mm256_and_si256(_mm256_loadu_si256((const I*)(q + i)), mask);
         const I m = _mm256_maddubs_epi16(v, mul);
-        const __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        const __m128i b =
+            _mm_packus_epi16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i / 2), b);
       }
     } else {
@@ -246,7 +247,9 @@ struct Avx2 {
 }  // namespace
 
 // The AVX-512 level reuses these: they are memory-bound shuffles.
-void pack_avx2(const uint8_t* q, size_t n, int bits, uint8_t* out) { Avx2::pack(q, n, bits, out); }
+void pack_avx2(const uint8_t* q, size_t n, int bits, uint8_t* out) {
+  Avx2::pack(q, n, bits, out);
+}
 void unpack_avx2(const uint8_t* in, size_t n, int bits, uint8_t* q) {
   Avx2::unpack(in, n, bits, q);
 }
@@ -271,7 +274,9 @@ const QuantTable* quant_table_avx2() {
 
 namespace ddph {
 namespace quant {
-const QuantTable* quant_table_avx2() { return nullptr; }
+const QuantTable* quant_table_avx2() {
+  return nullptr;
+}
 }  // namespace quant
 }  // namespace ddph
 

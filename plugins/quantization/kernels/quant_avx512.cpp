@@ -190,7 +190,9 @@ const QuantTable* quant_table_avx512() {
 
 namespace ddph {
 namespace quant {
-const QuantTable* quant_table_avx512() { return nullptr; }
+const QuantTable* quant_table_avx512() {
+  return nullptr;
+}
 }  // namespace quant
 }  // namespace ddph
 

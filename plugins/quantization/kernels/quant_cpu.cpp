@@ -28,7 +28,9 @@ const QuantTable& table() {
   return t != nullptr ? *t : quant_table_scalar();
 }
 
-size_t resolve(size_t n, size_t channel) { return channel == 0 ? n : channel; }
+size_t resolve(size_t n, size_t channel) {
+  return channel == 0 ? n : channel;
+}
 
 }  // namespace
 
@@ -47,8 +49,7 @@ bool quantize_channels(const QuantizeArgs& a) {
   return table().quantize(r);
 }
 
-void dequantize_add(const uint8_t* q, size_t n, size_t channel, const QParams* params,
-                    float* acc) {
+void dequantize_add(const uint8_t* q, size_t n, size_t channel, const QParams* params, float* acc) {
   if (n != 0) table().dequantize(q, n, resolve(n, channel), params, acc, true);
 }
 
@@ -78,7 +79,9 @@ void unpack(const uint8_t* in, size_t n, int bits, uint8_t* q) {
     table().unpack(in, n, bits, q);
 }
 
-bool all_finite(const float* x, size_t n) { return n == 0 || table().all_finite(x, n); }
+bool all_finite(const float* x, size_t n) {
+  return n == 0 || table().all_finite(x, n);
+}
 
 }  // namespace quant
 }  // namespace ddph

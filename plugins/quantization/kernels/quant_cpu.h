@@ -45,8 +45,7 @@ bool quantize_channels(const QuantizeArgs& a);
 // element, so summing ranks in rank order reproduces PyTorch's loop.
 void dequantize_add(const uint8_t* q, size_t n, size_t channel, const QParams* params, float* acc);
 // out[i] = dequantize(q[i], params[i / channel]).
-void dequantize_into(const uint8_t* q, size_t n, size_t channel, const QParams* params,
-                     float* out);
+void dequantize_into(const uint8_t* q, size_t n, size_t channel, const QParams* params, float* out);
 
 // Bit packing for the wire. bits 8 is a copy; 4 packs two codes per byte
 // (element 2k in the low nibble); 2 packs four (element 4k in the low bits).

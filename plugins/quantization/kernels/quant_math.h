@@ -24,19 +24,37 @@ struct QParams {
 };
 
 #ifdef __CUDA_ARCH__
-DDPH_HD inline float qm_add(float a, float b) { return __fadd_rn(a, b); }
-DDPH_HD inline float qm_sub(float a, float b) { return __fsub_rn(a, b); }
-DDPH_HD inline float qm_mul(float a, float b) { return __fmul_rn(a, b); }
-DDPH_HD inline float qm_div(float a, float b) { return __fdiv_rn(a, b); }
+DDPH_HD inline float qm_add(float a, float b) {
+  return __fadd_rn(a, b);
+}
+DDPH_HD inline float qm_sub(float a, float b) {
+  return __fsub_rn(a, b);
+}
+DDPH_HD inline float qm_mul(float a, float b) {
+  return __fmul_rn(a, b);
+}
+DDPH_HD inline float qm_div(float a, float b) {
+  return __fdiv_rn(a, b);
+}
 #else
-DDPH_HD inline float qm_add(float a, float b) { return a + b; }
-DDPH_HD inline float qm_sub(float a, float b) { return a - b; }
-DDPH_HD inline float qm_mul(float a, float b) { return a * b; }
-DDPH_HD inline float qm_div(float a, float b) { return a / b; }
+DDPH_HD inline float qm_add(float a, float b) {
+  return a + b;
+}
+DDPH_HD inline float qm_sub(float a, float b) {
+  return a - b;
+}
+DDPH_HD inline float qm_mul(float a, float b) {
+  return a * b;
+}
+DDPH_HD inline float qm_div(float a, float b) {
+  return a / b;
+}
 #endif
 
 // Round half to even (torch.round), in the default rounding mode.
-DDPH_HD inline float qm_rint(float v) { return rintf(v); }
+DDPH_HD inline float qm_rint(float v) {
+  return rintf(v);
+}
 
 // torch.clamp(y, lo, hi) for non-NaN y.
 DDPH_HD inline float qm_clamp(float y, float lo, float hi) {
@@ -105,7 +123,9 @@ DDPH_HD inline uint32_t random_bits(RngKey k, uint64_t counter) {
 }
 
 // The top 24 bits as a float in [0, 1): exact, as 24 bits fit the mantissa.
-DDPH_HD inline float bits_to_unit(uint32_t bits) { return float(bits >> 8) * 0x1p-24f; }
+DDPH_HD inline float bits_to_unit(uint32_t bits) {
+  return float(bits >> 8) * 0x1p-24f;
+}
 
 DDPH_HD inline float uniform01(uint64_t seed, uint64_t counter) {
   return bits_to_unit(random_bits(rng_key(seed), counter));

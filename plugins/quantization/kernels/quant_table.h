@@ -12,8 +12,8 @@ namespace quant {
 
 struct QuantTable {
   bool (*quantize)(const QuantizeArgs& a);  // channel already resolved (> 0 unless n == 0)
-  void (*dequantize)(const uint8_t* q, size_t n, size_t channel, const QParams* params,
-                     float* out, bool add);
+  void (*dequantize)(const uint8_t* q, size_t n, size_t channel, const QParams* params, float* out,
+                     bool add);
   void (*pack)(const uint8_t* q, size_t n, int bits, uint8_t* out);  // bits 4 or 2
   void (*unpack)(const uint8_t* in, size_t n, int bits, uint8_t* q);
   bool (*all_finite)(const float* x, size_t n);
