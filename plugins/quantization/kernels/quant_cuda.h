@@ -1,0 +1,54 @@
+// CUDA array kernels of the quantization family: the GPU twins of
+// quant_cpu.h, built from the same per-element math (quant_math.h), so every
+// function gives the same bits as its CPU twin on the same input.
+//
+// Arguments mean what they mean in quant_cpu.h, except that every pointer is
+// device memory (QuantizeArgs included) and each call takes the stream to
+// enqueue on. Nothing here synchronizes: a call only enqueues work (kernels,
+// cudaMemsetAsync, cudaMemcpyAsync) and returns. It allocates nothing either,
+// so it may run on a hook's hot path. The CPU functions' bool results become
+// device flags, one byte each (1 = true, 0 = false), readable once the
+// stream reaches them.
+//
+// Each call returns the error of enqueuing (cudaSuccess, or e.g.
+// cudaErrorNoDevice / cudaErrorInvalidValue); faults inside the kernels
+// surface later on the stream, as with any CUDA call.
+//
+// Performance note: one block works on one channel (or a 2048-element piece
+// of it), so channels far shorter than a block (< 128 elements) leave most
+// threads idle; the hooks use 512 or the whole tensor.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugins/quantization/kernels/quant_cpu.h"  // QuantizeArgs, QParams, packed_bytes
+
+namespace ddph {
+namespace quant {
+
+// Fused per-channel quantize: min/max of each channel -> QParams -> codes,
+// with optional error feedback, as quantize_channels(). *all_finite (device)
+// becomes 1 if every value quantized is finite, else 0; when it is 0 the
+// residual is left unchanged and q and params are unspecified, as on the CPU.
+// a.params is also the scratch of the min/max pass: no other memory is used.
+cudaError_t quantize_channels_cuda(const QuantizeArgs& a, uint8_t* all_finite, cudaStream_t stream);
+
+// acc[i] += dequantize(q[i], params[i / channel]), one float add per element.
+cudaError_t dequantize_add_cuda(const uint8_t* q, size_t n, size_t channel, const QParams* params,
+                                float* acc, cudaStream_t stream);
+// out[i] = dequantize(q[i], params[i / channel]).
+cudaError_t dequantize_into_cuda(const uint8_t* q, size_t n, size_t channel, const QParams* params,
+                                 float* out, cudaStream_t stream);
+
+// Bit packing for the wire, the layout of pack()/unpack(): out holds
+// packed_bytes(n, bits) bytes. bits 8 is a device-to-device copy.
+cudaError_t pack_cuda(const uint8_t* q, size_t n, int bits, uint8_t* out, cudaStream_t stream);
+cudaError_t unpack_cuda(const uint8_t* in, size_t n, int bits, uint8_t* q, cudaStream_t stream);
+
+// *result (device) becomes 1 if no x[i] is NaN or +-Inf, else 0.
+cudaError_t all_finite_cuda(const float* x, size_t n, uint8_t* result, cudaStream_t stream);
+
+}  // namespace quant
+}  // namespace ddph

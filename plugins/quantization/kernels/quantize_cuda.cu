@@ -1,0 +1,146 @@
+// The fused per-channel quantize on CUDA, in three launches on one stream:
+//   1. min/max: each block reduces its piece of a channel (CUB) and merges
+//      the result into params[c] with integer atomics (see below);
+//   2. qparams: one thread per channel turns min/max into QParams in place;
+//   3. quantize: codes and, with error feedback, the new residual.
+// Min and max are exact, so the merge order cannot change a bit and the
+// result equals the CPU's sequential loop. The per-element math is
+// quant_math.h, the CPU's own.
+#include <cub/block/block_reduce.cuh>
+
+#include "plugins/quantization/kernels/quant_cuda.h"
+#include "plugins/quantization/kernels/quant_math.h"
+#include "plugins/quantization/kernels/quant_tiles_cuda.h"
+
+namespace ddph {
+namespace quant {
+namespace {
+
+using tiles::kThreads;
+using tiles::Range;
+using tiles::Tiles;
+
+static_assert(sizeof(QParams) == 2 * sizeof(float), "params double as float pairs");
+
+constexpr uint32_t kAbsMask = 0x7FFFFFFFu;
+constexpr uint32_t kInfBits = 0x7F800000u;
+
+struct MinOp {
+  __device__ float operator()(float a, float b) const { return b < a ? b : a; }
+};
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return b > a ? b : a; }
+};
+
+template <bool kEf>
+__device__ inline float value_at(const float* x, const float* r, size_t i) {
+  return kEf ? qm_add(x[i], r[i]) : x[i];
+}
+
+// Only min(min, 0) and max(max, 0) reach qparams_from_minmax, so the
+// accumulators start at +0 (a zero memset) and only a negative minimum or a
+// positive maximum is merged. For floats of one sign the bit patterns order
+// like the values (reversed for negatives, hence max of the unsigned bits),
+// so integer atomicMax merges them exactly. NaN fails both compares and is
+// caught by the finiteness flag instead.
+template <bool kEf>
+__global__ void __launch_bounds__(kThreads)
+    minmax_kernel(const float* x, const float* r, Tiles t, float* minmax, uint8_t* all_finite) {
+  const Range rg = tiles::tile_range(t, blockIdx.x);
+  float mn = 0.0f, mx = 0.0f;
+  uint32_t amax = 0;
+  for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
+    const float v = value_at<kEf>(x, r, i);
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+    const uint32_t a = kernels::float_bits(v) & kAbsMask;
+    amax = a > amax ? a : amax;
+  }
+  if (amax >= kInfBits) *all_finite = 0;  // every writer stores the same byte
+
+  using Reduce = cub::BlockReduce<float, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp_min, tmp_max;
+  mn = Reduce(tmp_min).Reduce(mn, MinOp());
+  mx = Reduce(tmp_max).Reduce(mx, MaxOp());
+  if (threadIdx.x == 0) {
+    float* slot = minmax + 2 * rg.c;
+    if (mn < 0.0f) atomicMax(reinterpret_cast<unsigned*>(slot), kernels::float_bits(mn));
+    if (mx > 0.0f) atomicMax(reinterpret_cast<int*>(slot + 1), int(kernels::float_bits(mx)));
+  }
+}
+
+__global__ void qparams_kernel(QParams* params, size_t channels, int qmax) {
+  const size_t c = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (c >= channels) return;
+  const QParams mm = params[c];  // {min_neg, max_pos} from minmax_kernel
+  params[c] = qparams_from_minmax(mm.scale, mm.zero_point, qmax);
+}
+
+// A bucket with a non-finite value quantizes nothing, so its residual stays
+// as it was (the CPU checks the whole bucket before writing any residual).
+template <bool kEf, bool kSr>
+__global__ void __launch_bounds__(kThreads)
+    quantize_kernel(const float* x, float* r, Tiles t, const QParams* params, int qmax, RngKey key,
+                    uint64_t counter_base, uint8_t* q, const uint8_t* all_finite) {
+  if (*all_finite == 0) return;
+  const Range rg = tiles::tile_range(t, blockIdx.x);
+  const QParams p = params[rg.c];
+  for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
+    const float v = value_at<kEf>(x, r, i);
+    const uint8_t code =
+        kSr ? quantize_stochastic(v, p, qmax, bits_to_unit(random_bits(key, counter_base + i)))
+            : quantize_nearest(v, p, qmax);
+    q[i] = code;
+    if (kEf) r[i] = qm_sub(v, dequantize(code, p));
+  }
+}
+
+template <bool kEf>
+void launch_quantize(const QuantizeArgs& a, const Tiles& t, const uint8_t* all_finite,
+                     cudaStream_t s) {
+  const unsigned blocks = unsigned(t.blocks);
+  const RngKey key = rng_key(a.seed);  // whitened once here, as the CPU loop does
+  if (a.stochastic)
+    quantize_kernel<kEf, true><<<blocks, kThreads, 0, s>>>(a.x, a.residual, t, a.params, a.qmax,
+                                                           key, a.counter_base, a.q, all_finite);
+  else
+    quantize_kernel<kEf, false><<<blocks, kThreads, 0, s>>>(a.x, a.residual, t, a.params, a.qmax,
+                                                            key, a.counter_base, a.q, all_finite);
+}
+
+}  // namespace
+
+cudaError_t quantize_channels_cuda(const QuantizeArgs& a, uint8_t* all_finite,
+                                   cudaStream_t stream) {
+  if (all_finite == nullptr || a.params == nullptr) return cudaErrorInvalidValue;
+  const Tiles t = tiles::make_tiles(a.n, a.channel);
+  if (!tiles::launchable(t)) return cudaErrorInvalidValue;
+  const size_t channels = a.n == 0 ? 1 : (a.n + t.channel - 1) / t.channel;
+
+  cudaError_t err = cudaMemsetAsync(all_finite, 1, 1, stream);
+  if (err == cudaSuccess) err = cudaMemsetAsync(a.params, 0, channels * sizeof(QParams), stream);
+  if (err != cudaSuccess) return err;
+
+  float* minmax = reinterpret_cast<float*>(a.params);
+  const bool ef = a.residual != nullptr;
+  if (t.blocks != 0) {
+    if (ef)
+      minmax_kernel<true>
+          <<<unsigned(t.blocks), kThreads, 0, stream>>>(a.x, a.residual, t, minmax, all_finite);
+    else
+      minmax_kernel<false>
+          <<<unsigned(t.blocks), kThreads, 0, stream>>>(a.x, nullptr, t, minmax, all_finite);
+  }
+  const unsigned param_blocks = unsigned((channels + kThreads - 1) / kThreads);
+  qparams_kernel<<<param_blocks, kThreads, 0, stream>>>(a.params, channels, a.qmax);
+  if (t.blocks != 0) {
+    if (ef)
+      launch_quantize<true>(a, t, all_finite, stream);
+    else
+      launch_quantize<false>(a, t, all_finite, stream);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace quant
+}  // namespace ddph
