@@ -28,4 +28,12 @@ void comm_broadcast(ddph_comm_t* comm, FlatTensor& buf, int root, void* stream) 
 
 void comm_barrier(ddph_comm_t* comm) { DDPH_CALL(need(comm->barrier, "barrier")(comm->ctx)); }
 
+void comm_send(ddph_comm_t* comm, const FlatTensor& buf, int peer, void* stream) {
+  DDPH_CALL(need(comm->send, "send")(comm->ctx, buf.dl(), peer, stream));
+}
+
+void comm_recv(ddph_comm_t* comm, FlatTensor& buf, int peer, void* stream) {
+  DDPH_CALL(need(comm->recv, "recv")(comm->ctx, buf.dl(), peer, stream));
+}
+
 }  // namespace ddph

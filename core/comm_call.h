@@ -14,5 +14,8 @@ void comm_allreduce(ddph_comm_t* comm, FlatTensor& buf, ddph_reduce_op_t op, voi
 void comm_allgather(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv, void* stream);
 void comm_broadcast(ddph_comm_t* comm, FlatTensor& buf, int root, void* stream);
 void comm_barrier(ddph_comm_t* comm);
+// Point-to-point; DDPH_UNSUPPORTED when the communicator has no send/recv.
+void comm_send(ddph_comm_t* comm, const FlatTensor& buf, int peer, void* stream);
+void comm_recv(ddph_comm_t* comm, FlatTensor& buf, int peer, void* stream);
 
 }  // namespace ddph

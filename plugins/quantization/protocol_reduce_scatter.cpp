@@ -24,7 +24,6 @@
 #include "core/comm_call.h"
 #include "core/kernels/divide.h"
 #include "plugins/quantization/chunking.h"
-#include "plugins/quantization/p2p.h"
 #include "plugins/quantization/protocols.h"
 
 namespace ddph {
