@@ -14,27 +14,15 @@
 #include "core/kernels/reduce.h"
 #include "core/kernels/scalar.h"
 #include "tests/kernels/test_values.h"
+#include "tests/support/isa_levels.h"
 
 namespace {
 
 using ddph::DType;
 using ddph::Isa;
 
-class IsaCap {
- public:
-  explicit IsaCap(Isa isa) : previous_(ddph::set_isa_limit(isa)) {}
-  ~IsaCap() { ddph::set_isa_limit(previous_); }
-
- private:
-  Isa previous_;
-};
-
-std::vector<Isa> simd_levels() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16})
-    if (int(i) <= int(ddph::isa_supported())) v.push_back(i);
-  return v;
-}
+using ddph_test::IsaCap;
+using ddph_test::simd_levels;
 
 // Runs fn (which fills its output bytes) at the scalar level and at every
 // SIMD level, and expects identical bytes.

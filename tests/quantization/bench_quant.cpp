@@ -12,6 +12,7 @@
 
 #include "core/kernels/isa.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
+#include "tests/support/bench_isa_level.h"
 
 namespace {
 
@@ -28,14 +29,7 @@ std::vector<float> make_floats() {
   return v;
 }
 
-struct Level {
-  explicit Level(benchmark::State& st) : previous(ddph::set_isa_limit(Isa(st.range(0)))) {
-    if (int(ddph::isa_active()) != st.range(0)) st.SkipWithError("level not supported here");
-    st.SetLabel(ddph::isa_name(ddph::isa_active()));
-  }
-  ~Level() { ddph::set_isa_limit(previous); }
-  Isa previous;
-};
+using Level = ddph_test::BenchIsaLevel;
 
 void BM_Memcpy(benchmark::State& st) {
   const std::vector<float> src = make_floats();

@@ -11,27 +11,15 @@
 #include "core/kernels/isa.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
 #include "tests/quantization/kernels_test_data.h"
+#include "tests/support/isa_levels.h"
 
 namespace {
 
 using ddph::Isa;
 namespace q = ddph::quant;
 
-class IsaCap {
- public:
-  explicit IsaCap(Isa isa) : previous_(ddph::set_isa_limit(isa)) {}
-  ~IsaCap() { ddph::set_isa_limit(previous_); }
-
- private:
-  Isa previous_;
-};
-
-std::vector<Isa> simd_levels() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16})
-    if (int(i) <= int(ddph::isa_supported())) v.push_back(i);
-  return v;
-}
+using ddph_test::IsaCap;
+using ddph_test::simd_levels;
 
 template <class T>
 void append(std::vector<uint8_t>& out, const T* p, size_t n) {
