@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   redis-server                              # Redis rendezvous tests
   python3-torch python3-numpy               # PyTorch reference for parity tests
+  python3-matplotlib                        # benchmark plots (docs/bench)
   binutils                                  # nm, for the exported-symbol test
 )
 missing=()

@@ -11,8 +11,9 @@ runs=${2:-5}
 configs=(configs/allreduce.yaml configs/fp16.yaml
          configs/quantization_per_tensor.yaml configs/quantization_per_channel.yaml
          configs/quantization_rs8.yaml configs/quantization_rs4_ef.yaml)
-results=$(mktemp /tmp/ddph-quant-bench-XXXXXX.jsonl)
-trap 'rm -f "$results"' EXIT
+# The raw lines stay beside the report, so it can be re-rendered or checked.
+results=docs/bench/quantization_results.jsonl
+: > "$results"
 for world in 2 3 4; do
   for run in $(seq "$runs"); do
     args=()
