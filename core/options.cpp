@@ -48,8 +48,8 @@ ddph_option_spec_t spec_bool(const char* name, const char* def, const char* doc)
   return make_spec(name, DDPH_BOOL, def, doc, 1, 0, nullptr);
 }
 ddph_option_spec_t spec_int(const char* name, const char* def, const char* doc, double lo,
-                            double hi) {
-  return make_spec(name, DDPH_INT, def, doc, lo, hi, nullptr);
+                            double hi, const char* choices) {
+  return make_spec(name, DDPH_INT, def, doc, lo, hi, choices);
 }
 ddph_option_spec_t spec_float(const char* name, const char* def, const char* doc, double lo,
                               double hi) {
@@ -94,6 +94,9 @@ void OptionList::add(const ddph_option_spec_t& spec, const std::string& text) {
       DDPH_CHECK(!text.empty() && *end == '\0' && errno == 0, DDPH_INVALID_ARGUMENT,
                  "option '" << spec.name << "' expects an int, got '" << text << "'");
       check_range(spec, double(v), text);
+      DDPH_CHECK(spec.choices == nullptr || in_choices(spec.choices, std::to_string(v)),
+                 DDPH_INVALID_ARGUMENT,
+                 "option '" << spec.name << "' is " << text << "; expected one of " << spec.choices);
       o.value.i = v;
       break;
     }

@@ -14,7 +14,8 @@ namespace ddph {
 // Spec makers. min > max means unbounded.
 ddph_option_spec_t spec_bool(const char* name, const char* default_value, const char* doc);
 ddph_option_spec_t spec_int(const char* name, const char* default_value, const char* doc,
-                            double min_value = 1, double max_value = 0);
+                            double min_value = 1, double max_value = 0,
+                            const char* choices = nullptr);
 ddph_option_spec_t spec_float(const char* name, const char* default_value, const char* doc,
                               double min_value = 1, double max_value = 0);
 ddph_option_spec_t spec_string(const char* name, const char* default_value, const char* doc,

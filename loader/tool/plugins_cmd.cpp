@@ -50,7 +50,7 @@ void print_options(const ddph_option_spec_t* specs, size_t n, const char* indent
     if ((s.type == DDPH_INT || s.type == DDPH_FLOAT) && s.min_value <= s.max_value)
       line += ", range [" + format_bound(s.min_value, s.type) + ", " +
               format_bound(s.max_value, s.type) + "]";
-    if (s.type == DDPH_STRING && s.choices) line += std::string(", one of ") + s.choices;
+    if (s.choices) line += std::string(", one of ") + s.choices;
     line += ")";
     if (s.doc && *s.doc) line += ": " + std::string(s.doc);
     std::printf("%s\n", line.c_str());

@@ -60,3 +60,15 @@ TEST(Options, RejectsBadValues) {
                 .find("unknown option 'x' (known: rank, lr, warm, mode, needed)"),
             std::string::npos);
 }
+
+// An int with choices accepts only the listed values.
+TEST(Options, IntChoicesAreEnforced) {
+  const ddph_option_spec_t bits[] = {ddph::spec_int("bits", "8", "code width", 2, 8, "8|4|2")};
+  EXPECT_NE(message_of([&] { ddph::resolve_options(bits, 1, {{"bits", "3"}}); })
+                .find("option 'bits' is 3; expected one of 8|4|2"),
+            std::string::npos);
+  ddph::OptionList ok = ddph::resolve_options(bits, 1, {{"bits", "4"}});
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok.data()[0].value.i, 4);
+  EXPECT_EQ(ddph::resolve_options(bits, 1, {}).data()[0].value.i, 8);
+}

@@ -134,7 +134,8 @@ typedef struct ddph_option_spec {
   const char *doc;           /* one line, shown by `ddph plugins` */
   /* DDPH_INT and DDPH_FLOAT: inclusive bounds; min > max means unbounded. */
   double min_value, max_value;
-  /* DDPH_STRING: allowed values separated by '|', or NULL for any string. */
+  /* DDPH_STRING and DDPH_INT: allowed values separated by '|' ("8|4|2"),
+   * or NULL for any value (within the range, for DDPH_INT). */
   const char *choices;
 } ddph_option_spec_t;
 #define DDPH_OPTION_SPEC_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_option_spec_t, choices)
