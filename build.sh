@@ -10,6 +10,7 @@ packages=(
   cmake ninja-build g++ pkg-config          # toolchain
   libgloo-dev libyaml-cpp-dev libdlpack-dev # Gloo engine, YAML config, DLPack tensors
   libgtest-dev libbenchmark-dev             # tests and benchmarks
+  libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
   redis-server                              # Redis rendezvous tests
   python3-torch python3-numpy               # PyTorch reference for parity tests
   python3-matplotlib                        # benchmark plots (docs/bench)

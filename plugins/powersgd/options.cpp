@@ -1,0 +1,73 @@
+#include "plugins/powersgd/options.h"
+
+#include "core/error.h"
+#include "core/options.h"
+
+namespace ddph {
+namespace powersgd {
+namespace {
+
+constexpr double kMaxInt = 9007199254740992.0;  // 2^53: exact in a YAML double
+
+#define DDPH_PSGD_COMMON_SPECS                                                                   \
+  spec_int("rank", "1", "matrix_approximation_rank: columns of P and Q per matrix", 1, 1 << 20), \
+      spec_int("start_iter", "1000",                                                             \
+               "start_powerSGD_iter: plain allreduce (mean) for the steps before this one", 0,   \
+               kMaxInt),                                                                         \
+      spec_float("min_compression_rate", "2",                                                    \
+                 "compress an n x m matrix only if (n+m)*r*rate < n*m", 0, 1e30),                \
+      spec_bool("error_feedback", "true",                                                        \
+                "add each rank's compression error of a bucket to that bucket next step"),       \
+      spec_bool("warm_start", "true", "reuse last step's Q instead of a fresh random one"),      \
+      spec_float("orthogonalization_epsilon", "0",                                               \
+                 "added to column norms in Gram-Schmidt (rank <= 2); 0 is PyTorch's default", 0, \
+                 1),                                                                             \
+      spec_int("seed", "0", "random_seed of the Q draws, the same on every rank", 0, 4294967295.0)
+
+}  // namespace
+
+// Function-local statics: hook tables in other files take these pointers
+// during their own static initialization.
+const ddph_option_spec_t* layerwise_specs(size_t* count) {
+  static const ddph_option_spec_t specs[] = {
+      DDPH_PSGD_COMMON_SPECS,
+      spec_bool("batch_same_shape", "false",
+                "batch_tensors_with_same_shape: draw and multiply same-shaped matrices together")};
+  *count = sizeof specs / sizeof specs[0];
+  return specs;
+}
+
+const ddph_option_spec_t* batched_specs(size_t* count) {
+  static const ddph_option_spec_t specs[] = {DDPH_PSGD_COMMON_SPECS};
+  *count = sizeof specs / sizeof specs[0];
+  return specs;
+}
+
+#undef DDPH_PSGD_COMMON_SPECS
+
+PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool layerwise) {
+  Options o(init.options, init.num_options);
+  PsgdOptions p;
+  p.rank = int(o.get_int("rank"));
+  p.start_iter = uint64_t(o.get_int("start_iter"));
+  p.min_compression_rate = o.get_float("min_compression_rate");
+  p.error_feedback = o.get_bool("error_feedback");
+  p.warm_start = o.get_bool("warm_start");
+  p.orthogonalization_epsilon = float(o.get_float("orthogonalization_epsilon"));
+  p.seed = uint64_t(o.get_int("seed"));
+  if (layerwise) p.batch_same_shape = o.get_bool("batch_same_shape");
+  DDPH_CHECK(p.rank >= 1, DDPH_INVALID_ARGUMENT,
+             "powersgd/" << hook << ": option 'rank' is " << p.rank << "; it must be >= 1");
+  // PyTorch's rule and reason: DDP rebuilds its buckets after the first
+  // iteration, so an error or a Q remembered at iteration 0 or 1 would belong
+  // to a bucket layout that no longer exists.
+  DDPH_CHECK(p.start_iter > 1 || !(p.error_feedback || p.warm_start), DDPH_INVALID_ARGUMENT,
+             "powersgd/" << hook << ": option 'start_iter' is " << p.start_iter
+                         << "; it must be > 1 when error_feedback or warm_start is on, because "
+                            "DDP rebuilds its buckets after the first iteration and state "
+                            "remembered before that would belong to the old bucket layout");
+  return p;
+}
+
+}  // namespace powersgd
+}  // namespace ddph

@@ -1,0 +1,36 @@
+// The options of the powersgd hooks: their schema (what `ddph validate`
+// checks a config against) and the typed values a hook runs with. Names and
+// defaults follow PyTorch's PowerSGDState.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ddph {
+namespace powersgd {
+
+struct PsgdOptions {
+  int rank = 1;                // matrix_approximation_rank
+  uint64_t start_iter = 1000;  // start_powerSGD_iter
+  double min_compression_rate = 2;
+  bool error_feedback = true;  // use_error_feedback
+  bool warm_start = true;
+  float orthogonalization_epsilon = 0;
+  uint64_t seed = 0;              // random_seed
+  bool batch_same_shape = false;  // batch_tensors_with_same_shape (layer-wise hook only)
+};
+
+// Both hooks share one schema, except that batch_same_shape exists only for
+// the layer-wise hook (the batched hook has one matrix per bucket).
+const ddph_option_spec_t* layerwise_specs(size_t* count);
+const ddph_option_spec_t* batched_specs(size_t* count);
+
+// Reads the values create() received. Throws DDPH_INVALID_ARGUMENT for a
+// combination the schema cannot express (start_iter <= 1 with error feedback
+// or warm start).
+PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool layerwise);
+
+}  // namespace powersgd
+}  // namespace ddph

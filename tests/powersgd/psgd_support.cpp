@@ -1,0 +1,155 @@
+#include "tests/powersgd/psgd_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace ddph_test {
+namespace psgd {
+
+std::string yaml(const std::string& hook, const std::string& options, const std::string& wrapper) {
+  const std::string inner = "{family: powersgd, name: " + hook + ", options: {" + options + "}}";
+  if (wrapper.empty()) return "comm: {backend: gloo, timeout: 30s}\nhook: " + inner + "\n";
+  return "comm: {backend: gloo, timeout: 30s}\nhook: {family: default, name: " + wrapper +
+         ", wrap: " + inner + "}\n";
+}
+
+int64_t numel_of(const std::vector<Shape>& shapes) {
+  int64_t n = 0;
+  for (const Shape& s : shapes) {
+    int64_t k = 1;
+    for (int64_t d : s) k *= d;
+    n += k;
+  }
+  return n;
+}
+
+ShapedBucket::ShapedBucket(std::vector<float>& data, const std::vector<Shape>& shapes,
+                           uint64_t index, uint64_t step, bool is_last)
+    : shapes_(shapes), numel_(int64_t(data.size())) {
+  int64_t offset = 0;
+  for (const Shape& s : shapes_) {
+    ddph_param_t p{};
+    p.struct_size = sizeof p;
+    p.offset = offset;
+    p.ndim = int32_t(s.size());
+    p.shape = s.data();
+    params_.push_back(p);
+    offset += numel_of({s});
+  }
+  bucket_.struct_size = sizeof bucket_;
+  bucket_.index = index;
+  bucket_.step = step;
+  bucket_.is_last = is_last ? 1 : 0;
+  bucket_.buffer.data = data.data();
+  bucket_.buffer.device = {kDLCPU, 0};
+  bucket_.buffer.ndim = 1;
+  bucket_.buffer.dtype = {kDLFloat, 32, 1};
+  bucket_.buffer.shape = &numel_;
+  bucket_.num_params = params_.size();
+  bucket_.params = params_.empty() ? nullptr : params_.data();
+}
+
+namespace {
+struct Outcome {
+  ddph_code_t code = DDPH_INTERNAL;
+  std::string message;
+};
+void record(void* user, ddph_error_t* e) {
+  auto* o = static_cast<Outcome*>(user);
+  o->code = ddph_error_code(e);
+  o->message = ddph_error_message(e);
+  ddph_error_free(e);
+}
+void put(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(char(uint8_t(v >> (8 * i))));
+}
+void put_floats(std::string& out, const std::vector<float>& v) {
+  put(out, v.size(), 8);
+  for (float f : v) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    put(out, bits, 4);
+  }
+}
+}  // namespace
+
+ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
+                uint64_t index, uint64_t step, bool is_last, std::string* message) {
+  ShapedBucket b(data, shapes, index, step, is_last);
+  Outcome o;
+  if (ddph_error_t* e = ddph_session_submit(s, b.get(), record, &o)) {
+    o.code = ddph_error_code(e);
+    o.message = ddph_error_message(e);
+    ddph_error_free(e);
+  } else {
+    ddph_error_free(ddph_session_flush(s));
+  }
+  if (o.code != DDPH_OK) std::fprintf(stderr, "bucket %d: %s\n", int(index), o.message.c_str());
+  if (message != nullptr) *message = o.message;
+  return o.code;
+}
+
+std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
+                               const std::map<uint64_t, Memory>& buckets) {
+  std::string out = "DDPHPSGD";
+  put(out, 1, 4);  // version
+  put(out, kind, 4);
+  put(out, iter, 8);
+  put(out, 624, 4);  // position: the next draw twists first
+  uint32_t mt = seed;
+  for (int i = 0; i < 624; ++i) {
+    put(out, mt, 4);
+    mt = 1812433253u * (mt ^ (mt >> 30)) + uint32_t(i + 1);
+  }
+  put(out, buckets.size(), 4);
+  for (const auto& kv : buckets) {
+    put(out, kv.first, 8);
+    put_floats(out, kv.second.p);
+    put_floats(out, kv.second.q);
+    put_floats(out, kv.second.error);
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (char c : out) h = (h ^ uint8_t(c)) * 1099511628211ull;
+  put(out, h, 8);
+  return out;
+}
+
+std::string session_blob(const std::string& hook_name, const std::string& hook_blob) {
+  std::string out = "DDPHSTAT";
+  put(out, 1, 4);
+  put(out, 1, 4);
+  put(out, 8, 4);
+  out += "powersgd";
+  put(out, hook_name.size(), 4);
+  out += hook_name;
+  put(out, hook_blob.size(), 8);
+  return out + hook_blob;
+}
+
+std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine) {
+  ddph_comm_t* c = ddph_session_comm(s);
+  const int world = c->size(c->ctx);
+  std::vector<float> all(mine.size() * size_t(world));
+  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
+  DLTensor send{
+      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
+  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
+  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
+  return all;
+}
+
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double scale = 1e-30, worst = 0;
+  for (float v : b) scale = std::max(scale, double(std::fabs(v)));
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(double(a[i]) - double(b[i]));
+    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
+  }
+  return worst / scale;
+}
+
+}  // namespace psgd
+}  // namespace ddph_test

@@ -1,0 +1,65 @@
+// Helpers of the powersgd tests: YAML, buckets with per-parameter shapes,
+// checkpoint blobs written from the format in docs/powersgd.md (not with the
+// plugin's encoder), and the exact mean computed in double.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddph_test {
+namespace psgd {
+
+// "comm: ... hook: {family: powersgd, name: <hook>, options: {<options>}}";
+// with `wrapper` (fp16_wrapper, bf16_wrapper) the powersgd hook is its inner.
+std::string yaml(const std::string& hook, const std::string& options,
+                 const std::string& wrapper = "");
+
+using Shape = std::vector<int64_t>;
+
+// A float32 bucket over data with one ddph_param_t per shape, laid out
+// back to back from offset 0.
+class ShapedBucket {
+ public:
+  ShapedBucket(std::vector<float>& data, const std::vector<Shape>& shapes, uint64_t index,
+               uint64_t step, bool is_last);
+  ShapedBucket(const ShapedBucket&) = delete;
+  const ddph_bucket_t* get() const { return &bucket_; }
+
+ private:
+  std::vector<Shape> shapes_;
+  std::vector<ddph_param_t> params_;
+  int64_t numel_ = 0;
+  ddph_bucket_t bucket_{};
+};
+
+int64_t numel_of(const std::vector<Shape>& shapes);
+
+// Submits and flushes; returns the bucket's code, its message in *message.
+ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
+                uint64_t index, uint64_t step, bool is_last, std::string* message = nullptr);
+
+// One bucket's memories in a hand-written checkpoint.
+struct Memory {
+  std::vector<float> p, q, error;
+};
+
+// A powersgd hook blob as docs/powersgd.md describes it: kind 0 (powersgd)
+// or 1 (batched_powersgd), the step, numpy's RandomState(seed) state
+// (MT19937 init_genrand, position 624), the memories, the FNV-1a checksum.
+std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
+                               const std::map<uint64_t, Memory>& buckets);
+// The session container of loader/state_blob.h around one powersgd record.
+std::string session_blob(const std::string& hook_name, const std::string& hook_blob);
+
+// Allgathers `mine` from every rank (through the session's communicator).
+std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine);
+
+// The worst |a - b| over elements, relative to max |b| (the scale of b).
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace psgd
+}  // namespace ddph_test
