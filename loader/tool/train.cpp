@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -46,20 +46,26 @@ struct TrainOptions {
   double lr = 0.1;
   double momentum = 0.9;
   double timeout_s = 300;
+  int hidden = 64;  // width of both hidden layers
   bool help = false;
 };
 
 const char kUsage[] =
     "usage: ddph train --config FILE.yaml [--world N] [--steps S] [--bucket-kb B]\n"
     "                  [--log-every K] [--seed X] [--batch B] [--lr LR] [--momentum M]\n"
-    "                  [--timeout SECONDS] [--rank R --rendezvous URL]\n"
-    "Trains a 2-64-64-3 ReLU MLP on 3-class spirals, data-parallel over N ranks\n"
+    "                  [--hidden H] [--timeout SECONDS] [--rank R --rendezvous URL]\n"
+    "Trains a 2-H-H-3 ReLU MLP (H = 64 by default) on 3-class spirals, data-parallel\n"
+    "over N ranks\n"
     "(default 2 local processes over a temporary file store), reducing gradients\n"
     "through the config's hook. With --rank it runs only that rank of a job.\n";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
-const std::vector<int> kLayers = {2, 64, 64, 3};
+// --hidden widens the two hidden layers, e.g. so that the H x H weight is a
+// matrix worth compressing (powersgd).
+std::vector<int> layers(int hidden) {
+  return {2, hidden, hidden, 3};
+}
 constexpr int kClasses = 3;
 constexpr int kTrainPerClass = 1000;
 constexpr int kTestPerClass = 300;
@@ -96,6 +102,8 @@ TrainOptions parse(int argc, char** argv) {
       o.momentum = f.double_value(0, 1);
     else if (f.is("--timeout"))
       o.timeout_s = f.double_value(1, 1e6);
+    else if (f.is("--hidden"))
+      o.hidden = static_cast<int>(f.int_value(1, 1 << 14));
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
@@ -194,7 +202,7 @@ int run_rank(const TrainOptions& o) {
 
   // The same seed on every rank: identical starting parameters, as DDP
   // ensures by broadcasting rank 0's module at construction.
-  Mlp model(kLayers, o.seed * 7919 + 17);
+  Mlp model(layers(o.hidden), o.seed * 7919 + 17);
   ddph_train::Sgd sgd(o.lr, o.momentum);
   Reducer reducer(model.params(), o.bucket_kb * 1024, session);
   ddph_train::Rng sampler(o.seed ^ (0x5851f42d4c957f2dull * (o.rank + 1)));
@@ -340,7 +348,9 @@ int launch_local(const TrainOptions& o) {
                                      "--lr",
                                      exact(o.lr),
                                      "--momentum",
-                                     exact(o.momentum)};
+                                     exact(o.momentum),
+                                     "--hidden",
+                                     std::to_string(o.hidden)};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
