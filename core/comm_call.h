@@ -4,6 +4,9 @@
 
 #include <ddph/ddph.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace ddph {
@@ -17,5 +20,11 @@ void comm_barrier(ddph_comm_t* comm);
 // Point-to-point; DDPH_UNSUPPORTED when the communicator has no send/recv.
 void comm_send(ddph_comm_t* comm, const FlatTensor& buf, int peer, void* stream);
 void comm_recv(ddph_comm_t* comm, FlatTensor& buf, int peer, void* stream);
+// The table's alltoallv (ABI 1.1) where it has one; otherwise the same
+// exchange as a loop of send/recv (a local copy for the own block), so a
+// v1.0 communicator with point-to-point still serves it.
+void comm_alltoallv(ddph_comm_t* comm, const FlatTensor& send,
+                    const std::vector<int64_t>& send_counts, FlatTensor& recv,
+                    const std::vector<int64_t>& recv_counts, void* stream);
 
 }  // namespace ddph

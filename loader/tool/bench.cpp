@@ -1,9 +1,10 @@
 // `ddph bench`: times hooks on N local ranks over the config's communicator,
 // next to the communicator's own fp32 allreduce of the same buffer.
 //
-// Each timed iteration is [barrier; t0; submit one bucket; flush; t1]; a
-// rank's time counts only as the slowest rank's (a collective is done when
-// its last rank is), and the figure reported is the median over iterations.
+// Each timed iteration is [barrier; t0; submit one bucket; flush; t1;
+// barrier]; a rank's time counts only as the slowest rank's (a collective is
+// done when its last rank is), and the figure reported is the median over
+// iterations.
 // Hook and baseline iterations alternate, so drift in the machine's load
 // hits both alike.
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "loader/tool/bench_label.h"
+#include "loader/tool/bench_params.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
@@ -35,16 +37,20 @@ struct BenchOptions {
   int warmup = 2;
   bool json = false;
   double timeout_s = 600;
+  int64_t matrix_rows = 0, matrix_cols = 0;  // --matrix; 0: one flat parameter
   bool help = false;
 };
 
 const char kUsage[] =
     "usage: ddph bench --config FILE.yaml [--config FILE2.yaml ...] [--world N]\n"
     "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
+    "                  [--matrix ROWSxCOLS]\n"
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
-    "buffer. --json prints one object per config per line.\n";
+    "buffer. --json prints one object per config per line. --matrix tiles the bucket\n"
+    "with ROWS x COLS parameter views (and a 1-D rest), as hooks that factor\n"
+    "matrices (powersgd) need; by default the bucket is one flat parameter.\n";
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
@@ -66,6 +72,8 @@ BenchOptions parse(int argc, char** argv) {
       o.json = true;
     else if (f.is("--timeout"))
       o.timeout_s = f.double_value(1, 1e6);
+    else if (f.is("--matrix"))
+      parse_matrix(f.value(), &o.matrix_rows, &o.matrix_cols);
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
@@ -138,11 +146,8 @@ void fill(std::vector<float>& v, int rank) {
 Result bench_config(const BenchOptions& o, const std::string& config, const std::string& url,
                     int rank, int64_t numel) {
   Session s(config, rank, o.world, url);
-  std::vector<int64_t> shape = {numel};
-  ddph_train::BucketPlan plan;
-  plan.slots.push_back(ddph_train::BucketSlot{0, 0, numel});
-  plan.numel = numel;
-  ddph_train::GradBucket bucket(0, std::move(plan), {&shape});
+  const BenchParams params(numel, o.matrix_rows, o.matrix_cols);
+  ddph_train::GradBucket bucket(0, params.plan(), params.shapes());
   std::vector<float> pristine(numel);
   fill(pristine, rank);
 
@@ -161,12 +166,16 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     s.flush();
     auto t1 = now();
     uint64_t wire1 = s.stats().wire_bytes;
+    // Ranks done early must not refill their buffer while the slowest one
+    // is still being timed: that memcpy would steal its CPU.
+    s.barrier();
 
     std::memcpy(bucket.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
     auto t2 = now();
     s.allreduce(bucket.data(), numel, DDPH_SUM);
     auto t3 = now();
+    s.barrier();
     if (it < 0) continue;
     times[it] = secs(t0, t1);
     times[o.iters + it] = secs(t2, t3);

@@ -1,6 +1,5 @@
 // The collectives of ddph_comm_t on gloo. Each checks its arguments fully
 // before touching the network, so misuse never breaks the communicator.
-#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -91,33 +90,6 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
     opts.setTag(next_tag());
     opts.setTimeout(config_.timeout);
     ::gloo::allreduce(opts);
-  });
-}
-
-void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
-  const char* what = "allgather";
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
-  check_same_dtype(send, recv, what);
-  check_numel(recv, size_t(size()) * send.numel, what, "recv", "size() * send numel");
-  // In place means send is this rank's own block of recv (as MPI_IN_PLACE).
-  const bool in_place =
-      send.numel == 0 || send.data == static_cast<char*>(recv.data) + rank() * send.bytes();
-  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
-             what << ": send overlaps recv but is not rank " << rank() << "'s block of it");
-  drain_sends(what);
-  check_not_broken(what);
-  if (send.numel == 0) return;
-  run(what, [&] {
-    ::gloo::AllgatherOptions opts(context_);
-    with_element_type(send.dtype, [&](auto t) {
-      using T = decltype(t);
-      if (!in_place) opts.setInput<T>(typed<T>(send.data), send.numel);
-      opts.setOutput<T>(typed<T>(recv.data), recv.numel);
-    });
-    opts.setTag(next_tag());
-    opts.setTimeout(config_.timeout);
-    ::gloo::allgather(opts);
   });
 }
 

@@ -53,6 +53,11 @@ ddph_error_t* recv_fn(void* ctx, DLTensor* buf, int peer, void*) {
   return guard([&] { comm_of(ctx, "recv").recv(buf, peer); });
 }
 
+ddph_error_t* alltoallv_fn(void* ctx, const DLTensor* send, const int64_t* send_counts,
+                           DLTensor* recv, const int64_t* recv_counts, void*) {
+  return guard([&] { comm_of(ctx, "alltoallv").alltoallv(send, send_counts, recv, recv_counts); });
+}
+
 uint64_t bytes_sent_fn(void* ctx) {
   return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent() : 0;
 }
@@ -85,6 +90,7 @@ ddph_comm_t* make_comm_table(std::unique_ptr<Communicator> comm) {
   t.split = nullptr;  // sub-communicators are not offered yet
   t.bytes_sent = &bytes_sent_fn;
   t.destroy = &destroy_fn;
+  t.alltoallv = &alltoallv_fn;
   return &h->table;
 }
 

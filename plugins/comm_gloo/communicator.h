@@ -65,6 +65,8 @@ class Communicator {
   // a failed send.
   void send(const DLTensor* buf, int peer);
   void recv(DLTensor* buf, int peer);
+  void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
+                 const int64_t* recv_counts);
 
   // [thread-safe]
   uint64_t bytes_sent() { return wire_.total(); }
@@ -81,6 +83,15 @@ class Communicator {
   void check_peer(int peer, const char* what) const;
   // DDPH_AVG with divide-first numerics, as one ring (ring_average.cpp).
   void average_ring(const HostBuf& send, const HostBuf& recv);
+  // A byte range of a buffer.
+  struct Span {
+    size_t offset, bytes;
+  };
+  // Sends sends[p] of `in` to each peer p and receives recvs[p] of `out`
+  // from it, all posted before any is awaited (exchange.cpp). Entries of
+  // this rank and empty spans are skipped.
+  void exchange(const char* what, const HostBuf& in, const std::vector<Span>& sends,
+                const HostBuf& out, const std::vector<Span>& recvs);
   // Waits (within the timeout) until every buffered send is on the wire.
   void drain_sends(const char* what);
 

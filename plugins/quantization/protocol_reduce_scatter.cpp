@@ -1,8 +1,8 @@
 // protocol: reduce_scatter. A bandwidth-optimal quantized allreduce for any
 // world size:
 //   1. each rank quantizes chunk j of its bucket (its own params, its
-//      rounding, its error feedback) and sends it to rank j, the chunk's
-//      owner;
+//      rounding, its error feedback) and sends it, behind its rank header,
+//      to rank j, the chunk's owner: one alltoallv for all chunks;
 //   2. each owner dequantizes the world-size contributions to its chunk,
 //      summing in fp32 in rank order, divides by the world size, and
 //      re-quantizes the mean (nearest);
@@ -25,63 +25,61 @@
 #include "core/kernels/divide.h"
 #include "plugins/quantization/chunking.h"
 #include "plugins/quantization/protocols.h"
+#include "plugins/quantization/rank_header.h"
 
 namespace ddph {
 namespace quantization {
 
-uint64_t run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
-                            Workspace& ws) {
+Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
+                           Workspace& ws) {
   const int world = job.world, rank = job.rank;
+  const size_t w = static_cast<size_t>(world);
   const std::vector<Chunk> chunks = split_chunks(job.n, o.channel_size, world);
-  std::vector<size_t> offset(size_t(world) + 1, 0);  // of chunk j's encoding in ws.send
+  // Contribution j (to rank j): the rank header, then chunk j's encoding.
+  std::vector<int64_t> send_counts(w);
+  std::vector<size_t> offset(w + 1, 0);  // of contribution j in ws.send
   size_t widest = 0;
-  for (int j = 0; j < world; ++j) {
+  for (size_t j = 0; j < w; ++j) {
     const size_t bytes = encoded_bytes(chunks[j].seg, o.bits);
-    offset[j + 1] = offset[j] + bytes;
+    send_counts[j] = int64_t(kRankHeaderBytes + bytes);
+    offset[j + 1] = offset[j] + size_t(send_counts[j]);
     widest = std::max(widest, bytes);
   }
-  uint64_t out_bytes = 0;
+  const Chunk& mine = chunks[size_t(rank)];
+  const size_t mine_bytes = size_t(send_counts[size_t(rank)]);  // from every rank, header included
+  const std::vector<int64_t> recv_counts(w, static_cast<int64_t>(mine_bytes));
 
-  // 1. Quantize every chunk of this rank's data, then exchange: at step k
-  // send to rank + k, receive from rank - k, so that each step pairs ranks
-  // up instead of everyone waiting on the same peer.
-  if (ws.send.size() < offset[world]) ws.send.resize(offset[world]);
-  for (int j = 0; j < world; ++j)
-    encode_segment(job.data + chunks[j].begin, chunks[j].seg,
-                   own_encode_args(o, job, chunks[j].begin), ws.send.data() + offset[j], ws.codec);
-  const Chunk& mine = chunks[rank];
-  const size_t mine_bytes = offset[rank + 1] - offset[rank];
-  if (ws.recv.size() < size_t(world) * mine_bytes) ws.recv.resize(size_t(world) * mine_bytes);
-  for (int k = 1; k < world; ++k) {
-    const int to = (rank + k) % world, from = (rank - k + world) % world;
-    const size_t to_bytes = offset[to + 1] - offset[to];
-    if (to_bytes != 0) {
-      FlatTensor t(ws.send.data() + offset[to], DType::U8, int64_t(to_bytes), job.device);
-      comm_send(comm, t, to, job.stream);
-      out_bytes += to_bytes;
-    }
-    if (mine_bytes != 0) {
-      FlatTensor t(ws.recv.data() + size_t(from) * mine_bytes, DType::U8, int64_t(mine_bytes),
-                   job.device);
-      comm_recv(comm, t, from, job.stream);
-    }
+  // 1. Quantize every chunk of this rank's data and trade contributions.
+  if (ws.send.size() < offset[w]) ws.send.resize(offset[w]);
+  bool finite = true;
+  for (size_t j = 0; j < w; ++j)
+    finite &= encode_segment(job.data + chunks[j].begin, chunks[j].seg,
+                             own_encode_args(o, job, chunks[j].begin),
+                             ws.send.data() + offset[j] + kRankHeaderBytes, ws.codec);
+  for (size_t j = 0; j < w; ++j) write_rank_header(ws.send.data() + offset[j], finite);
+  if (ws.recv.size() < w * mine_bytes) ws.recv.resize(w * mine_bytes);
+  {
+    FlatTensor send(ws.send.data(), DType::U8, int64_t(offset[w]), job.device);
+    FlatTensor recv(ws.recv.data(), DType::U8, int64_t(w * mine_bytes), job.device);
+    comm_alltoallv(comm, send, send_counts, recv, recv_counts, job.stream);
   }
+  Outcome out;
+  out.bytes = offset[w] - mine_bytes;  // the own contribution stays local
+  out.nonfinite_ranks = nonfinite_senders(ws.recv.data(), mine_bytes, world);
+  if (!out.nonfinite_ranks.empty()) return out;
 
   // 2. The owner's mean of its chunk, in rank order from zeros.
   const size_t m = mine.seg.n;
   if (ws.acc.size() < m) ws.acc.resize(m);
   float* acc = ws.acc.data();
   std::fill(acc, acc + m, 0.0f);
-  for (int r = 0; r < world; ++r) {
-    const uint8_t* src =
-        r == rank ? ws.send.data() + offset[rank] : ws.recv.data() + size_t(r) * mine_bytes;
-    decode_add(src, mine.seg, o.bits, acc, ws.codec);
-  }
+  for (size_t r = 0; r < w; ++r)
+    decode_add(ws.recv.data() + r * mine_bytes + kRankHeaderBytes, mine.seg, o.bits, acc, ws.codec);
   divide_inplace(DType::F32, acc, m, world);
 
   // 3. Re-quantize the mean and gather every owner's chunk. allgather wants
   // equal blocks: each is padded to the widest chunk's encoding.
-  if (ws.gather.size() < size_t(world) * widest) ws.gather.resize(size_t(world) * widest);
+  if (ws.gather.size() < w * widest) ws.gather.resize(w * widest);
   uint8_t* own = ws.gather.data() + size_t(rank) * widest;
   EncodeArgs nearest;
   nearest.bits = o.bits;
@@ -89,17 +87,18 @@ uint64_t run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Buck
   // Finite inputs can still sum past FLT_MAX; then the chunk decodes to NaN
   // on every rank instead of to a scale computed from Inf.
   if (!encode_segment(acc, mine.seg, nearest, own, ws.codec)) encode_nan(mine.seg, o.bits, own);
-  std::memset(own + mine_bytes, 0, widest - mine_bytes);
+  const size_t own_bytes = mine_bytes - kRankHeaderBytes;
+  std::memset(own + own_bytes, 0, widest - own_bytes);
   if (widest != 0) {
     FlatTensor send(own, DType::U8, int64_t(widest), job.device);
-    FlatTensor recv(ws.gather.data(), DType::U8, int64_t(size_t(world) * widest), job.device);
+    FlatTensor recv(ws.gather.data(), DType::U8, int64_t(w * widest), job.device);
     comm_allgather(comm, send, recv, job.stream);
-    out_bytes += widest;
+    out.bytes += widest;
   }
   for (int j = 0; j < world; ++j)
     decode_into(ws.gather.data() + size_t(j) * widest, chunks[j].seg, o.bits,
                 job.data + chunks[j].begin, ws.codec);
-  return out_bytes;
+  return out;
 }
 
 }  // namespace quantization

@@ -1,6 +1,8 @@
 // The two ways a quantized bucket is averaged. Both run on the session's
 // worker thread, in the same order on every rank, and leave the mean in the
-// bucket, identical on every rank.
+// bucket, identical on every rank, unless some rank's bucket holds NaN or
+// Inf: every rank then learns it from the first exchange (rank_header.h)
+// and returns with the bucket untouched.
 #pragma once
 
 #include <ddph/ddph.h>
@@ -22,7 +24,9 @@ struct BucketJob {
   int rank = 0, world = 1;
   uint64_t index = 0, step = 0;
   void* stream = nullptr;
-  float* residual = nullptr;  // n floats of error feedback, or NULL
+  // n floats of error feedback, or NULL. Updated even when the outcome is
+  // non-finite, so the hook hands in a copy and keeps it only on success.
+  float* residual = nullptr;
   // reduce_scatter with error feedback: the owner residual of this rank's
   // chunk, sized on request (the chunk's length is the protocol's business).
   std::function<float*(size_t)> owner_residual;
@@ -34,6 +38,15 @@ struct Workspace {
   CodecScratch codec;
   std::vector<uint8_t> send, recv, gather;
   std::vector<float> acc;
+  std::vector<float> residual;  // the copy of error feedback a bucket updates
+};
+
+// What a protocol did with a bucket.
+struct Outcome {
+  uint64_t bytes = 0;  // payload bytes this rank handed to collectives
+  // Ranks whose bucket held NaN or Inf, the same list on every rank. When
+  // not empty, the bucket and the owner residuals were left untouched.
+  std::vector<int> nonfinite_ranks;
 };
 
 // The stochastic-rounding counter of element 0 of a bucket on a rank: unique
@@ -44,11 +57,10 @@ uint64_t counter_base(int rank, uint64_t step, uint64_t index);
 // The first quantization of a rank's own data over elements [begin, ...).
 EncodeArgs own_encode_args(const QuantOptions& o, const BucketJob& job, size_t begin);
 
-// Each returns the payload bytes this rank handed to collectives and sends.
-uint64_t run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
-                       Workspace& ws);
-uint64_t run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
-                            Workspace& ws);
+Outcome run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
+                      Workspace& ws);
+Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
+                           Workspace& ws);
 
 }  // namespace quantization
 }  // namespace ddph

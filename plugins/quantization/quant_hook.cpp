@@ -8,7 +8,6 @@
 #include "core/hook.h"
 #include "core/tensor.h"
 #include "plugins/quantization/hooks.h"
-#include "plugins/quantization/kernels/quant_cpu.h"
 #include "plugins/quantization/options.h"
 #include "plugins/quantization/protocols.h"
 #include "plugins/quantization/residuals.h"
@@ -50,18 +49,25 @@ class QuantHook : public Hook {
     if (job.n == 0) return done.ok();
     if (bytes < opts_.min_bytes) return allreduce(job, done);
 
-    const std::vector<int> bad = nonfinite_ranks(job);
-    if (!bad.empty()) {
-      if (opts_.nonfinite == NonFinite::kPropagate) return allreduce(job, done);
-      return done.fail(Error(DDPH_NONFINITE, nonfinite_message(bad, bucket)));
-    }
     if (opts_.error_feedback) {
-      job.residual = residuals_.own(bucket.index, job.n);
+      // The protocol updates a copy: the kept residual must not change for
+      // a bucket that falls back or fails because some rank's is not finite.
+      const float* kept = residuals_.own(bucket.index, job.n);
+      ws_.residual.assign(kept, kept + job.n);
+      job.residual = ws_.residual.data();
       const uint64_t index = bucket.index;
       job.owner_residual = [this, index](size_t m) { return residuals_.owner(index, m); };
     }
-    count_out(opts_.protocol == Protocol::kAllgather ? run_allgather(comm_, opts_, job, ws_)
-                                                     : run_reduce_scatter(comm_, opts_, job, ws_));
+    const Outcome out = opts_.protocol == Protocol::kAllgather
+                            ? run_allgather(comm_, opts_, job, ws_)
+                            : run_reduce_scatter(comm_, opts_, job, ws_);
+    count_out(out.bytes);
+    if (!out.nonfinite_ranks.empty()) {
+      // Every rank saw the same headers, so every rank takes the same branch.
+      if (opts_.nonfinite == NonFinite::kPropagate) return allreduce(job, done);
+      return done.fail(Error(DDPH_NONFINITE, nonfinite_message(out.nonfinite_ranks, bucket)));
+    }
+    if (opts_.error_feedback) residuals_.swap_own(bucket.index, ws_.residual);
     done.ok();
   }
 
@@ -76,29 +82,14 @@ class QuantHook : public Hook {
 
  private:
   // PyTorch's allreduce numerics (DDPH_AVG is divide-first), for buckets
-  // too small to gain from quantizing and for buckets holding NaN or Inf,
-  // whose non-finite values then land exactly where allreduce puts them.
+  // too small to gain from quantizing and for buckets holding NaN or Inf
+  // on some rank, whose non-finite values then land exactly where
+  // allreduce puts them.
   void allreduce(const BucketJob& job, const Completion& done) {
     FlatTensor buf(job.data, DType::F32, int64_t(job.n), job.device);
     count_out(job.n * sizeof(float));
     comm_allreduce(comm_, buf, DDPH_AVG, job.stream);
     done.ok();
-  }
-
-  // Every rank learns which ranks hold a NaN or Inf, before anything is
-  // quantized: a scale computed from Inf would silently poison every rank,
-  // and the residuals must not change for a bucket that is not quantized.
-  std::vector<int> nonfinite_ranks(const BucketJob& job) {
-    int32_t mine = quant::all_finite(job.data, job.n) ? 0 : 1;
-    std::vector<int32_t> flags(size_t(job.world));
-    FlatTensor send(&mine, DType::I32, 1);
-    FlatTensor recv(flags.data(), DType::I32, job.world);
-    count_out(sizeof mine);
-    comm_allgather(comm_, send, recv, nullptr);
-    std::vector<int> bad;
-    for (int r = 0; r < job.world; ++r)
-      if (flags[size_t(r)] != 0) bad.push_back(r);
-    return bad;
   }
 
   static std::string nonfinite_message(const std::vector<int>& bad, const ddph_bucket_t& bucket) {

@@ -13,6 +13,9 @@ float* sized(std::vector<float>& r, size_t n) {
 float* Residuals::own(uint64_t index, size_t n) {
   return sized(map_[index].own, n);
 }
+void Residuals::swap_own(uint64_t index, std::vector<float>& updated) {
+  map_[index].own.swap(updated);
+}
 float* Residuals::owner(uint64_t index, size_t m) {
   return sized(map_[index].owner, m);
 }

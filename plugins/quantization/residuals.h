@@ -32,6 +32,9 @@ class Residuals {
   // residual of another layout would add error to the wrong elements.
   float* own(uint64_t index, size_t n);
   float* owner(uint64_t index, size_t m);
+  // Makes `updated` (as long as own) bucket `index`'s own residual; the old
+  // one is left in `updated`, to be reused as scratch.
+  void swap_own(uint64_t index, std::vector<float>& updated);
   const ResidualMap& all() const { return map_; }
   void replace(ResidualMap map) { map_ = std::move(map); }
 

@@ -8,7 +8,9 @@ extern "C" int ddph_header_c99_compiles(void);
 
 namespace {
 
-TEST(AbiLayout, HeaderCompilesAsC99) { EXPECT_EQ(ddph_header_c99_compiles(), 1); }
+TEST(AbiLayout, HeaderCompilesAsC99) {
+  EXPECT_EQ(ddph_header_c99_compiles(), 1);
+}
 
 TEST(AbiLayout, StructSizeComesFirstEverywhere) {
   EXPECT_EQ(offsetof(ddph_store_t, struct_size), 0u);
@@ -38,6 +40,12 @@ TEST(AbiLayout, V1SizesOnLp64) {
   EXPECT_EQ(DDPH_HOOK_SIZE_V1_0, 96u);
   EXPECT_EQ(DDPH_PLUGIN_SIZE_V1_0, 64u);
   EXPECT_EQ(sizeof(DLTensor), 48u);
+}
+
+// 1.1 appended alltoallv to ddph_comm_t, right after the v1.0 fields.
+TEST(AbiLayout, V1_1AppendsOnly) {
+  EXPECT_EQ(offsetof(ddph_comm_t, alltoallv), DDPH_COMM_SIZE_V1_0);
+  EXPECT_EQ(DDPH_COMM_SIZE_V1_1, 120u);
 }
 
 }  // namespace

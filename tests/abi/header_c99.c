@@ -1,12 +1,15 @@
 /* The ABI header must compile as strict C99 on its own. */
 #include <ddph/ddph.h>
 
-/* Sizes a v1.0 reader requires equal today's structs: v1.0 is the current version. */
+/* The current version's sizes equal today's structs (1.1 appended to
+ * ddph_comm_t only). */
 typedef char store_size_ok[DDPH_STORE_SIZE_V1_0 == sizeof(ddph_store_t) ? 1 : -1];
 typedef char host_size_ok[DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t) ? 1 : -1];
-typedef char comm_size_ok[DDPH_COMM_SIZE_V1_0 == sizeof(ddph_comm_t) ? 1 : -1];
+typedef char comm_size_ok[DDPH_COMM_SIZE_V1_1 == sizeof(ddph_comm_t) ? 1 : -1];
 typedef char bucket_size_ok[DDPH_BUCKET_SIZE_V1_0 == sizeof(ddph_bucket_t) ? 1 : -1];
 typedef char hook_size_ok[DDPH_HOOK_SIZE_V1_0 == sizeof(ddph_hook_t) ? 1 : -1];
 typedef char plugin_size_ok[DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t) ? 1 : -1];
 
-int ddph_header_c99_compiles(void) { return DDPH_ABI_MAJOR; }
+int ddph_header_c99_compiles(void) {
+  return DDPH_ABI_MAJOR;
+}

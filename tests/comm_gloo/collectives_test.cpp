@@ -1,15 +1,16 @@
 // Results of every collective on 2 and 3 real processes over real gloo.
 #include <gtest/gtest.h>
-
-#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 
+#include "core/comm_call.h"
+#include "core/error.h"
 #include "tests/comm_gloo/harness.h"
 #include "tests/support/multiprocess.h"
 
@@ -123,10 +124,9 @@ int allreduce_body(int rank, int world, const std::string& dir) {
   ints.as<int32_t>()[1] = rank == 0 ? 2 * world + 1 : 0;
   ints.as<int32_t>()[2] = world - 1;
   CHILD_OK(comm->allreduce(comm->ctx, ints.dl(), ints.dl(), DDPH_AVG, nullptr));
-  DDPH_CHILD_CHECK(ints.as<int32_t>()[0] == 0 && ints.as<int32_t>()[1] == 2 &&
-                       ints.as<int32_t>()[2] == 0,
-                   "int AVG: %d %d %d", ints.as<int32_t>()[0], ints.as<int32_t>()[1],
-                   ints.as<int32_t>()[2]);
+  DDPH_CHILD_CHECK(
+      ints.as<int32_t>()[0] == 0 && ints.as<int32_t>()[1] == 2 && ints.as<int32_t>()[2] == 0,
+      "int AVG: %d %d %d", ints.as<int32_t>()[0], ints.as<int32_t>()[1], ints.as<int32_t>()[2]);
   // fp32 AVG of 1/3-ish values on a buffer of many ring segments equals, bit
   // for bit, dividing first and summing with gloo's own ring (PyTorch's
   // allreduce_hook on Gloo).
@@ -287,6 +287,74 @@ int bytes_sent_body(int rank, int world, const std::string& dir) {
   return 0;
 }
 
+// alltoallv: rank s sends count(s, p) elements to rank p (zeros included),
+// valued by (s, p, i), natively and through core's send/recv fallback (a
+// copy of the table that claims ABI 1.0, so its alltoallv is not read).
+int64_t a2a_count(int s, int p, int scale) {
+  return ((s * 3 + p * 5) % 4) * scale;
+}
+double a2a_value(int s, int p, int64_t i) {
+  return double(1000 * s + 100 * p) + double(i % 97);
+}
+
+ddph_error_t* a2a_must_not_be_called(void*, const DLTensor*, const int64_t*, DLTensor*,
+                                     const int64_t*, void*) {
+  std::fprintf(stderr, "alltoallv called through a v1.0 table\n");
+  std::abort();
+}
+
+int alltoallv_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(
+      comm != nullptr && comm->struct_size >= DDPH_COMM_SIZE_V1_1 && comm->alltoallv != nullptr,
+      "rank %d: no alltoallv in a 1.1 table", rank);
+  ddph_comm_t v1_0 = *comm;
+  v1_0.struct_size = DDPH_COMM_SIZE_V1_0;
+  v1_0.alltoallv = &a2a_must_not_be_called;
+  // scale 1: a few elements; scale 100000: blocks of several hundred KB.
+  for (int scale : {1, 100000}) {
+    for (bool fallback : {false, true}) {
+      std::vector<int64_t> send_counts(static_cast<size_t>(world)), recv_counts(send_counts);
+      int64_t send_n = 0, recv_n = 0;
+      for (int p = 0; p < world; ++p) {
+        send_n += send_counts[size_t(p)] = a2a_count(rank, p, scale);
+        recv_n += recv_counts[size_t(p)] = a2a_count(p, rank, scale);
+      }
+      Tensor send(kF64, send_n), recv(kF64, recv_n);
+      for (int p = 0, at = 0; p < world; ++p)
+        for (int64_t i = 0; i < send_counts[size_t(p)]; ++i)
+          send.as<double>()[at++] = a2a_value(rank, p, i);
+      for (int64_t i = 0; i < recv_n; ++i) recv.as<double>()[i] = -1;
+      if (fallback) {
+        try {
+          ddph::FlatTensor in(send.as<double>(), ddph::DType::F64, send_n);
+          ddph::FlatTensor out(recv.as<double>(), ddph::DType::F64, recv_n);
+          ddph::comm_alltoallv(&v1_0, in, send_counts, out, recv_counts, nullptr);
+        } catch (const ddph::Error& e) {
+          DDPH_CHILD_CHECK(false, "rank %d: fallback alltoallv: %s", rank, e.what());
+        }
+      } else {
+        CHILD_OK(comm->alltoallv(comm->ctx, send.dl(), send_counts.data(), recv.dl(),
+                                 recv_counts.data(), nullptr));
+      }
+      for (int p = 0, at = 0; p < world; ++p)
+        for (int64_t i = 0; i < recv_counts[size_t(p)]; ++i, ++at)
+          DDPH_CHILD_CHECK(recv.as<double>()[at] == a2a_value(p, rank, i),
+                           "%s scale %d: from rank %d [%lld] = %g, want %g",
+                           fallback ? "fallback" : "native", scale, p, (long long)i,
+                           recv.as<double>()[at], a2a_value(p, rank, i));
+    }
+  }
+  // The communicator stays usable after alltoallv (slots do not collide).
+  Tensor one(kI32, 1);
+  one.as<int32_t>()[0] = 1;
+  CHILD_OK(comm->allreduce(comm->ctx, one.dl(), one.dl(), DDPH_SUM, nullptr));
+  DDPH_CHILD_CHECK(one.as<int32_t>()[0] == world, "allreduce after alltoallv: %d",
+                   one.as<int32_t>()[0]);
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
 class CommGlooRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(CommGlooRanks, AllreduceIsExactForEveryDtypeAndOp) {
@@ -309,7 +377,12 @@ TEST_P(CommGlooRanks, BytesSentCountsTheWire) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
-INSTANTIATE_TEST_SUITE_P(World, CommGlooRanks, ::testing::Values(2, 3),
+TEST_P(CommGlooRanks, AlltoallvNativeAndFallback) {
+  auto res = ddph_test::run_ranks(GetParam(), alltoallv_body, 30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(World, CommGlooRanks, ::testing::Values(2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

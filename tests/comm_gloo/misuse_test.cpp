@@ -223,5 +223,26 @@ TEST_F(CollectiveMisuse, SizesRootsPeersCtx) {
   EXPECT_TRUE(take(c_->barrier(c_->ctx)).ok());
 }
 
+TEST_F(CollectiveMisuse, Alltoallv) {
+  Tensor a(kI32, 4), b(kI32, 4), d(kF64, 4);
+  const int64_t four[1] = {4}, three[1] = {3}, negative[1] = {-1};
+  EXPECT_ERR(c_->alltoallv(c_->ctx, a.dl(), nullptr, b.dl(), four, nullptr), DDPH_INVALID_ARGUMENT,
+             "alltoallv: send_counts or recv_counts is NULL");
+  EXPECT_ERR(c_->alltoallv(c_->ctx, a.dl(), negative, b.dl(), four, nullptr), DDPH_INVALID_ARGUMENT,
+             "the count for rank 0 is negative");
+  EXPECT_ERR(c_->alltoallv(c_->ctx, a.dl(), three, b.dl(), three, nullptr), DDPH_INVALID_ARGUMENT,
+             "send has 4 elements, expected 3 (the sum of send_counts)");
+  EXPECT_ERR(c_->alltoallv(c_->ctx, a.dl(), four, d.dl(), four, nullptr), DDPH_INVALID_ARGUMENT,
+             "recv dtype float64 differs from send dtype int32");
+  EXPECT_ERR(c_->alltoallv(c_->ctx, a.dl(), four, a.dl(), four, nullptr), DDPH_INVALID_ARGUMENT,
+             "alltoallv: send and recv overlap");
+  EXPECT_ERR(c_->alltoallv(nullptr, a.dl(), four, b.dl(), four, nullptr), DDPH_INVALID_ARGUMENT,
+             "alltoallv: ctx is NULL");
+  // World 1: the own block is copied.
+  for (int i = 0; i < 4; ++i) a.as<int32_t>()[i] = 7 * i + 1;
+  EXPECT_TRUE(take(c_->alltoallv(c_->ctx, a.dl(), four, b.dl(), four, nullptr)).ok());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(b.as<int32_t>()[i], 7 * i + 1);
+}
+
 }  // namespace
 }  // namespace comm_gloo_test

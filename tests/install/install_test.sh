@@ -25,7 +25,7 @@ cat > "$work/version.c" <<'C'
 int main(void) { printf("%s\n", ddph_version()); return 0; }
 C
 cc -std=c99 "$work/version.c" -o "$work/version" $(pkg-config --cflags --libs ddphooks)
-[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.0" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.1" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
 
 # find_package: the out-of-tree family, built against the installed header only.
 cmake -S "$src/examples/out_of_tree_plugin" -B "$work/plugin" -G Ninja \
@@ -35,7 +35,10 @@ cmake --build "$work/plugin" >/dev/null
 export DDPH_PLUGIN_PATH=$work/plugin
 
 "$prefix/bin/ddph" validate "$src/examples/out_of_tree_plugin/example.yaml"
-"$prefix/bin/ddph" plugins | grep -q "scaled_mean" || { echo "FAIL: ddph plugins does not list the new family"; exit 1; }
+# Captured first: `grep -q` stops reading at the first match, and under
+# pipefail the listing's SIGPIPE would fail the test.
+listing=$("$prefix/bin/ddph" plugins)
+grep -q "scaled_mean" <<<"$listing" || { echo "FAIL: ddph plugins does not list the new family"; exit 1; }
 
 # Two ranks of the C host, through the installed loader and the new family (scale 2.0).
 cc -std=c99 -I"$prefix/include" "$src/examples/c_host/allreduce_host.c" -o "$work/host" -ldl -lm

@@ -40,4 +40,6 @@ TEST(ErrorObjects, GuardTurnsExceptionsIntoErrors) {
   EXPECT_EQ(ddph::guard([] {}), nullptr);
 }
 
-TEST(ErrorObjects, VersionText) { EXPECT_STREQ(ddph_version(), "1.0"); }
+TEST(ErrorObjects, VersionText) {
+  EXPECT_STREQ(ddph_version(), "1.1");
+}

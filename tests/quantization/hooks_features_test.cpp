@@ -203,6 +203,54 @@ TEST(NonFinite, PropagateMatchesAllreduceAndErrorFailsEveryRank) {
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
+// A non-finite bucket must leave error feedback as it was, on every rank:
+// the NaN sits in the last chunk of the last rank, so every other chunk (and
+// every other rank) quantizes fine before anyone learns of it. Its result is
+// still allreduce's, and the next finite step still matches a run that never
+// saw the bad bucket.
+class NonFiniteResiduals : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NonFiniteResiduals, StayAsTheyWereAndTheResultIsAllreduces) {
+  const std::string protocol = GetParam();
+  auto results = ddph_test::run_ranks(3, [&](int rank, int world, const std::string& dir) {
+    const std::string opts = "protocol: " + protocol + ", error_feedback: true";
+    ddph_session_t* hit = ddph_test::open_session(yaml("per_channel", opts), rank, world, dir);
+    ddph_session_t* clean = ddph_test::open_session(yaml("per_channel", opts), rank, world, dir);
+    ddph_session_t* plain = ddph_test::open_session(
+        "comm: {backend: gloo, timeout: 20s}\nhook: {family: default, name: allreduce}\n", rank,
+        world, dir);
+    DDPH_CHILD_CHECK(hit && clean && plain, "open failed");
+    for (ddph_session_t* s : {hit, clean}) {
+      std::vector<float> x = inputs(rank, 0, kN);
+      DDPH_CHILD_CHECK(run_bucket_msg(s, x, 0, 0, nullptr) == DDPH_OK, "step 0");
+    }
+    const std::string before = session_state(hit);
+    std::vector<float> bad = inputs(rank, 1, kN), want = bad;
+    if (rank == world - 1) bad[kN - 3] = want[kN - 3] = std::nanf("");
+    DDPH_CHILD_CHECK(run_bucket_msg(plain, want, 0, 1, nullptr) == DDPH_OK, "allreduce");
+    DDPH_CHILD_CHECK(run_bucket_msg(hit, bad, 0, 1, nullptr) == DDPH_OK, "non-finite step");
+    for (size_t i = 0; i < kN; ++i)
+      DDPH_CHILD_CHECK(
+          std::isnan(bad[i]) == std::isnan(want[i]) && (std::isnan(want[i]) || bad[i] == want[i]),
+          "x[%zu]: %g, allreduce %g", i, bad[i], want[i]);
+    DDPH_CHILD_CHECK(session_state(hit) == before, "%s: the residuals changed",
+                     protocol.c_str());
+    std::vector<float> a = inputs(rank, 2, kN), b = a;
+    DDPH_CHILD_CHECK(run_bucket_msg(hit, a, 0, 2, nullptr) == DDPH_OK, "step 2");
+    DDPH_CHILD_CHECK(run_bucket_msg(clean, b, 0, 2, nullptr) == DDPH_OK, "step 2, clean run");
+    DDPH_CHILD_CHECK(std::memcmp(a.data(), b.data(), kN * sizeof(float)) == 0,
+                     "the step after the non-finite one differs from a clean run's");
+    ddph_session_close(plain);
+    ddph_session_close(clean);
+    ddph_session_close(hit);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gloo, NonFiniteResiduals,
+                         ::testing::Values("allgather", "reduce_scatter"));
+
 // Buckets under min_bytes take plain allreduce (its exact result); larger
 // ones are quantized.
 TEST(MinBytes, SmallBucketsTakePlainAllreduce) {

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 0 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 1 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -198,8 +198,22 @@ typedef struct ddph_comm {
   /* Frees ctx and the table itself if the maker allocated it. Not called by
    * the loader on a host-provided communicator. */
   void (*destroy)(void *ctx);
+  /* --- ABI 1.1 --- */
+  /* Optional: every rank sends block p of send to rank p and receives rank
+   * p's block for it into block p of recv, self included (a local copy).
+   * Blocks are packed in rank order: block p of send starts at the sum of
+   * send_counts[0..p) elements, likewise for recv. send_counts and
+   * recv_counts have size() entries, >= 0, summing to the numel of send and
+   * recv; they are borrowed for the call. recv_counts[p] must equal rank p's
+   * send_counts[rank()] (the caller's promise: ranks cannot check it without
+   * another round trip). send and recv have one dtype and do not overlap.
+   * One call lets a backend move all blocks at once, where a loop of
+   * send/recv pays a round trip per peer. */
+  ddph_error_t *(*alltoallv)(void *ctx, const DLTensor *send, const int64_t *send_counts,
+                             DLTensor *recv, const int64_t *recv_counts, void *stream);
 } ddph_comm_t;
 #define DDPH_COMM_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_t, destroy)
+#define DDPH_COMM_SIZE_V1_1 DDPH_SIZE_THROUGH(ddph_comm_t, alltoallv)
 
 /* What a comm plugin's create() receives. Everything is borrowed for the
  * duration of create() unless stated otherwise. */

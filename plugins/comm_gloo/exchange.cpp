@@ -1,0 +1,118 @@
+// Collectives where every rank trades one block with every other rank at
+// once: allgather and alltoallv.
+//
+// gloo delivers an unbound-buffer message only after the receiver has
+// posted its recv, so each message costs a notify-then-send round trip.
+// gloo's ring allgather pays W - 1 of them back to back, and a send/recv
+// loop pays one per step; posting every receive, then every send, and only
+// then waiting pays about one. Every rank still sends each byte once per
+// peer, as in the ring, so the bytes on the wire are the same.
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "plugins/comm_gloo/communicator.h"
+
+namespace ddph {
+namespace comm_gloo {
+namespace {
+
+constexpr uint64_t kExchangeSlotPrefix = 0x7bull << 56;  // apart from gloo's, ring and p2p slots
+
+}  // namespace
+
+void Communicator::exchange(const char* what, const HostBuf& in, const std::vector<Span>& sends,
+                            const HostBuf& out, const std::vector<Span>& recvs) {
+  const int world = size(), me = rank();
+  const uint64_t slot = kExchangeSlotPrefix | next_tag();
+  run(what, [&] {
+    auto in_buf = context_->createUnboundBuffer(in.data, in.bytes());
+    auto out_buf = context_->createUnboundBuffer(out.data, out.bytes());
+    int recvs_posted = 0, sends_posted = 0;
+    // Receives first, so that peers' sends find them posted.
+    for (int k = 1; k < world; ++k) {
+      const int from = (me - k + world) % world;
+      const Span& r = recvs[size_t(from)];
+      if (r.bytes == 0) continue;
+      out_buf->recv(from, slot, r.offset, r.bytes);
+      ++recvs_posted;
+    }
+    for (int k = 1; k < world; ++k) {
+      const int to = (me + k) % world;
+      const Span& s = sends[size_t(to)];
+      if (s.bytes == 0) continue;
+      in_buf->send(to, slot, s.offset, s.bytes);
+      ++sends_posted;
+    }
+    for (int i = 0; i < recvs_posted; ++i) {
+      DDPH_CHECK(out_buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+                 what << ": a receive was aborted");
+    }
+    for (int i = 0; i < sends_posted; ++i) {
+      DDPH_CHECK(in_buf->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+                 what << ": a send was aborted");
+    }
+  });
+}
+
+void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
+  const char* what = "allgather";
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, size_t(size()) * send.numel, what, "recv", "size() * send numel");
+  // In place means send is this rank's own block of recv (as MPI_IN_PLACE).
+  char* own = static_cast<char*>(recv.data) + size_t(rank()) * send.bytes();
+  const bool in_place = send.numel == 0 || send.data == own;
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send overlaps recv but is not rank " << rank() << "'s block of it");
+  drain_sends(what);
+  check_not_broken(what);
+  if (send.numel == 0) return;
+  if (!in_place) std::memcpy(own, send.data, send.bytes());
+  const size_t block = send.bytes();
+  std::vector<Span> sends(size_t(size()), Span{size_t(rank()) * block, block});
+  std::vector<Span> recvs(static_cast<size_t>(size()));
+  for (size_t p = 0; p < recvs.size(); ++p) recvs[p] = Span{p * block, block};
+  exchange(what, recv, sends, recv, recvs);
+}
+
+void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
+                             const int64_t* recv_counts) {
+  const char* what = "alltoallv";
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
+             what << ": send_counts or recv_counts is NULL");
+  DDPH_CHECK(send.numel == 0 || recv.numel == 0 || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send and recv overlap");
+  const size_t world = size_t(size()), me = size_t(rank()), es = dtype_size(send.dtype);
+  std::vector<Span> sends(world), recvs(world);
+  size_t send_total = 0, recv_total = 0;
+  for (size_t p = 0; p < world; ++p) {
+    DDPH_CHECK(send_counts[p] >= 0 && recv_counts[p] >= 0, DDPH_INVALID_ARGUMENT,
+               what << ": the count for rank " << p << " is negative");
+    sends[p] = Span{send_total * es, size_t(send_counts[p]) * es};
+    recvs[p] = Span{recv_total * es, size_t(recv_counts[p]) * es};
+    send_total += size_t(send_counts[p]);
+    recv_total += size_t(recv_counts[p]);
+  }
+  check_numel(send, send_total, what, "send", "the sum of send_counts");
+  check_numel(recv, recv_total, what, "recv", "the sum of recv_counts");
+  DDPH_CHECK(send_counts[me] == recv_counts[me], DDPH_INVALID_ARGUMENT,
+             what << ": rank " << me << " sends itself " << send_counts[me]
+                  << " elements but expects " << recv_counts[me]);
+  drain_sends(what);
+  check_not_broken(what);
+  std::memcpy(static_cast<char*>(recv.data) + recvs[me].offset,
+              static_cast<const char*>(send.data) + sends[me].offset, sends[me].bytes);
+  sends[me] = recvs[me] = Span{0, 0};
+  exchange(what, send, sends, recv, recvs);
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph
