@@ -64,7 +64,7 @@ class BatchedHook : public PsgdHook {
       check_memory(mem.q, factor, index, "Q");
     }
     orthogonalize(mem.q.data(), s, r, opts_.orthogonalization_epsilon);
-    multiply_mq(m, s, s, mem.q.data(), r, mem.p.data());
+    multiply_mq(m, nullptr, s, s, mem.q.data(), r, mem.p.data());
     allreduce_sum(mem.p.data(), factor, wire);
     orthogonalize(mem.p.data(), s, r, opts_.orthogonalization_epsilon);
     multiply_mtp(m, s, s, mem.p.data(), r, mem.q.data());

@@ -1,6 +1,8 @@
 #include "plugins/powersgd/hook_base.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "core/comm_call.h"
@@ -10,6 +12,13 @@
 
 namespace ddph {
 namespace powersgd {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
 
 PsgdHook::PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind)
     : name_(name),
@@ -30,6 +39,7 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
              "powersgd/" << name_ << ": bucket on device type "
                          << int(bucket.buffer.device.device_type)
                          << " is not supported (host memory, kDLCPU, only)");
+  const auto t0 = std::chrono::steady_clock::now();
   const size_t n = size_t(bucket.buffer.shape[0]);
   count_in(n * dtype_size(dtype));
   void* data = data_ptr(bucket.buffer);
@@ -38,7 +48,9 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
     FlatTensor buf(data, dtype, int64_t(n));
     count_out(n * dtype_size(dtype));
     count_compression(n, n, dtype);
+    const auto c0 = std::chrono::steady_clock::now();
     comm_allreduce(comm_, buf, DDPH_AVG, nullptr);
+    step_comm_s_ += seconds_since(c0);
   } else if (n > 0) {
     float* x = static_cast<float*>(data);
     if (dtype != DType::F32) {
@@ -52,6 +64,7 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
     if (!opts_.warm_start)
       for (auto& kv : state_.buckets) kv.second.p.clear(), kv.second.q.clear();
   }
+  step_total_s_ += seconds_since(t0);
   finish_step(bucket);
   done.ok();
 }
@@ -60,12 +73,17 @@ void PsgdHook::finish_step(const ddph_bucket_t& bucket) {
   if (!bucket.is_last) return;
   ++state_.iter;
   if (step_before_ > 0) {
-    log(DDPH_LOG_DEBUG, "powersgd",
-        std::string(name_) + ": step " + std::to_string(state_.iter) + ": " +
-            std::to_string(step_before_) + " bytes before compression, " +
-            std::to_string(step_after_) + " after");
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%s: step %llu: %llu bytes before compression, %llu after; %.3f ms compressing, "
+                  "%.3f ms in collectives",
+                  name_, (unsigned long long)state_.iter, (unsigned long long)step_before_,
+                  (unsigned long long)step_after_, 1e3 * (step_total_s_ - step_comm_s_),
+                  1e3 * step_comm_s_);
+    log(DDPH_LOG_DEBUG, "powersgd", text);
   }
   step_before_ = step_after_ = 0;
+  step_total_s_ = step_comm_s_ = 0;
 }
 
 float* PsgdHook::error_buffer(uint64_t index, size_t n) {
@@ -88,9 +106,11 @@ void PsgdHook::check_memory(const std::vector<float>& v, size_t want, uint64_t i
 void PsgdHook::allreduce_sum(float* x, size_t n, DType wire) {
   if (n == 0) return;
   count_out(n * dtype_size(wire));
+  const auto c0 = std::chrono::steady_clock::now();
   if (wire == DType::F32) {
     FlatTensor buf(x, DType::F32, int64_t(n));
     comm_allreduce(comm_, buf, DDPH_SUM, nullptr);
+    step_comm_s_ += seconds_since(c0);
     return;
   }
   // Under fp16_wrapper/bf16_wrapper the factors travel in 16 bits, as they
@@ -99,6 +119,7 @@ void PsgdHook::allreduce_sum(float* x, size_t n, DType wire) {
   cast_into(DType::F32, x, wire, wire_scratch_.data(), n);
   FlatTensor buf(wire_scratch_.data(), wire, int64_t(n));
   comm_allreduce(comm_, buf, DDPH_SUM, nullptr);
+  step_comm_s_ += seconds_since(c0);
   cast_into(wire, wire_scratch_.data(), DType::F32, x, n);
 }
 

@@ -54,6 +54,9 @@ class PsgdHook : public Hook {
   std::vector<float> work_;             // fp32 copy of a 16-bit bucket
   std::vector<uint16_t> wire_scratch_;  // 16-bit copy of what goes on the wire
   uint64_t step_before_ = 0, step_after_ = 0;
+  // This step's seconds in the hook and, of those, in collectives: the
+  // DEBUG log line splits compression time from communication time.
+  double step_total_s_ = 0, step_comm_s_ = 0;
 };
 
 }  // namespace powersgd

@@ -28,11 +28,13 @@ class LayerwiseHook : public PsgdHook {
     // M: the bucket plus last step's error. With error feedback it is built
     // in the error buffer, which then still holds M ("input_tensor_cp") when
     // the new error M - result is formed, without a third copy of the bucket.
-    float* m = data;
-    if (opts_.error_feedback) {
-      m = error_buffer(index, n);
-      for (size_t i = 0; i < n; ++i) m[i] += data[i];
-    }
+    // Matrices get their M while P = M Q is computed (one pass); the
+    // uncompressed segments here.
+    float* err = opts_.error_feedback ? error_buffer(index, n) : nullptr;
+    float* m = err != nullptr ? err : data;
+    if (err != nullptr)
+      for (const Segment& s : plan.uncompressed)
+        for (int64_t i = s.offset; i < s.offset + s.numel; ++i) err[i] += data[i];
 
     BucketMemory& mem = state_.buckets[index];
     const bool fresh = !opts_.warm_start || mem.q.empty();
@@ -58,8 +60,8 @@ class LayerwiseHook : public PsgdHook {
       at += s.numel;
     }
     for (const MatrixSlot& s : plan.matrices)
-      multiply_mq(m + s.offset, s.rows, s.cols, mem.q.data() + s.q_offset, s.r,
-                  send_.data() + u + s.p_offset);
+      multiply_mq(data + s.offset, err == nullptr ? nullptr : err + s.offset, s.rows, s.cols,
+                  mem.q.data() + s.q_offset, s.r, send_.data() + u + s.p_offset);
     allreduce_sum(send_.data(), send_.size(), wire);
     divide_inplace(DType::F32, send_.data(), u, world_);  // PyTorch: sum, then div_
     std::memcpy(mem.p.data(), send_.data() + u, size_t(plan.p_numel) * sizeof(float));
@@ -72,7 +74,7 @@ class LayerwiseHook : public PsgdHook {
     allreduce_sum(mem.q.data(), mem.q.size(), wire);
     divide_inplace(DType::F32, mem.q.data(), mem.q.size(), world_);
 
-    float* before = opts_.error_feedback ? m : nullptr;
+    float* before = err;
     for (const MatrixSlot& s : plan.matrices)
       reconstruct(mem.p.data() + s.p_offset, mem.q.data() + s.q_offset, s.rows, s.cols, s.r,
                   data + s.offset, before == nullptr ? nullptr : before + s.offset);

@@ -6,24 +6,130 @@
 
 namespace ddph {
 namespace powersgd {
+namespace {
 
-void multiply_mq(const float* m, int rows, int cols, const float* q, int r, float* p) {
+// x86-64-v4 (AVX-512), v3 (AVX2 + FMA) and the baseline, picked at load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DDPH_PSGD_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DDPH_PSGD_CLONES
+#endif
+#define DDPH_INLINE inline __attribute__((always_inline))
+
+constexpr int kLanes = 16;
+
+// Q (cols x r) as Q^T (r x cols): unit stride along the rows of M.
+std::vector<float> transposed(const float* q, int cols, int r) {
+  std::vector<float> qt(size_t(r) * size_t(cols));
+  for (int j = 0; j < cols; ++j)
+    for (int k = 0; k < r; ++k) qt[size_t(k) * cols + j] = q[size_t(j) * r + k];
+  return qt;
+}
+
+// One row of P = M Q: R dot products of the row with Q^T's rows, kLanes
+// partial sums each (a fixed-size inner loop the compiler vectorizes).
+template <int R, bool kFeedback>
+DDPH_INLINE void project_row(const float* d, float* e, int cols, const float* qt, float* p) {
+  float acc[R][kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= cols; j += kLanes) {
+    float m[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      m[l] = kFeedback ? d[j + l] + e[j + l] : d[j + l];
+      if (kFeedback) e[j + l] = m[l];
+    }
+    for (int k = 0; k < R; ++k)
+      for (int l = 0; l < kLanes; ++l) acc[k][l] += m[l] * qt[size_t(k) * cols + j + l];
+  }
+  float tail[R] = {};
+  for (; j < cols; ++j) {
+    const float m = kFeedback ? d[j] + e[j] : d[j];
+    if (kFeedback) e[j] = m;
+    for (int k = 0; k < R; ++k) tail[k] += m * qt[size_t(k) * cols + j];
+  }
+  for (int k = 0; k < R; ++k) {
+    float s = tail[k];
+    for (int l = 0; l < kLanes; ++l) s += acc[k][l];
+    p[k] = s;
+  }
+}
+
+template <int R>
+DDPH_INLINE void project(const float* d, float* e, int rows, int cols, const float* qt, float* p) {
+  for (int i = 0; i < rows; ++i) {
+    const size_t at = size_t(i) * size_t(cols);
+    if (e != nullptr)
+      project_row<R, true>(d + at, e + at, cols, qt, p + size_t(i) * R);
+    else
+      project_row<R, false>(d + at, nullptr, cols, qt, p + size_t(i) * R);
+  }
+}
+
+DDPH_PSGD_CLONES void project_small(const float* d, float* e, int rows, int cols, const float* qt,
+                                    int r, float* p) {
+  switch (r) {
+    case 1:
+      return project<1>(d, e, rows, cols, qt, p);
+    case 2:
+      return project<2>(d, e, rows, cols, qt, p);
+    case 3:
+      return project<3>(d, e, rows, cols, qt, p);
+    default:
+      return project<4>(d, e, rows, cols, qt, p);
+  }
+}
+
+// Q^T += P^T M one row of M at a time: r axpys per row, Q^T (r x cols)
+// staying in cache.
+DDPH_PSGD_CLONES void accumulate_mtp(const float* m, int rows, int cols, const float* p, int r,
+                                     float* qt) {
+  for (int i = 0; i < rows; ++i) {
+    const float* __restrict row = m + size_t(i) * size_t(cols);
+    for (int k = 0; k < r; ++k) {
+      const float pk = p[size_t(i) * r + k];
+      float* __restrict q = qt + size_t(k) * cols;
+      for (int j = 0; j < cols; ++j) q[j] += pk * row[j];
+    }
+  }
+}
+
+}  // namespace
+
+void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
+                 float* p) {
+  if (r <= 4) {
+    const std::vector<float> qt = transposed(q, cols, r);
+    project_small(data, err, rows, cols, qt.data(), r, p);
+    return;
+  }
+  const float* m = data;
+  if (err != nullptr) {
+    const size_t n = size_t(rows) * size_t(cols);
+    for (size_t i = 0; i < n; ++i) err[i] += data[i];
+    m = err;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, r, cols, 1.0f, m, cols, q, r, 0.0f,
               p, r);
 }
 
 void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q) {
+  if (r <= 4) {
+    std::vector<float> qt(size_t(r) * size_t(cols), 0.0f);
+    accumulate_mtp(m, rows, cols, p, r, qt.data());
+    for (int j = 0; j < cols; ++j)
+      for (int k = 0; k < r; ++k) q[size_t(j) * r + k] = qt[size_t(k) * cols + j];
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, r, rows, 1.0f, m, cols, p, r, 0.0f, q,
               r);
 }
 
 void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
                  float* before) {
-  // Q^T (r x cols) first, so each row of the product is r unit-stride axpys
-  // the compiler vectorizes.
-  std::vector<float> qt(size_t(r) * size_t(cols));
-  for (int j = 0; j < cols; ++j)
-    for (int k = 0; k < r; ++k) qt[size_t(k) * cols + j] = q[size_t(j) * r + k];
+  // Each row of the product is r unit-stride axpys over Q^T; no reduction,
+  // so every ISA gives the same bits and ranks stay bit-identical.
+  const std::vector<float> qt = transposed(q, cols, r);
   for (int i = 0; i < rows; ++i) {
     float* __restrict o = out + size_t(i) * cols;
     const float* pi = p + size_t(i) * r;

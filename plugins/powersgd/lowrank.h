@@ -1,6 +1,11 @@
 // The three matrix products of a PowerSGD step on one n x m matrix M
 // (row-major, the (shape[0], -1) view of a gradient) with rank-r factors P
 // (n x r) and Q (m x r), both row-major like PyTorch's views.
+//
+// The products are memory-bound (r is 1 to 4 in practice): what costs is
+// passes over M. So for r <= 4 each is one streaming pass of a hand-fused
+// kernel (vectorized per ISA level, chosen at run time); larger r goes to
+// cblas_sgemm.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +13,12 @@
 namespace ddph {
 namespace powersgd {
 
-// P = M Q (cblas_sgemm).
-void multiply_mq(const float* m, int rows, int cols, const float* q, int r, float* p);
-// Q = M^T P (cblas_sgemm).
+// P = M Q, where M = data, or with error feedback (err != NULL) M = data +
+// err, which is written to err on the way (it is needed again for M^T P and
+// for the new error).
+void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
+                 float* p);
+// Q = M^T P.
 void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q);
 // out = P Q^T. With error feedback, `before` holds M before compression and
 // becomes M - P Q^T, the new error, in the same pass over each row while it

@@ -105,12 +105,26 @@ TEST(Orthogonalize, RankAboveMinOfRowsAndColumns) {
   }
 }
 
+void products_match_double_loops(int n, int m, int r);
+
 TEST(LowRank, ProductsMatchDoubleLoops) {
-  const int n = 37, m = 53, r = 3;
+  // r <= 4 takes the fused kernels, r = 6 cblas_sgemm; 53 columns leave a
+  // tail after the 16-lane blocks.
+  for (int r : {1, 3, 4, 6}) products_match_double_loops(37, 53, r);
+}
+
+void products_match_double_loops(int n, int m, int r) {
+  SCOPED_TRACE("r = " + std::to_string(r));
   const std::vector<float> mat = random_matrix(n, m, 1), q = random_matrix(m, r, 2),
-                           pin = random_matrix(n, r, 3);
+                           pin = random_matrix(n, r, 3), half = random_matrix(n, m, 4);
   std::vector<float> p(size_t(n) * r), qt(size_t(m) * r), out(size_t(n) * m);
-  p::multiply_mq(mat.data(), n, m, q.data(), r, p.data());
+  p::multiply_mq(mat.data(), nullptr, n, m, q.data(), r, p.data());
+  // With error feedback: M = data + err is formed into err on the way.
+  std::vector<float> data(mat.size()), err = half, p2(p.size());
+  for (size_t i = 0; i < mat.size(); ++i) data[i] = mat[i] - half[i];
+  p::multiply_mq(data.data(), err.data(), n, m, q.data(), r, p2.data());
+  for (size_t i = 0; i < mat.size(); ++i) EXPECT_NEAR(err[i], mat[i], 1e-6);
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(p2[i], p[i], 1e-4);
   p::multiply_mtp(mat.data(), n, m, pin.data(), r, qt.data());
   std::vector<float> before = mat;
   p::reconstruct(pin.data(), q.data(), n, m, r, out.data(), before.data());
