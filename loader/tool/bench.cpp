@@ -1,9 +1,10 @@
 // `ddph bench`: times hooks on N local ranks over the config's communicator,
 // next to the communicator's own fp32 allreduce of the same buffer.
 //
-// Each timed iteration is [barrier; t0; submit one bucket; flush; t1]; a
-// rank's time counts only as the slowest rank's (a collective is done when
-// its last rank is), and the figure reported is the median over iterations.
+// Each timed iteration is [barrier; t0; submit one bucket; flush; t1;
+// barrier]; a rank's time counts only as the slowest rank's (a collective is
+// done when its last rank is), and the figure reported is the median over
+// iterations.
 // Hook and baseline iterations alternate, so drift in the machine's load
 // hits both alike.
 #include <sys/stat.h>
@@ -165,12 +166,16 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     s.flush();
     auto t1 = now();
     uint64_t wire1 = s.stats().wire_bytes;
+    // Ranks done early must not refill their buffer while the slowest one
+    // is still being timed: that memcpy would steal its CPU.
+    s.barrier();
 
     std::memcpy(bucket.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
     auto t2 = now();
     s.allreduce(bucket.data(), numel, DDPH_SUM);
     auto t3 = now();
+    s.barrier();
     if (it < 0) continue;
     times[it] = secs(t0, t1);
     times[o.iters + it] = secs(t2, t3);
