@@ -58,6 +58,15 @@ ddph_error_t* alltoallv_fn(void* ctx, const DLTensor* send, const int64_t* send_
   return guard([&] { comm_of(ctx, "alltoallv").alltoallv(send, send_counts, recv, recv_counts); });
 }
 
+ddph_error_t* split_fn(void* ctx, int color, int key, ddph_comm_t** out) {
+  return guard([&] {
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "split: out is NULL");
+    *out = nullptr;
+    std::unique_ptr<Communicator> sub = comm_of(ctx, "split").split(color, key);
+    if (sub) *out = make_comm_table(std::move(sub));
+  });
+}
+
 uint64_t bytes_sent_fn(void* ctx) {
   return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent() : 0;
 }
@@ -87,7 +96,7 @@ ddph_comm_t* make_comm_table(std::unique_ptr<Communicator> comm) {
   t.barrier = &barrier_fn;
   t.send = &send_fn;
   t.recv = &recv_fn;
-  t.split = nullptr;  // sub-communicators are not offered yet
+  t.split = &split_fn;
   t.bytes_sent = &bytes_sent_fn;
   t.destroy = &destroy_fn;
   t.alltoallv = &alltoallv_fn;

@@ -11,7 +11,7 @@ namespace ddph {
 namespace comm_gloo {
 
 Communicator::Communicator(const CommConfig& config,
-                           std::unique_ptr<::gloo::rendezvous::Store> store)
+                           std::shared_ptr<::gloo::rendezvous::Store> store)
     : config_(config),
       store_(std::move(store)),
       send_seq_(size_t(config.world), 0),

@@ -43,8 +43,9 @@ struct CommConfig {
 
 class Communicator {
  public:
-  // Collective: connects to every peer through store (which it keeps).
-  Communicator(const CommConfig& config, std::unique_ptr<::gloo::rendezvous::Store> store);
+  // Collective: connects to every peer through store, which it shares with
+  // the communicators split from it.
+  Communicator(const CommConfig& config, std::shared_ptr<::gloo::rendezvous::Store> store);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -67,6 +68,9 @@ class Communicator {
   void recv(DLTensor* buf, int peer);
   void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
                  const int64_t* recv_counts);
+  // Collective: a communicator of the ranks that pass the same color,
+  // ordered by (key, rank), or NULL for a negative color (split.cpp).
+  std::unique_ptr<Communicator> split(int color, int key);
 
   // [thread-safe]
   uint64_t bytes_sent() { return wire_.total(); }
@@ -96,7 +100,7 @@ class Communicator {
   void drain_sends(const char* what);
 
   CommConfig config_;
-  std::unique_ptr<::gloo::rendezvous::Store> store_;         // the URL's or the host's store
+  std::shared_ptr<::gloo::rendezvous::Store> store_;         // the URL's or the host's store
   std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
@@ -106,6 +110,7 @@ class Communicator {
   std::string broken_;  // the first failure; empty while healthy
 
   uint32_t next_tag_ = 1;
+  uint32_t splits_ = 0;  // split() calls so far: names each split's store namespace
   std::vector<uint64_t> send_seq_, recv_seq_;  // per peer, for point-to-point slots
   struct PendingSend {
     std::vector<char> data;  // a copy: the caller's buffer is free once send returns

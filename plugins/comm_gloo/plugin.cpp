@@ -93,7 +93,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
                "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
 
     // The host's store wins over a URL: the loader passes one or the other.
-    std::unique_ptr<::gloo::rendezvous::Store> store;
+    std::shared_ptr<::gloo::rendezvous::Store> store;
     if (init->store != nullptr)
       store.reset(new HostStore(init->store, config.timeout));
     else

@@ -355,6 +355,50 @@ int alltoallv_body(int rank, int world, const std::string& dir) {
   return 0;
 }
 
+// split: on W ranks, color = rank % 2 with keys in reverse rank order, and
+// the last rank of an odd world opting out (negative color). Each group sums
+// its members' ranks; a split of a split works; the parent stays usable.
+int split_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr && comm->split != nullptr, "rank %d: no split", rank);
+  const bool out = world % 2 == 1 && rank == world - 1;
+  ddph_comm_t* sub = nullptr;
+  CHILD_OK(comm->split(comm->ctx, out ? -1 : rank % 2, -rank, &sub));
+  if (out) {
+    DDPH_CHILD_CHECK(sub == nullptr, "rank %d: a negative color got a communicator", rank);
+  } else {
+    std::vector<int> members;  // same color, by key -rank: descending rank
+    for (int r = world - 1; r >= 0; --r)
+      if (r % 2 == rank % 2 && !(world % 2 == 1 && r == world - 1)) members.push_back(r);
+    const int want_rank = int(std::find(members.begin(), members.end(), rank) - members.begin());
+    DDPH_CHILD_CHECK(sub != nullptr && sub->rank(sub->ctx) == want_rank &&
+                         sub->size(sub->ctx) == int(members.size()),
+                     "rank %d: sub rank %d of %d, want %d of %zu", rank,
+                     sub ? sub->rank(sub->ctx) : -1, sub ? sub->size(sub->ctx) : -1, want_rank,
+                     members.size());
+    Tensor t(kI64, 3);
+    for (int i = 0; i < 3; ++i) t.as<int64_t>()[i] = rank * (i + 1);
+    CHILD_OK(sub->allreduce(sub->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+    int64_t sum = 0;
+    for (int r : members) sum += r;
+    for (int i = 0; i < 3; ++i)
+      DDPH_CHILD_CHECK(t.as<int64_t>()[i] == sum * (i + 1), "group sum [%d] = %lld, want %lld", i,
+                       (long long)t.as<int64_t>()[i], (long long)(sum * (i + 1)));
+    // Split again: everyone alone.
+    ddph_comm_t* alone = nullptr;
+    CHILD_OK(sub->split(sub->ctx, sub->rank(sub->ctx), 0, &alone));
+    DDPH_CHILD_CHECK(alone != nullptr && alone->size(alone->ctx) == 1, "nested split");
+    alone->destroy(alone->ctx);
+    sub->destroy(sub->ctx);
+  }
+  Tensor one(kI32, 1);
+  one.as<int32_t>()[0] = 1;
+  CHILD_OK(comm->allreduce(comm->ctx, one.dl(), one.dl(), DDPH_SUM, nullptr));
+  DDPH_CHILD_CHECK(one.as<int32_t>()[0] == world, "parent after split: %d", one.as<int32_t>()[0]);
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
 class CommGlooRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(CommGlooRanks, AllreduceIsExactForEveryDtypeAndOp) {
@@ -379,6 +423,11 @@ TEST_P(CommGlooRanks, BytesSentCountsTheWire) {
 
 TEST_P(CommGlooRanks, AlltoallvNativeAndFallback) {
   auto res = ddph_test::run_ranks(GetParam(), alltoallv_body, 30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST_P(CommGlooRanks, SplitGroupsByColorAndKey) {
+  auto res = ddph_test::run_ranks(GetParam(), split_body, 30);
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 

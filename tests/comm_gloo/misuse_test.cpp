@@ -215,7 +215,9 @@ TEST_F(CollectiveMisuse, SizesRootsPeersCtx) {
   EXPECT_EQ(c_->rank(nullptr), -1);
   EXPECT_EQ(c_->bytes_sent(nullptr), 0u);
   c_->destroy(nullptr);  // a no-op
-  EXPECT_EQ(c_->split, nullptr) << "split is not offered; NULL says so";
+  ddph_comm_t* sub = nullptr;
+  EXPECT_ERR(c_->split(c_->ctx, 0, 0, nullptr), DDPH_INVALID_ARGUMENT, "split: out is NULL");
+  EXPECT_ERR(c_->split(nullptr, 0, 0, &sub), DDPH_INVALID_ARGUMENT, "split: ctx is NULL");
   // World 1: every collective is the identity, and works.
   a.as<int32_t>()[2] = 42;
   EXPECT_TRUE(take(c_->allgather(c_->ctx, a.dl(), b.dl(), nullptr)).ok());

@@ -190,8 +190,10 @@ typedef struct ddph_comm {
   ddph_error_t *(*send)(void *ctx, const DLTensor *buf, int peer, void *stream);
   ddph_error_t *(*recv)(void *ctx, DLTensor *buf, int peer, void *stream);
   /* Optional: a sub-communicator of the ranks that pass the same color,
-   * ordered by key. Collective over this communicator. *out is owned by the
-   * caller, who calls (*out)->destroy((*out)->ctx). */
+   * ordered by key (ties by rank). Collective over this communicator. A
+   * negative color joins no group: *out is set to NULL. *out is owned by the
+   * caller, who calls (*out)->destroy((*out)->ctx) before destroying this
+   * communicator. */
   ddph_error_t *(*split)(void *ctx, int color, int key, struct ddph_comm **out);
   /* Optional: payload bytes this rank has put on the wire so far. [thread-safe] */
   uint64_t (*bytes_sent)(void *ctx);
