@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/le_bytes.h"
+
 namespace ddph_test {
 namespace psgd {
 
@@ -62,17 +64,6 @@ void record(void* user, ddph_error_t* e) {
   o->message = ddph_error_message(e);
   ddph_error_free(e);
 }
-void put(std::string& out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(char(uint8_t(v >> (8 * i))));
-}
-void put_floats(std::string& out, const std::vector<float>& v) {
-  put(out, v.size(), 8);
-  for (float f : v) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    put(out, bits, 4);
-  }
-}
 }  // namespace
 
 ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
@@ -93,39 +84,39 @@ ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<S
 
 std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
                                const std::map<uint64_t, Memory>& buckets) {
-  std::string out = "DDPHPSGD";
-  put(out, 1, 4);  // version
-  put(out, kind, 4);
-  put(out, iter, 8);
-  put(out, 624, 4);  // position: the next draw twists first
+  ddph::LeWriter w;
+  for (char c : std::string("DDPHPSGD")) w.put(uint8_t(c), 1);
+  w.put(1, 4);  // version
+  w.put(kind, 4);
+  w.put(iter, 8);
+  w.put(624, 4);  // position: the next draw twists first
   uint32_t mt = seed;
   for (int i = 0; i < 624; ++i) {
-    put(out, mt, 4);
+    w.put(mt, 4);
     mt = 1812433253u * (mt ^ (mt >> 30)) + uint32_t(i + 1);
   }
-  put(out, buckets.size(), 4);
+  w.put(buckets.size(), 4);
   for (const auto& kv : buckets) {
-    put(out, kv.first, 8);
-    put_floats(out, kv.second.p);
-    put_floats(out, kv.second.q);
-    put_floats(out, kv.second.error);
+    w.put(kv.first, 8);
+    w.put_floats(kv.second.p);
+    w.put_floats(kv.second.q);
+    w.put_floats(kv.second.error);
   }
-  uint64_t h = 1469598103934665603ull;
-  for (char c : out) h = (h ^ uint8_t(c)) * 1099511628211ull;
-  put(out, h, 8);
-  return out;
+  w.put(ddph::fnv1a64(w.bytes().data(), w.bytes().size()), 8);
+  return w.take();
 }
 
 std::string session_blob(const std::string& hook_name, const std::string& hook_blob) {
-  std::string out = "DDPHSTAT";
-  put(out, 1, 4);
-  put(out, 1, 4);
-  put(out, 8, 4);
-  out += "powersgd";
-  put(out, hook_name.size(), 4);
-  out += hook_name;
-  put(out, hook_blob.size(), 8);
-  return out + hook_blob;
+  ddph::LeWriter w;
+  for (char c : std::string("DDPHSTAT")) w.put(uint8_t(c), 1);
+  w.put(1, 4);  // container version
+  w.put(1, 4);  // one record
+  w.put(8, 4);
+  for (char c : std::string("powersgd")) w.put(uint8_t(c), 1);
+  w.put(hook_name.size(), 4);
+  for (char c : hook_name) w.put(uint8_t(c), 1);
+  w.put(hook_blob.size(), 8);
+  return w.take() + hook_blob;
 }
 
 std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine) {

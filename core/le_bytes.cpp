@@ -1,0 +1,66 @@
+#include "core/le_bytes.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace ddph {
+
+void LeWriter::put(uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out_.push_back(char(uint8_t(v >> (8 * i))));
+}
+
+void LeWriter::put_floats(const std::vector<float>& v) {
+  put(v.size(), 8);
+  for (float f : v) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    put(bits, 4);
+  }
+}
+
+LeReader::LeReader(const void* bytes, size_t n, const char* blob)
+    : p_(static_cast<const uint8_t*>(bytes)), n_(n), blob_(blob) {}
+
+void LeReader::need(size_t bytes, const char* field) const {
+  DDPH_CHECK(
+      bytes <= n_ - pos_, DDPH_INVALID_ARGUMENT,
+      blob_ << ": blob truncated at byte " << pos_ << " of " << n_ << " while reading " << field);
+}
+
+uint64_t LeReader::get(int bytes, const char* field) {
+  need(size_t(bytes), field);
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= uint64_t(p_[pos_ + size_t(i)]) << (8 * i);
+  pos_ += size_t(bytes);
+  return v;
+}
+
+const uint8_t* LeReader::take(size_t bytes, const char* field) {
+  need(bytes, field);
+  const uint8_t* p = p_ + pos_;
+  pos_ += bytes;
+  return p;
+}
+
+std::vector<float> LeReader::get_floats(const char* field) {
+  const uint64_t count = get(8, field);
+  DDPH_CHECK(count <= left() / 4, DDPH_INVALID_ARGUMENT,
+             blob_ << ": blob truncated: " << count << " floats of " << field << " claimed, "
+                   << left() << " bytes left");
+  std::vector<float> v(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint32_t bits = uint32_t(get(4, field));
+    std::memcpy(&v[i], &bits, 4);
+  }
+  return v;
+}
+
+uint64_t fnv1a64(const void* bytes, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(bytes);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace ddph

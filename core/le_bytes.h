@@ -1,0 +1,47 @@
+// Little-endian byte strings that read the same on every host, for the
+// checkpoint blobs of hooks: integers byte by byte, floats as their IEEE-754
+// bits, and a reader whose every overrun is a DDPH_INVALID_ARGUMENT naming
+// the blob and the field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddph {
+
+class LeWriter {
+ public:
+  void put(uint64_t v, int bytes);
+  // u64 count, then count x f32.
+  void put_floats(const std::vector<float>& v);
+  const std::string& bytes() const { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class LeReader {
+ public:
+  // `blob` names the blob in messages ("powersgd state").
+  LeReader(const void* bytes, size_t n, const char* blob);
+  uint64_t get(int bytes, const char* field);
+  // The inverse of put_floats; a count that cannot fit in what is left is
+  // reported before anything is allocated.
+  std::vector<float> get_floats(const char* field);
+  const uint8_t* take(size_t bytes, const char* field);
+  size_t left() const { return n_ - pos_; }
+
+ private:
+  void need(size_t bytes, const char* field) const;
+  const uint8_t* p_;
+  size_t n_, pos_ = 0;
+  const char* blob_;
+};
+
+// FNV-1a 64 of n bytes.
+uint64_t fnv1a64(const void* bytes, size_t n);
+
+}  // namespace ddph
