@@ -1,0 +1,233 @@
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "plugins/powersgd/cuda/lowrank_cuda.h"
+
+namespace ddph {
+namespace powersgd {
+namespace {
+
+void check_cuda(cudaError_t e, const char* what) {
+  DDPH_CHECK(e == cudaSuccess, DDPH_INTERNAL,
+             "powersgd CUDA: " << what << ": " << cudaGetErrorString(e));
+}
+void check_blas(cublasStatus_t s, const char* what) {
+  DDPH_CHECK(s == CUBLAS_STATUS_SUCCESS, DDPH_INTERNAL,
+             "powersgd CUDA: " << what << ": cuBLAS status " << int(s));
+}
+void check_solver(cusolverStatus_t s, const char* what) {
+  DDPH_CHECK(s == CUSOLVER_STATUS_SUCCESS, DDPH_INTERNAL,
+             "powersgd CUDA: " << what << ": cuSOLVER status " << int(s));
+}
+
+__global__ void add_kernel(float* err, const float* data, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    err[i] += data[i];
+}
+
+__global__ void divide_kernel(float* data, size_t n, float w) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    data[i] /= w;
+}
+
+constexpr int kThreads = 256;
+
+// Sum over the block, in double (as the CPU path sums its norms and dots).
+__device__ double block_sum(double v, double* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s) shared[threadIdx.x] += shared[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+// One block per matrix: Gram-Schmidt over the columns, as
+// orthogonalize_gram_schmidt on the CPU.
+__global__ void gram_schmidt_kernel(float* a, int rows, int cols, float eps) {
+  __shared__ double shared[kThreads];
+  float* m = a + size_t(blockIdx.x) * rows * cols;
+  const int usable = min(rows, cols);
+  for (int k = 0; k < usable; ++k) {
+    double ss = 0;
+    for (int i = threadIdx.x; i < rows; i += kThreads) {
+      const double v = m[size_t(i) * cols + k];
+      ss += v * v;
+    }
+    const float denom = float(sqrt(block_sum(ss, shared))) + eps;
+    for (int i = threadIdx.x; i < rows; i += kThreads) {
+      float& v = m[size_t(i) * cols + k];
+      v = denom > 0 ? v / denom : 0.0f;
+    }
+    __syncthreads();
+    for (int j = k + 1; j < cols; ++j) {
+      double dot = 0;
+      for (int i = threadIdx.x; i < rows; i += kThreads)
+        dot += double(m[size_t(i) * cols + k]) * m[size_t(i) * cols + j];
+      const float d = float(block_sum(dot, shared));
+      for (int i = threadIdx.x; i < rows; i += kThreads)
+        m[size_t(i) * cols + j] -= d * m[size_t(i) * cols + k];
+      __syncthreads();
+    }
+  }
+  for (int i = threadIdx.x; i < rows; i += kThreads)
+    for (int k = usable; k < cols; ++k) m[size_t(i) * cols + k] = 0.0f;
+}
+
+// out (cols x rows, row-major) = in (rows x cols, row-major) transposed: a
+// row-major matrix to column-major for cuSOLVER, and back.
+__global__ void transpose_kernel(const float* in, int rows, int cols, float* out) {
+  const size_t n = size_t(rows) * cols;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const size_t r = i / size_t(cols), c = i % size_t(cols);
+    out[c * rows + r] = in[i];
+  }
+}
+
+unsigned grid_for(size_t n) {
+  return unsigned(std::min<size_t>((n + kThreads - 1) / kThreads, 65535));
+}
+
+}  // namespace
+
+struct LowRankCuda::Impl {
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t solver = nullptr;
+  cudaStream_t stream = nullptr;
+  // QR scratch: a column-major copy, tau, LAPACK workspace, info; grown on
+  // demand (a cudaMalloc only when a larger matrix first appears).
+  float* scratch = nullptr;
+  size_t scratch_floats = 0;
+  int* info = nullptr;
+
+  float* reserve(size_t floats) {
+    if (floats > scratch_floats) {
+      if (scratch != nullptr) check_cuda(cudaFree(scratch), "cudaFree");
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&scratch), floats * sizeof(float)),
+                 "cudaMalloc (QR scratch)");
+      scratch_floats = floats;
+    }
+    return scratch;
+  }
+};
+
+LowRankCuda::LowRankCuda() : impl_(new Impl) {
+  check_blas(cublasCreate(&impl_->blas), "cublasCreate");
+  check_solver(cusolverDnCreate(&impl_->solver), "cusolverDnCreate");
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), sizeof(int)), "cudaMalloc");
+}
+
+LowRankCuda::~LowRankCuda() {
+  cudaFree(impl_->scratch);
+  cudaFree(impl_->info);
+  cusolverDnDestroy(impl_->solver);
+  cublasDestroy(impl_->blas);
+  delete impl_;
+}
+
+void LowRankCuda::set_stream(void* stream) {
+  impl_->stream = static_cast<cudaStream_t>(stream);
+  check_blas(cublasSetStream(impl_->blas, impl_->stream), "cublasSetStream");
+  check_solver(cusolverDnSetStream(impl_->solver, impl_->stream), "cusolverDnSetStream");
+}
+
+void LowRankCuda::add(float* err, const float* data, size_t n) {
+  if (n == 0) return;
+  add_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, data, n);
+  check_cuda(cudaGetLastError(), "add kernel");
+}
+
+void LowRankCuda::divide(float* data, size_t n, int w) {
+  if (n == 0) return;
+  divide_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(data, n, float(w));
+  check_cuda(cudaGetLastError(), "divide kernel");
+}
+
+// Row-major X (a x b) is column-major X^T (b x a) with leading dimension b,
+// which is how each product below is handed to column-major cuBLAS.
+void LowRankCuda::multiply_mq(const float* m, int rows, int cols, const float* q, int r, float* p) {
+  const float one = 1.0f, zero = 0.0f;
+  // P^T (r x rows) = Q^T (r x cols) M^T (cols x rows).
+  check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_N, CUBLAS_OP_N, r, rows, cols, &one, q, r, m, cols,
+                         &zero, p, r),
+             "cublasSgemm (P = M Q)");
+}
+
+void LowRankCuda::multiply_mtp(const float* m, int rows, int cols, const float* p, int r,
+                               float* q) {
+  const float one = 1.0f, zero = 0.0f;
+  // Q^T (r x cols) = P^T (r x rows) M (rows x cols).
+  check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_N, CUBLAS_OP_T, r, cols, rows, &one, p, r, m, cols,
+                         &zero, q, r),
+             "cublasSgemm (Q = M^T P)");
+}
+
+void LowRankCuda::reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
+                              float* before) {
+  const float one = 1.0f, zero = 0.0f, minus_one = -1.0f;
+  // out^T (cols x rows) = Q (cols x r) P^T (r x rows).
+  check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, r, &one, q, r, p, r,
+                         &zero, out, cols),
+             "cublasSgemm (P Q^T)");
+  if (before != nullptr) {
+    // before -= P Q^T, as a second product rather than a read of out, so
+    // that it needs no ordering against other writers of out.
+    check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, r, &minus_one, q, r,
+                           p, r, &one, before, cols),
+               "cublasSgemm (error)");
+  }
+}
+
+void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float eps) {
+  if (batch == 0 || rows == 0 || cols == 0) return;
+  if (cols <= 2) {
+    gram_schmidt_kernel<<<unsigned(batch), kThreads, 0, impl_->stream>>>(a, rows, cols, eps);
+    check_cuda(cudaGetLastError(), "Gram-Schmidt kernel");
+    return;
+  }
+  const int usable = std::min(rows, cols);
+  int lwork_qr = 0, lwork_q = 0;
+  float* w = impl_->reserve(size_t(rows) * cols);  // sizes first: reserve may reallocate
+  check_solver(cusolverDnSgeqrf_bufferSize(impl_->solver, rows, usable, w, rows, &lwork_qr),
+               "geqrf buffer size");
+  check_solver(
+      cusolverDnSorgqr_bufferSize(impl_->solver, rows, usable, usable, w, rows, nullptr, &lwork_q),
+      "orgqr buffer size");
+  const size_t lwork = size_t(std::max(lwork_qr, lwork_q));
+  w = impl_->reserve(size_t(rows) * cols + size_t(usable) + lwork);
+  float* tau = w + size_t(rows) * cols;
+  float* work = tau + usable;
+  const size_t n = size_t(rows) * cols;
+  for (int b = 0; b < batch; ++b) {
+    float* m = a + size_t(b) * n;
+    // Column-major (rows x cols) for cuSOLVER is row-major (cols x rows).
+    transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, w);
+    check_cuda(cudaGetLastError(), "transpose kernel");
+    check_solver(
+        cusolverDnSgeqrf(impl_->solver, rows, usable, w, rows, tau, work, int(lwork), impl_->info),
+        "cusolverDnSgeqrf");
+    check_solver(cusolverDnSorgqr(impl_->solver, rows, usable, usable, w, rows, tau, work,
+                                  int(lwork), impl_->info),
+                 "cusolverDnSorgqr");
+    if (usable < cols)
+      check_cuda(cudaMemsetAsync(w + size_t(rows) * usable, 0,
+                                 size_t(rows) * (cols - usable) * sizeof(float), impl_->stream),
+                 "zero the columns past rows");
+    transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(w, cols, rows, m);
+    check_cuda(cudaGetLastError(), "transpose kernel");
+  }
+}
+
+}  // namespace powersgd
+}  // namespace ddph
