@@ -38,11 +38,14 @@ struct Variant {
   bool warm, ef, batch_same_shape;
   int batch;     // samples per rank
   bool prefill;  // start from a chosen Q (warm start only)
+  bool batched;  // batched_powersgd against batched_powerSGD_hook
+  const char* hook() const { return batched ? "batched_powersgd" : "powersgd"; }
   std::string options() const {
     return "rank: " + std::to_string(rank) +
            ", start_iter: 2, warm_start: " + (warm ? "true" : "false") +
            ", error_feedback: " + (ef ? "true" : "false") +
-           ", batch_same_shape: " + (batch_same_shape ? "true" : "false");
+           (batched ? ""
+                    : std::string(", batch_same_shape: ") + (batch_same_shape ? "true" : "false"));
   }
 };
 
@@ -55,11 +58,16 @@ const Variant kVariants[] = {
     {"warm_ef_batched_shapes", 2, true, true, true, 16, true},
     {"warm_ef_rank4_qr", 4, true, true, false, 16, true},
     {"seeded_rank1_batched_shapes", 1, true, true, true, 16, false},
+    // PyTorch's batched hook with its one bug fixed in the script (2-D
+    // matrices unsqueezed for _orthogonalize); the math is PyTorch's.
+    {"batched_warm_ef", 1, true, true, false, 16, true, true},
+    {"batched_cold_no_ef", 2, false, false, false, 16, false, true},
+    {"batched_warm_ef_rank4_qr", 4, true, true, false, 16, true, true},
 };
 constexpr size_t kNumVariants = sizeof kVariants / sizeof kVariants[0];
 
 const char* kScript = R"PY(
-import os, sys
+import math, os, sys
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -107,10 +115,17 @@ def gradients(batch):
                                        l1.weight.grad.flatten(), l1.bias.grad]).numpy()
     return g
 
+# batched_powerSGD_hook hands _orthogonalize 2-D matrices where it asserts
+# 3-D (PyTorch 1.13 and upstream); the fix is to add the batch dimension.
+_orthogonalize = ps._orthogonalize
+ps._orthogonalize = lambda m, epsilon=0: _orthogonalize(m.unsqueeze(0) if m.dim() == 2 else m, epsilon)
+
 def worker(rank):
     dist.init_process_group("gloo", init_method="file://" + d + "/store", rank=rank, world_size=W)
-    for v, (name, r, warm, ef, bss, batch, prefill) in enumerate(variants):
+    for v, (name, r, warm, ef, bss, batch, prefill, batched) in enumerate(variants):
         r, warm, ef, bss, batch, prefill = int(r), warm == "1", ef == "1", bss == "1", int(batch), prefill == "1"
+        batched = batched == "1"
+        hook = ps.batched_powerSGD_hook if batched else ps.powerSGD_hook
         g = np.fromfile(d + "/grads%d" % batch, dtype=np.float32).reshape(STEPS, W, -1)
         st = ps.PowerSGDState(None, matrix_approximation_rank=r, start_powerSGD_iter=START,
                               use_error_feedback=ef, warm_start=warm, random_seed=0,
@@ -118,21 +133,24 @@ def worker(rank):
         if prefill:
             for b in range(2):
                 q0 = np.fromfile(d + "/q0_%d_%d" % (v, b), dtype=np.float32)
-                st.q_memory_dict[b] = torch.from_numpy(q0.copy())
-                st.p_memory_dict[b] = torch.zeros(q0.size)  # square matrices: |P| = |Q|
+                q0 = torch.from_numpy(q0.copy())
+                if batched: q0 = q0.view(-1, r)  # the batched hook keeps (side, r) matrices
+                st.q_memory_dict[b] = q0
+                st.p_memory_dict[b] = torch.zeros_like(q0)  # square matrices: |P| = |Q|
         outs, errs, pqs = [], [], []
         for step in range(STEPS):
             at = 0
             for b in range(2):
-                buf = torch.from_numpy(g[step, rank, at:at + SIZES[b]].copy())
+                buf = torch.from_numpy(g[step, rank, at:at + SIZES[b]].copy()).clone()  # resizable
                 at += SIZES[b]
-                out = ps.powerSGD_hook(st, Bucket(buf, b, b == 1, SHAPES[b])).wait()
+                out = hook(st, Bucket(buf, b, b == 1, SHAPES[b])).wait()
                 outs.append(out.numpy().copy())
                 e = st.error_dict.get(b)
-                errs.append(e.numpy().copy() if e is not None else np.zeros(SIZES[b], np.float32))
+                elen = math.ceil(math.sqrt(SIZES[b])) ** 2 if batched else SIZES[b]
+                errs.append(e.numpy().copy() if e is not None else np.zeros(elen, np.float32))
                 if warm and b in st.q_memory_dict and step >= START:
-                    pqs.append(st.p_memory_dict[b].numpy().copy())
-                    pqs.append(st.q_memory_dict[b].numpy().copy())
+                    pqs.append(st.p_memory_dict[b].numpy().ravel().copy())
+                    pqs.append(st.q_memory_dict[b].numpy().ravel().copy())
         np.concatenate(outs).astype(np.float32).tofile(d + "/out_%d_%d" % (v, rank))
         np.concatenate(errs).astype(np.float32).tofile(d + "/err_%d_%d" % (v, rank))
         (np.concatenate(pqs) if pqs else np.zeros(0)).astype(np.float32).tofile(d + "/pq_%d_%d" % (v, rank))
@@ -144,9 +162,21 @@ if __name__ == "__main__":
     mp.spawn(worker, nprocs=W)
 )PY";
 
+constexpr int64_t kSize[2] = {2 * (64 * 64 + 64), 64 * 64 + 64};
+constexpr int64_t kTotal = kSize[0] + kSize[1];
+// The batched hook's square side for each bucket: ceil(sqrt(n)) = 92, 65.
+constexpr int64_t kSide[2] = {92, 65};
+
+// Elements of a bucket's error buffer (padded to side^2 when batched).
+int64_t error_length(const Variant& x, int b) {
+  return x.batched ? kSide[b] * kSide[b] : kSize[b];
+}
+
 // A chosen initial Q: smooth, full rank, different per bucket and variant.
 std::vector<float> initial_q(size_t v, int bucket, int rank) {
-  std::vector<float> q(size_t(kMatrices[bucket]) * 64 * size_t(rank));
+  const Variant& x = kVariants[v];
+  const int64_t rows = x.batched ? kSide[bucket] : kMatrices[bucket] * 64;
+  std::vector<float> q(size_t(rows) * size_t(rank));
   for (size_t i = 0; i < q.size(); ++i)
     q[i] = float(std::sin(0.37 * double(i + 1) + double(v) + 3.0 * bucket));
   return q;
@@ -167,8 +197,8 @@ const Reference& reference() {
   for (size_t v = 0; v < kNumVariants; ++v) {
     const Variant& x = kVariants[v];
     char line[160];
-    std::snprintf(line, sizeof line, "%s %d %d %d %d %d %d\n", x.name, x.rank, x.warm, x.ef,
-                  x.batch_same_shape, x.batch, x.prefill);
+    std::snprintf(line, sizeof line, "%s %d %d %d %d %d %d %d\n", x.name, x.rank, x.warm, x.ef,
+                  x.batch_same_shape, x.batch, x.prefill, x.batched);
     variants += line;
     if (x.prefill)
       for (int b = 0; b < 2; ++b)
@@ -200,9 +230,6 @@ const Reference& reference() {
   return ref;
 }
 
-constexpr int64_t kSize[2] = {2 * (64 * 64 + 64), 64 * 64 + 64};
-constexpr int64_t kTotal = kSize[0] + kSize[1];
-
 const float* grad(const Reference& ref, const Variant& x, int step, int rank) {
   return ref.grads[x.batch == 1 ? 0 : 1].data() + (size_t(step) * kWorld + size_t(rank)) * kTotal;
 }
@@ -216,7 +243,7 @@ TEST_P(TorchParity, MatchesPowerSGDHook) {
   const Reference& ref = reference();
   ASSERT_EQ(ref.out[v][0].size(), size_t(kSteps * kTotal)) << "reference output size";
   auto results = ddph_test::run_ranks(kWorld, [&](int rank, int world, const std::string& dir) {
-    ddph_session_t* s = ddph_test::open_session(yaml("powersgd", x.options()), rank, world, dir);
+    ddph_session_t* s = ddph_test::open_session(yaml(x.hook(), x.options()), rank, world, dir);
     DDPH_CHILD_CHECK(s != nullptr, "open failed");
     if (x.prefill) {
       std::map<uint64_t, Memory> mem;
@@ -224,7 +251,8 @@ TEST_P(TorchParity, MatchesPowerSGDHook) {
         mem[uint64_t(b)].q = initial_q(v, b, x.rank);
         mem[uint64_t(b)].p.assign(mem[uint64_t(b)].q.size(), 0.0f);
       }
-      const std::string blob = session_blob("powersgd", hook_blob_from_doc(0, 0, 0, mem));
+      const std::string blob =
+          session_blob(x.hook(), hook_blob_from_doc(x.batched ? 1 : 0, 0, 0, mem));
       ddph_error_t* e = ddph_session_load_state(s, blob.data(), blob.size());
       DDPH_CHILD_CHECK(e == nullptr, "load_state: %s", ddph_error_message(e));
     }
@@ -255,11 +283,14 @@ TEST_P(TorchParity, MatchesPowerSGDHook) {
         const ddph::powersgd::PsgdState st = [&] {
           const std::string hb = ddph_test::quant::hook_blob(ddph_test::quant::session_state(s));
           return ddph::powersgd::decode_state(hb.data(), hb.size(),
-                                              ddph::powersgd::HookKind::kLayerwise);
+                                              x.batched ? ddph::powersgd::HookKind::kBatched
+                                                        : ddph::powersgd::HookKind::kLayerwise);
         }();
         if (x.ef && step >= kStart) {
-          std::vector<float> want_err(ref.err[v][rank].begin() + off,
-                                      ref.err[v][rank].begin() + off + kSize[b]);
+          const size_t eoff = size_t(step) * size_t(error_length(x, 0) + error_length(x, 1)) +
+                              size_t(b == 1 ? error_length(x, 0) : 0);
+          std::vector<float> want_err(ref.err[v][rank].begin() + eoff,
+                                      ref.err[v][rank].begin() + eoff + error_length(x, b));
           worst_err = std::max(worst_err, max_rel_diff(st.buckets.at(uint64_t(b)).error, want_err));
         }
         if (x.warm && step >= kStart) {
