@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "core/host.h"
+
 namespace ddph {
 
 void check_hook_init(const ddph_hook_init_t* init, uint32_t flags) {
@@ -52,6 +54,17 @@ void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket)
   std::unique_lock<std::mutex> lock(w.mu);
   w.cv.wait(lock, [&] { return w.done; });
   DDPH_CALL(w.error);
+}
+
+void take_inner_bytes_out(const ddph_hook_ref_t& inner, ddph_stats_t* out) {
+  if (inner.hook->stats == nullptr) return;
+  ddph_stats_t s{};
+  s.struct_size = sizeof s;
+  ddph_error_t* error = inner.hook->stats(inner.state, &s);
+  if (error == nullptr)
+    out->bytes_out = s.bytes_out;
+  else
+    host()->error_free(error);
 }
 
 }  // namespace ddph

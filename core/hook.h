@@ -126,4 +126,9 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
 // error. For wrappers, whose inner hook may complete on another thread.
 void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket);
 
+// Wrappers report what their inner hook put on the wire: copies the inner
+// hook's bytes_out into out (left as is when the inner keeps no stats or
+// fails to report them).
+void take_inner_bytes_out(const ddph_hook_ref_t& inner, ddph_stats_t* out);
+
 }  // namespace ddph

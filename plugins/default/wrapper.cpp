@@ -1,7 +1,6 @@
 // PyTorch's fp16_compress_wrapper / bf16_compress_wrapper: hand the inner
 // hook a 16-bit copy of the bucket, wait for it, cast its result back.
 #include "core/hook.h"
-#include "core/host.h"
 #include "core/kernels/cast.h"
 #include "core/tensor.h"
 #include "plugins/default/hooks.h"
@@ -49,14 +48,7 @@ class WrapperHook : public Hook {
   // (bytes in stay the full-precision bytes handed to this wrapper).
   void stats(ddph_stats_t* out) const override {
     Hook::stats(out);
-    if (inner_.hook->stats == nullptr) return;
-    ddph_stats_t s{};
-    s.struct_size = sizeof s;
-    ddph_error_t* error = inner_.hook->stats(inner_.state, &s);
-    if (error == nullptr)
-      out->bytes_out = s.bytes_out;
-    else
-      host()->error_free(error);
+    take_inner_bytes_out(inner_, out);
   }
 
  private:

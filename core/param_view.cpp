@@ -1,0 +1,45 @@
+#include "core/param_view.h"
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace ddph {
+
+int64_t view_numel(const ddph_param_t& param) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < param.ndim; ++d) n *= param.shape[d];
+  return n;
+}
+
+float* param_f32_data(const ddph_bucket_t& bucket, size_t i, const char* hook, const char* role) {
+  const ddph_param_t& p = bucket.params[i];
+  const DLTensor& t = p.data;
+  DDPH_CHECK(t.data != nullptr, DDPH_INVALID_ARGUMENT,
+             hook << ": bucket.params[" << i << "].data.data is NULL, but this hook writes " << role
+                  << " there; the host must share it");
+  DDPH_CHECK(t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost,
+             DDPH_UNSUPPORTED,
+             hook << ": bucket.params[" << i << "].data.device type " << int(t.device.device_type)
+                  << " is not supported (CPU only in this build)");
+  DDPH_CHECK(
+      t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1, DDPH_UNSUPPORTED,
+      hook << ": bucket.params[" << i << "].data is not float32; " << role << " must be float32");
+  DDPH_CHECK(t.ndim >= 0 && (t.ndim == 0 || t.shape != nullptr), DDPH_INVALID_ARGUMENT,
+             hook << ": bucket.params[" << i << "].data.shape is NULL with ndim " << t.ndim);
+  const int64_t want = view_numel(p), have = numel(t);
+  DDPH_CHECK(have == want, DDPH_INVALID_ARGUMENT,
+             hook << ": bucket.params[" << i << "].data has " << have
+                  << " elements but its gradient view has " << want);
+  if (t.strides != nullptr) {
+    int64_t expect = 1;
+    for (int32_t d = t.ndim - 1; d >= 0; --d) {
+      DDPH_CHECK(t.shape[d] == 1 || t.strides[d] == expect, DDPH_INVALID_ARGUMENT,
+                 hook << ": bucket.params[" << i << "].data is not contiguous (stride "
+                      << t.strides[d] << " in dimension " << d << ", expected " << expect << ")");
+      expect *= t.shape[d];
+    }
+  }
+  return static_cast<float*>(data_ptr(t));
+}
+
+}  // namespace ddph

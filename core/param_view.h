@@ -1,0 +1,24 @@
+// The per-parameter tensors a host lends through ddph_param_t.data: the
+// parameter itself (optimizer hooks) or, by the mixed_precision family's
+// convention, the parameter's fp32 gradient (docs/mixed_precision.md).
+// Hooks that write into them check them here, once, with messages that name
+// the field, so a host that forgot one gets an error instead of a silent skip.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+
+namespace ddph {
+
+// Elements of params[i]'s gradient view in the bucket (product of its shape).
+int64_t view_numel(const ddph_param_t& param);
+
+// params[i].data as float32 host memory of the view's element count,
+// contiguous (strides NULL or row-major dense). Throws DDPH_INVALID_ARGUMENT
+// naming `hook`, the field and `role` (what the hook writes there)
+// when data.data is NULL or the tensor does not fit, DDPH_UNSUPPORTED for
+// another dtype or a device this build cannot write.
+float* param_f32_data(const ddph_bucket_t& bucket, size_t i, const char* hook, const char* role);
+
+}  // namespace ddph
