@@ -2,16 +2,17 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <exception>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "core/bucket_check.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "core/tensor.h"
 #include "loader/host_table.h"
+#include "loader/rank_agreement.h"
 #include "loader/state_blob.h"
 
 namespace ddph {
@@ -29,8 +30,7 @@ bool env_int(const char* name, int32_t* out) {
   char* end = nullptr;
   long v = std::strtol(text, &end, 10);
   DDPH_CHECK(*end == '\0' && errno == 0 && v >= 0 && v <= INT32_MAX, DDPH_INVALID_ARGUMENT,
-             "environment variable " << name << "='" << text
-                                     << "' is not a non-negative integer");
+             "environment variable " << name << "='" << text << "' is not a non-negative integer");
   *out = int32_t(v);
   return true;
 }
@@ -159,12 +159,15 @@ Session::Session(const ddph_session_options_t& opts) {
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
   try {
     create_communicator(opts);
+    create_control_communicator();
+    // Before any hook is created: creating one may be collective (a split).
+    agree_on_job(control_, job_);
     for (const ResolvedRule& rule : job_.rules) create_chain(*rule.hook, true, rule.max_bytes);
     create_chain(*job_.hook, false, 0);
     worker_ = std::make_unique<Worker>();
   } catch (...) {
     destroy_hooks();
-    if (owns_comm_ && comm_ != nullptr) comm_->destroy(comm_->ctx);
+    destroy_communicators();
     throw;
   }
 }
@@ -172,8 +175,7 @@ Session::Session(const ddph_session_options_t& opts) {
 Session::~Session() {
   worker_.reset();  // runs every queued bucket to completion, then joins
   destroy_hooks();
-  if (owns_comm_ && comm_ != nullptr && comm_->destroy != nullptr) comm_->destroy(comm_->ctx);
-  comm_ = nullptr;
+  destroy_communicators();
   // job_ (and with it the registry, unless shared) goes last: plugins unload
   // only after every state made from them is gone.
 }
@@ -228,6 +230,28 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
              "comm backend '" << spec.backend << "' made a ddph_comm_t of struct_size "
                               << comm->struct_size << ", smaller than the v1.0 size "
                               << DDPH_COMM_SIZE_V1_0);
+}
+
+// The rank-agreement exchanges get a communicator of their own where the
+// backend can split one: on the hooks' communicator, a rank still exchanging
+// layouts could meet a peer's hook collective in the same slot, and Gloo
+// aborts the process on a message longer than the buffer posted for it.
+// Apart, a mismatch can only end in a timeout on both sides.
+void Session::create_control_communicator() {
+  control_ = comm_;
+  if (comm_->split == nullptr || comm_->size(comm_->ctx) == 1) return;
+  ddph_comm_t* control = nullptr;
+  DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &control));
+  DDPH_CHECK(control != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
+  control_ = control;
+}
+
+void Session::destroy_communicators() {
+  if (control_ != nullptr && control_ != comm_ && control_->destroy != nullptr)
+    control_->destroy(control_->ctx);
+  control_ = nullptr;
+  if (owns_comm_ && comm_ != nullptr && comm_->destroy != nullptr) comm_->destroy(comm_->ctx);
+  comm_ = nullptr;
 }
 
 std::unique_ptr<ChainElement> Session::create_element(const ResolvedHook& resolved,
@@ -300,9 +324,16 @@ void Session::run_bucket(PendingBucket& pending) {
   } else {
     const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
     const ddph_hook_ref_t& hook = chain.elements.front()->ref;
-    Completion completion;
-    error = hook.hook->run_bucket(hook.state, &pending.bucket, &Completion::on_done, &completion);
-    if (error == nullptr) error = completion.wait();
+    try {
+      layouts_.check(control_, pending.bucket);
+    } catch (const Error& e) {
+      error = make_c_error(e.code(), e.what());
+    }
+    if (error == nullptr) {
+      Completion completion;
+      error = hook.hook->run_bucket(hook.state, &pending.bucket, &Completion::on_done, &completion);
+      if (error == nullptr) error = completion.wait();
+    }
     if (error == nullptr) {
       ++buckets_;
       if (pending.bucket.is_last) ++steps_;
@@ -364,7 +395,8 @@ void Session::stats(ddph_stats_t* out) const {
       s.bytes_out += hs.bytes_out;
     }
   }
-  if (comm_ != nullptr && comm_->bytes_sent != nullptr) s.wire_bytes = comm_->bytes_sent(comm_->ctx);
+  if (comm_ != nullptr && comm_->bytes_sent != nullptr)
+    s.wire_bytes = comm_->bytes_sent(comm_->ctx);
   std::memcpy(out, &s, sizeof s);
 }
 
@@ -427,8 +459,8 @@ void Session::load_state(const void* bytes, size_t n) {
                                      << next << " stateful hooks");
       for (const auto& step : plan) {
         const ddph_hook_ref_t& ref = step.first->ref;
-        DDPH_CALL(ref.hook->load_state(ref.state, step.second->blob.data(),
-                                       step.second->blob.size()));
+        DDPH_CALL(
+            ref.hook->load_state(ref.state, step.second->blob.data(), step.second->blob.size()));
       }
     } catch (...) {
       failure = std::current_exception();  // rethrown on the caller's thread

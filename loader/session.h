@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loader/job.h"
+#include "loader/rank_agreement.h"
 #include "loader/worker.h"
 
 namespace ddph {
@@ -63,6 +64,8 @@ class Session {
  private:
   struct PendingBucket;
   void create_communicator(const ddph_session_options_t& opts);
+  void create_control_communicator();
+  void destroy_communicators();
   std::unique_ptr<ChainElement> create_element(const ResolvedHook& resolved, HookChain& chain);
   void create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes);
   const HookChain& chain_for(uint64_t bytes) const;
@@ -74,6 +77,7 @@ class Session {
   Placement placement_;
   ddph_comm_t* comm_ = nullptr;
   bool owns_comm_ = false;
+  ddph_comm_t* control_ = nullptr;  // for rank agreement: split from comm_ (owned), or comm_
   // Rule chains first (in YAML order), then the main chain last.
   std::vector<HookChain> chains_;
 
@@ -84,6 +88,7 @@ class Session {
   std::string first_error_message_;
   bool broken_ = false;  // after a comm failure or timeout; worker thread only
   std::string broken_since_;
+  BucketLayouts layouts_;  // worker thread only
 
   // Last member: destroyed (drained and joined) first.
   std::unique_ptr<Worker> worker_;

@@ -18,9 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/cast.h"
 #include "loader/tool/bench_label.h"
+#include "loader/tool/bench_overlap.h"
 #include "loader/tool/bench_params.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/hook_needs.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
@@ -38,19 +41,28 @@ struct BenchOptions {
   bool json = false;
   double timeout_s = 600;
   int64_t matrix_rows = 0, matrix_cols = 0;  // --matrix; 0: one flat parameter
+  std::string dtype = "f32";                 // of the bucket (--dtype)
+  int overlap_buckets = 0;                   // --overlap N; 0: the plain bench
+  double backward_ms = 5;                    // --backward-ms, with --overlap
   bool help = false;
 };
 
 const char kUsage[] =
     "usage: ddph bench --config FILE.yaml [--config FILE2.yaml ...] [--world N]\n"
     "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
-    "                  [--matrix ROWSxCOLS]\n"
+    "                  [--matrix ROWSxCOLS] [--dtype f32|bf16|f16]\n"
+    "                  [--overlap N [--backward-ms MS]]\n"
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
     "buffer. --json prints one object per config per line. --matrix tiles the bucket\n"
     "with ROWS x COLS parameter views (and a 1-D rest), as hooks that factor\n"
-    "matrices (powersgd) need; by default the bucket is one flat parameter.\n";
+    "matrices (powersgd) need; by default the bucket is one flat parameter.\n"
+    "--dtype: the bucket's dtype (bf16/f16 for mixed_precision); the baseline stays\n"
+    "fp32. Hooks that take the parameters get a tensor per parameter view.\n"
+    "--overlap N (hook_then_optimizer configs): a step of N buckets, each after MS\n"
+    "(default 5) of simulated backward, with the optimizer in the hook against the\n"
+    "inner hook followed by a separate optimizer pass; reports the share hidden.\n";
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
@@ -74,6 +86,12 @@ BenchOptions parse(int argc, char** argv) {
       o.timeout_s = f.double_value(1, 1e6);
     else if (f.is("--matrix"))
       parse_matrix(f.value(), &o.matrix_rows, &o.matrix_cols);
+    else if (f.is("--dtype"))
+      o.dtype = f.value(), parse_bucket_dtype(o.dtype, "--dtype");
+    else if (f.is("--overlap"))
+      o.overlap_buckets = static_cast<int>(f.int_value(1, 4096));
+    else if (f.is("--backward-ms"))
+      o.backward_ms = f.double_value(0, 1e5);
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
@@ -147,9 +165,23 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
                     int rank, int64_t numel) {
   Session s(config, rank, o.world, url);
   const BenchParams params(numel, o.matrix_rows, o.matrix_cols);
-  ddph_train::GradBucket bucket(0, params.plan(), params.shapes());
-  std::vector<float> pristine(numel);
+  const ddph::DType dtype = parse_bucket_dtype(o.dtype, "--dtype");
+  ddph_train::GradBucket bucket(0, params.plan(), params.shapes(), dtype);
+  // A hook that takes the parameters (or writes fp32 gradients there) gets
+  // one float tensor per view; its values do not matter to the timing.
+  std::vector<std::vector<float>> lent;
+  if (hook_needs(config).params) {
+    std::vector<float*> tensors;
+    for (const ddph_train::BucketSlot& slot : params.plan().slots)
+      lent.emplace_back(static_cast<size_t>(slot.numel), 0.f);
+    for (auto& t : lent) tensors.push_back(t.data());
+    bucket.share_param_data(tensors);
+  }
+  std::vector<float> pristine(numel), baseline(numel);
   fill(pristine, rank);
+  const size_t bucket_bytes = static_cast<size_t>(numel) * ddph::dtype_size(dtype);
+  std::vector<char> pristine_bucket(bucket_bytes);
+  ddph::cast_into(ddph::DType::F32, pristine.data(), dtype, pristine_bucket.data(), numel);
 
   // times[0..K) the hook, times[K..2K) the baseline: one MAX allreduce at the end.
   std::vector<double> times(2 * o.iters);
@@ -158,7 +190,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   for (int it = -o.warmup; it < o.iters; ++it, ++step) {
-    std::memcpy(bucket.data(), pristine.data(), numel * sizeof(float));
+    std::memcpy(bucket.raw(), pristine_bucket.data(), bucket_bytes);
     s.barrier();
     uint64_t wire0 = s.stats().wire_bytes;
     auto t0 = now();
@@ -170,10 +202,10 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     // is still being timed: that memcpy would steal its CPU.
     s.barrier();
 
-    std::memcpy(bucket.data(), pristine.data(), numel * sizeof(float));
+    std::memcpy(baseline.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
     auto t2 = now();
-    s.allreduce(bucket.data(), numel, DDPH_SUM);
+    s.allreduce(baseline.data(), numel, DDPH_SUM);
     auto t3 = now();
     s.barrier();
     if (it < 0) continue;
@@ -196,13 +228,28 @@ int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, cons
   const int64_t numel = std::max<int64_t>(1, bucket_bytes / 4);
   size_t width = 4;
   for (const std::string& l : labels) width = std::max(width, l.size());
-  if (rank == 0 && !o.json) print_header(width);
+  if (rank == 0 && !o.json && o.overlap_buckets == 0) print_header(width);
   for (size_t c = 0; c < o.configs.size(); ++c) {
     // A store directory per config: each session is its own rendezvous.
     std::string url = "file://" + dir + "/c" + std::to_string(c);
     try {
+      if (o.overlap_buckets > 0) {
+        OverlapOptions ov;
+        ov.world = o.world;
+        ov.buckets = o.overlap_buckets;
+        ov.backward_ms = o.backward_ms;
+        ov.iters = o.iters;
+        ov.warmup = o.warmup;
+        ov.json = o.json;
+        const std::string work = dir + "/c" + std::to_string(c) + "/rank" + std::to_string(rank);
+        if (mkdir(work.c_str(), 0700) != 0) throw std::runtime_error("cannot make " + work);
+        OverlapResult r = bench_overlap(ov, o.configs[c], work, url, rank, numel);
+        if (rank == 0) print_overlap(ov, labels[c], numel, r);
+        continue;
+      }
       Result r = bench_config(o, o.configs[c], url, rank, numel);
-      if (rank == 0) print_result(o, o.configs[c], labels[c], width, numel * 4, r);
+      const int64_t elem = int64_t(ddph::dtype_size(parse_bucket_dtype(o.dtype, "--dtype")));
+      if (rank == 0) print_result(o, o.configs[c], labels[c], width, numel * elem, r);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddph bench: rank %d: %s: %s\n", rank, o.configs[c].c_str(), e.what());
       return 1;

@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/cast.h"
 #include "loader/tool/bench_label.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/hook_needs.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
@@ -47,17 +49,23 @@ struct TrainOptions {
   double momentum = 0.9;
   double timeout_s = 300;
   int hidden = 64;  // width of both hidden layers
+  // Of the gradient buckets (--dtype); parameters and optimizer stay f32.
+  std::string dtype = "f32";
   bool help = false;
 };
 
 const char kUsage[] =
     "usage: ddph train --config FILE.yaml [--world N] [--steps S] [--bucket-kb B]\n"
     "                  [--log-every K] [--seed X] [--batch B] [--lr LR] [--momentum M]\n"
-    "                  [--hidden H] [--timeout SECONDS] [--rank R --rendezvous URL]\n"
+    "                  [--hidden H] [--dtype f32|bf16|f16] [--timeout SECONDS]\n"
+    "                  [--rank R --rendezvous URL]\n"
     "Trains a 2-H-H-3 ReLU MLP (H = 64 by default) on 3-class spirals, data-parallel\n"
     "over N ranks\n"
     "(default 2 local processes over a temporary file store), reducing gradients\n"
-    "through the config's hook. With --rank it runs only that rank of a job.\n";
+    "through the config's hook. With --rank it runs only that rank of a job.\n"
+    "--dtype: gradients travel in bf16/f16 buckets while parameters stay fp32\n"
+    "(mixed precision). A hook that takes the parameters (hook_then_optimizer)\n"
+    "steps them itself, with its own optimizer options, instead of --lr/--momentum.\n";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
@@ -104,6 +112,8 @@ TrainOptions parse(int argc, char** argv) {
       o.timeout_s = f.double_value(1, 1e6);
     else if (f.is("--hidden"))
       o.hidden = static_cast<int>(f.int_value(1, 1 << 14));
+    else if (f.is("--dtype"))
+      o.dtype = f.value(), parse_bucket_dtype(o.dtype, "--dtype");
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
@@ -125,8 +135,10 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // submitted in index order as soon as all of their parameters are in.
 class Reducer {
  public:
-  Reducer(std::vector<ddph_train::Param>& params, int64_t cap_bytes, Session& session)
-      : params_(params), session_(session) {
+  // dtype: of the buckets. needs: what the hook takes through params[].data.
+  Reducer(std::vector<ddph_train::Param>& params, int64_t cap_bytes, Session& session,
+          ddph::DType dtype, HookNeeds needs)
+      : params_(params), session_(session), needs_(needs) {
     std::vector<int64_t> numels;
     std::vector<const std::vector<int64_t>*> shapes;
     for (const auto& p : params) {
@@ -138,7 +150,12 @@ class Reducer {
     for (size_t b = 0; b < plans.size(); ++b) {
       for (size_t k = 0; k < plans[b].slots.size(); ++k)
         owner_[plans[b].slots[k].param] = {static_cast<int>(b), plans[b].slots[k].offset};
-      buckets_.push_back(std::make_unique<GradBucket>(b, std::move(plans[b]), shapes));
+      buckets_.push_back(std::make_unique<GradBucket>(b, std::move(plans[b]), shapes, dtype));
+    }
+    if (needs.params) {
+      std::vector<float*> tensors;
+      for (auto& p : params) tensors.push_back(needs.grads_there ? p.grad.data() : p.value.data());
+      for (auto& b : buckets_) b->share_param_data(tensors);
     }
   }
 
@@ -155,7 +172,11 @@ class Reducer {
     for (size_t p = 0; p < params_.size(); ++p) {
       if (params_[p].layer != layer) continue;
       auto [b, offset] = owner_[p];
-      std::copy(params_[p].grad.begin(), params_[p].grad.end(), buckets_[b]->data() + offset);
+      GradBucket& bucket = *buckets_[b];
+      const size_t elem = ddph::dtype_size(bucket.dtype());
+      // To the bucket's dtype, as a mixed-precision backward would produce it.
+      ddph::cast_into(ddph::DType::F32, params_[p].grad.data(), bucket.dtype(),
+                      static_cast<char*>(bucket.raw()) + offset * elem, params_[p].grad.size());
       --pending_[b];
     }
     while (next_ < buckets_.size() && pending_[next_] == 0) {
@@ -164,19 +185,24 @@ class Reducer {
     }
   }
 
-  // Waits for the hooks, then hands the reduced gradients back to the params.
+  // Waits for the hooks, then hands the reduced gradients back to the
+  // params (upcast to fp32), unless the hook wrote them there itself.
   void finish_step() {
     session_.flush();
+    if (needs_.grads_there) return;
     for (size_t p = 0; p < params_.size(); ++p) {
       auto [b, offset] = owner_[p];
-      const float* src = buckets_[b]->data() + offset;
-      std::copy(src, src + params_[p].numel(), params_[p].grad.begin());
+      GradBucket& bucket = *buckets_[b];
+      const size_t elem = ddph::dtype_size(bucket.dtype());
+      ddph::cast_into(bucket.dtype(), static_cast<const char*>(bucket.raw()) + offset * elem,
+                      ddph::DType::F32, params_[p].grad.data(), params_[p].grad.size());
     }
   }
 
  private:
   std::vector<ddph_train::Param>& params_;
   Session& session_;
+  HookNeeds needs_;
   std::vector<std::unique_ptr<GradBucket>> buckets_;
   std::vector<std::pair<int, int64_t>> owner_;  // param -> (bucket, offset)
   std::vector<int> pending_;
@@ -204,7 +230,9 @@ int run_rank(const TrainOptions& o) {
   // ensures by broadcasting rank 0's module at construction.
   Mlp model(layers(o.hidden), o.seed * 7919 + 17);
   ddph_train::Sgd sgd(o.lr, o.momentum);
-  Reducer reducer(model.params(), o.bucket_kb * 1024, session);
+  const HookNeeds needs = hook_needs(o.config);
+  Reducer reducer(model.params(), o.bucket_kb * 1024, session,
+                  parse_bucket_dtype(o.dtype, "--dtype"), needs);
   ddph_train::Rng sampler(o.seed ^ (0x5851f42d4c957f2dull * (o.rank + 1)));
 
   if (lead) {
@@ -217,6 +245,10 @@ int run_rank(const TrainOptions& o) {
           for (const auto& p : model.params()) n += p.numel();
           return n;
         }());
+    if (o.dtype != "f32")
+      std::printf("gradient buckets in %s, parameters in f32\n", o.dtype.c_str());
+    if (needs.steps_optimizer())
+      std::printf("the hook steps the optimizer (its own options; --lr/--momentum unused)\n");
     std::fflush(stdout);
   }
 
@@ -241,7 +273,7 @@ int run_rank(const TrainOptions& o) {
     // Cosine annealing to zero: the run settles at its end, so the final loss
     // compares hooks rather than where the last noisy steps happened to land.
     sgd.set_lr(o.lr * 0.5 * (1.0 + std::cos(kPi * step / o.steps)));
-    sgd.step(model.params());
+    if (!needs.steps_optimizer()) sgd.step(model.params());  // else the hook did, per bucket
     double ms = ms_since(t0);
     step_ms += ms;
     total_ms += ms;
@@ -350,7 +382,9 @@ int launch_local(const TrainOptions& o) {
                                      "--momentum",
                                      exact(o.momentum),
                                      "--hidden",
-                                     std::to_string(o.hidden)};
+                                     std::to_string(o.hidden),
+                                     "--dtype",
+                                     o.dtype};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

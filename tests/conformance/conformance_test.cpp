@@ -122,6 +122,10 @@ struct Bucket {
   std::vector<float> data;
   int64_t shape[1];
   int64_t param_shape[2] = {4, 4};
+  // The parameter's own tensor, lent to every hook: optimizer hooks
+  // (DDPH_HOOK_NEEDS_PARAMS) update it, mixed_precision writes its fp32
+  // gradient there, the others ignore it.
+  std::vector<float> param_data = std::vector<float>(16, 1.0f);
   ddph_param_t param{};
   ddph_bucket_t b{};
   explicit Bucket(int64_t n) : data(n, 0.5f) {
@@ -137,6 +141,11 @@ struct Bucket {
     param.offset = 0;
     param.ndim = 2;
     param.shape = param_shape;
+    param.data.data = param_data.data();
+    param.data.device = {kDLCPU, 0};
+    param.data.ndim = 2;
+    param.data.dtype = {kDLFloat, 32, 1};
+    param.data.shape = param_shape;
     b.num_params = 1;
     b.params = &param;
   }

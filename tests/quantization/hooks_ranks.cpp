@@ -190,9 +190,6 @@ void record(void* user, ddph_error_t* e) {
   o->message = ddph_error_message(e);
   ddph_error_free(e);
 }
-void append(void* sink, const void* bytes, size_t n) {
-  static_cast<std::string*>(sink)->append(static_cast<const char*>(bytes), n);
-}
 uint64_t le(const std::string& b, size_t at, int bytes) {
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(b[at + size_t(i)])) << (8 * i);
@@ -213,15 +210,6 @@ ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t
   }
   if (message != nullptr) *message = o.message;
   return o.code;
-}
-
-std::string session_state(ddph_session_t* s) {
-  std::string blob;
-  if (ddph_error_t* e = ddph_session_save_state(s, append, &blob)) {
-    std::fprintf(stderr, "save_state: %s\n", ddph_error_message(e));
-    ddph_error_free(e);
-  }
-  return blob;
 }
 
 std::string hook_blob(const std::string& b) {

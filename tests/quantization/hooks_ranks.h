@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/session_gloo/session_ranks.h"
+
 namespace ddph_test {
 namespace quant {
 
@@ -56,7 +58,7 @@ ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t
 
 // The hook's own blob inside a session state blob (the single stateful
 // hook's record), parsed per loader/state_blob.h; empty on a bad container.
-std::string session_state(ddph_session_t* s);
+using ddph_test::session_state;
 std::string hook_blob(const std::string& session_blob);
 
 }  // namespace quant

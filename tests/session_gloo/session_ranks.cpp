@@ -77,4 +77,17 @@ bool same_on_all_ranks(ddph_session_t* s, const void* bytes, size_t n) {
   return true;
 }
 
+std::string session_state(ddph_session_t* s) {
+  std::string blob;
+  auto append = [](void* sink, const void* bytes, size_t n) {
+    static_cast<std::string*>(sink)->append(static_cast<const char*>(bytes), n);
+  };
+  if (ddph_error_t* e = ddph_session_save_state(s, append, &blob)) {
+    std::fprintf(stderr, "save_state: %s\n", ddph_error_message(e));
+    ddph_error_free(e);
+    return "";
+  }
+  return blob;
+}
+
 }  // namespace ddph_test

@@ -29,4 +29,8 @@ ddph_code_t run_bucket(ddph_session_t* s, FloatBucket& b);
 // session's communicator).
 bool same_on_all_ranks(ddph_session_t* s, const void* bytes, size_t n);
 
+// ddph_session_save_state into a string; empty (and a printed message) on
+// failure.
+std::string session_state(ddph_session_t* s);
+
 }  // namespace ddph_test

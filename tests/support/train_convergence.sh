@@ -10,27 +10,31 @@
 # HOOK_YAML is a flow map for the `hook:` key, e.g.
 #   '{family: quantization, name: per_channel, options: {protocol: reduce_scatter, bits: 8}}'
 # TRAIN_FLAGs go to both runs, e.g. --hidden 256 --bucket-kb 1024.
+# DDPH_CONVERGE_HOOK_FLAGS (environment) go to the hook's run only, e.g.
+# "--dtype bf16" to compare a mixed-precision run with fp32 allreduce.
 set -euo pipefail
 ddph=$1 src=$2 hook=$3 tol=$4 steps=${5:-3000} factor=${6:-2}
 shift $(( $# < 6 ? $# : 6 ))
 flags=("$@")
+read -r -a hook_flags <<< "${DDPH_CONVERGE_HOOK_FLAGS-}"
 dir=$(mktemp -d /tmp/ddph-converge-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 printf 'comm: {backend: gloo, timeout: 60s}\nhook: %s\n' "$hook" > "$dir/hook.yaml"
 
-run() {  # prints "LOSS BYTES_MB"
-  local out
-  out=$("$ddph" train --config "$1" --steps "$steps" --log-every "$steps" ${flags[@]+"${flags[@]}"})
-  echo "$out" | grep -q "bit-identical" || { echo "$out" >&2; echo "FAIL: ranks differ with $1" >&2; exit 1; }
+run() {  # run CONFIG [EXTRA_FLAG ...]; prints "LOSS BYTES_MB"
+  local out config=$1
+  shift
+  out=$("$ddph" train --config "$config" --steps "$steps" --log-every "$steps" ${flags[@]+"${flags[@]}"} "$@")
+  echo "$out" | grep -q "bit-identical" || { echo "$out" >&2; echo "FAIL: ranks differ with $config" >&2; exit 1; }
   local loss sent
   loss=$(echo "$out" | sed -n 's/^train-set loss \([0-9.e+-]*\).*/\1/p')
   sent=$(echo "$out" | sed -n 's/.* \([0-9.]*\) MB sent per rank.*/\1/p')
   echo "$loss $sent"
 }
 read -r base_loss base_mb < <(run "$src/configs/allreduce.yaml")
-read -r loss mb < <(run "$dir/hook.yaml")
+read -r loss mb < <(run "$dir/hook.yaml" ${hook_flags[@]+"${hook_flags[@]}"})
 echo "allreduce: train-set loss $base_loss, $base_mb MB sent per rank"
-echo "$hook: train-set loss $loss, $mb MB sent per rank (loss tolerance +$tol, bytes /$factor)"
+echo "$hook ${hook_flags[*]-}: train-set loss $loss, $mb MB sent per rank (loss tolerance +$tol, bytes /$factor)"
 awk -v a="$base_loss" -v b="$loss" -v t="$tol" -v ma="$base_mb" -v mb="$mb" -v f="$factor" 'BEGIN {
   d = (b - a) / a
   printf "relative loss difference %+.4f, bytes ratio %.4f (%.1fx fewer)\n", d, mb / ma, ma / mb

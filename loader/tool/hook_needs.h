@@ -1,0 +1,35 @@
+// What a job's hooks ask of the host that runs them, read from their
+// tables: whether they take the parameters (DDPH_HOOK_NEEDS_PARAMS) and
+// where their result goes. `ddph train` and `ddph bench` fill
+// ddph_param_t.data accordingly:
+//   - NEEDS_PARAMS alone (optimizer hooks, hook_then_optimizer): data is
+//     the parameter, which the hook updates; the host skips its own
+//     optimizer step.
+//   - NEEDS_PARAMS | RESULT_ELSEWHERE (mixed_precision/allreduce_upcast):
+//     data is the parameter's float32 gradient, which the hook writes; the
+//     host reads its gradients there instead of from the bucket.
+// Also the bucket dtype flag (--dtype) that both tools take.
+#pragma once
+
+#include <string>
+
+#include "core/dtype.h"
+
+namespace ddph_tool {
+
+struct HookNeeds {
+  bool params = false;       // fill ddph_param_t.data
+  bool grads_there = false;  // ... with the fp32 gradient (else the parameter)
+  bool steps_optimizer() const { return params && !grads_there; }
+};
+
+// Loads the job's plugins (connects nothing). Every chain (the hook and each
+// rule's) must agree, since the host fills one kind of bucket for all of
+// them; throws std::runtime_error saying which chains differ.
+HookNeeds hook_needs(const std::string& config_path);
+
+// "f32"/"float32", "bf16"/"bfloat16", "f16"/"float16"; throws
+// std::invalid_argument naming `flag` otherwise.
+ddph::DType parse_bucket_dtype(const std::string& text, const char* flag);
+
+}  // namespace ddph_tool
