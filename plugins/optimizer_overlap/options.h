@@ -1,0 +1,35 @@
+// The options of hook_then_optimizer: their schema, and the validated
+// optimizer settings a hook runs with. The checks are torch.optim's own
+// (SGD, Adam, AdamW constructors), so a config PyTorch refuses is refused here.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "plugins/optimizer_overlap/functional_optim.h"
+
+namespace ddph {
+namespace optimizer_overlap {
+
+struct HookOptions {
+  OptimConfig optim;
+  // Parameter indices to update, ascending (see param_select.h); empty: all.
+  std::vector<size_t> params;
+};
+
+const ddph_option_spec_t* hook_specs(size_t* count);
+
+// Throws DDPH_INVALID_ARGUMENT naming the option for what the schema cannot
+// say: a beta of 1, nesterov without momentum or with dampening, a
+// malformed `params` list.
+HookOptions parse_options(const ddph_hook_init_t& init);
+
+// "0,3,5" or "2-4,7" -> {0, 3, 5} / {2, 3, 4, 7}; "" -> {}. Throws
+// DDPH_INVALID_ARGUMENT quoting the bad piece.
+std::vector<size_t> parse_index_list(const std::string& text);
+
+}  // namespace optimizer_overlap
+}  // namespace ddph

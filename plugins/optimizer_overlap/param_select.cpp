@@ -1,0 +1,40 @@
+#include "plugins/optimizer_overlap/param_select.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace ddph {
+namespace optimizer_overlap {
+
+void ParamSelection::select(const ddph_bucket_t& bucket, std::vector<char>* selected) {
+  const size_t n = bucket.num_params;
+  auto known = counts_.emplace(bucket.index, n);
+  DDPH_CHECK(known.first->second == n, DDPH_INVALID_ARGUMENT,
+             "hook_then_optimizer: bucket " << bucket.index << " has " << n
+                                            << " parameters, but had " << known.first->second
+                                            << " before; the optimizer state follows parameter "
+                                               "positions, so buckets must keep their layout");
+  selected->assign(n, 1);
+  if (indices_.empty()) return;
+  size_t first = 0;
+  uint64_t expect = 0;
+  for (const auto& kv : counts_) {
+    if (kv.first >= bucket.index) break;
+    DDPH_CHECK(kv.first == expect, DDPH_INVALID_ARGUMENT,
+               "hook_then_optimizer: option 'params' counts parameters over buckets 0, 1, 2, ... "
+               "but bucket "
+                   << bucket.index << " arrived before bucket " << expect << " was ever seen");
+    first += kv.second;
+    ++expect;
+  }
+  DDPH_CHECK(expect == bucket.index, DDPH_INVALID_ARGUMENT,
+             "hook_then_optimizer: option 'params' counts parameters over buckets 0, 1, 2, ... "
+             "but bucket "
+                 << bucket.index << " arrived before bucket " << expect << " was ever seen");
+  for (size_t i = 0; i < n; ++i)
+    (*selected)[i] = std::binary_search(indices_.begin(), indices_.end(), first + i) ? 1 : 0;
+}
+
+}  // namespace optimizer_overlap
+}  // namespace ddph

@@ -1,0 +1,217 @@
+// hook_then_optimizer on real Gloo ranks: a checkpoint taken mid-run
+// resumes bit for bit, corrupt and foreign blobs are refused, a wrapped
+// hook whose result lands elsewhere is refused at create time, bad options
+// and unshared parameters get errors that name the problem.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "plugins/optimizer_overlap/functional_optim.h"
+#include "plugins/optimizer_overlap/state.h"
+#include "tests/optimizer_overlap/optim_support.h"
+#include "tests/quantization/hooks_ranks.h"
+#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+using namespace ddph_test::optim;
+namespace oo = ddph::optimizer_overlap;
+
+// Opens yaml on this rank and returns the error text ("" on success).
+std::string open_error(const std::string& yaml, int rank, int world, const std::string& dir) {
+  ddph_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.yaml_text = yaml.c_str();
+  o.rank = rank;
+  o.world_size = world;
+  const std::string rdv = "file://" + dir;
+  o.rendezvous = rdv.c_str();
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = ddph_session_open(&o, &s);
+  std::string text = e ? ddph_error_message(e) : "";
+  ddph_error_free(e);
+  ddph_session_close(s);
+  return text;
+}
+
+// Run A: 20 steps, saving after step 10. Run B: a fresh session loads that
+// blob and the parameters of step 10, then runs steps 10..19: same bits as A.
+// Run C does the same without the blob and must differ (the state matters).
+TEST(State, CheckpointMidRunResumesBitForBit) {
+  auto results = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    const std::string y = yaml("optimizer: adam, lr: 0.01, amsgrad: true, weight_decay: 0.01");
+    ddph_session_t* a = ddph_test::open_session(y, rank, world, dir);
+    DDPH_CHILD_CHECK(a != nullptr, "open a");
+    Model ma;
+    for (int step = 0; step < 10; ++step)
+      DDPH_CHILD_CHECK(ma.step(a, rank, uint64_t(step)) == DDPH_OK, "a step %d", step);
+    const std::string blob = ddph_test::quant::session_state(a);
+    const std::vector<float> at10 = ma.flat();
+    for (int step = 10; step < 20; ++step)
+      DDPH_CHILD_CHECK(ma.step(a, rank, uint64_t(step)) == DDPH_OK, "a step %d", step);
+    ddph_session_close(a);
+
+    // The hook's own blob decodes to 4 parameters at step 10, with every buffer.
+    const std::string hook = ddph_test::quant::hook_blob(blob);
+    const oo::StateMap states = oo::decode_state(hook.data(), hook.size(), oo::OptimKind::kAdam);
+    DDPH_CHILD_CHECK(states.size() == 4, "%zu parameter states", states.size());
+    for (const auto& kv : states)
+      DDPH_CHILD_CHECK(kv.second.step == 10 && !kv.second.max_second.empty(),
+                       "state of bucket %d param %d: step %d", int(kv.first.first),
+                       int(kv.first.second), int(kv.second.step));
+
+    for (int with_blob = 1; with_blob >= 0; --with_blob) {
+      ddph_session_t* b = ddph_test::open_session(y, rank, world, dir);
+      DDPH_CHILD_CHECK(b != nullptr, "open b");
+      if (with_blob) {
+        ddph_error_t* e = ddph_session_load_state(b, blob.data(), blob.size());
+        DDPH_CHILD_CHECK(e == nullptr, "load: %s", ddph_error_message(e));
+      }
+      Model mb;
+      mb.set_flat(at10);
+      for (int step = 10; step < 20; ++step)
+        DDPH_CHILD_CHECK(mb.step(b, rank, uint64_t(step)) == DDPH_OK, "b step %d", step);
+      const bool same = std::memcmp(ma.flat().data(), mb.flat().data(), total_numel() * 4) == 0;
+      DDPH_CHILD_CHECK(same == bool(with_blob),
+                       with_blob ? "resumed run differs" : "a run without the state matches");
+      ddph_session_close(b);
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+TEST(State, CorruptAndForeignBlobsAreRefused) {
+  auto results = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* adam = ddph_test::open_session(yaml("optimizer: adam"), rank, world, dir);
+    ddph_session_t* sgd =
+        ddph_test::open_session(yaml("optimizer: sgd, momentum: 0.9"), rank, world, dir);
+    DDPH_CHILD_CHECK(adam && sgd, "open");
+    Model m;
+    DDPH_CHILD_CHECK(m.step(adam, rank, 0) == DDPH_OK && m.step(sgd, rank, 0) == DDPH_OK, "step");
+    const std::string blob = ddph_test::quant::session_state(adam);
+    std::string bad = blob;
+    const size_t at = bad.find("DDPHOPTM");
+    DDPH_CHILD_CHECK(at != std::string::npos, "magic not found");
+    bad[at + 40] ^= 1;  // a byte of the first parameter's state
+    ddph_error_t* e = ddph_session_load_state(adam, bad.data(), bad.size());
+    DDPH_CHILD_CHECK(ddph_error_code(e) == DDPH_INVALID_ARGUMENT &&
+                         std::strstr(ddph_error_message(e), "checksum") != nullptr,
+                     "corrupt blob: %s", ddph_error_message(e));
+    ddph_error_free(e);
+    e = ddph_session_load_state(sgd, blob.data(), blob.size());
+    DDPH_CHILD_CHECK(ddph_error_code(e) == DDPH_INVALID_ARGUMENT &&
+                         std::strstr(ddph_error_message(e), "saved by optimizer adam") != nullptr,
+                     "foreign blob: %s", ddph_error_message(e));
+    ddph_error_free(e);
+    ddph_session_close(sgd);
+    ddph_session_close(adam);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// The codec alone: round trip, truncation at every byte, trailing bytes.
+TEST(State, CodecRoundTripsAndRejectsTruncation) {
+  const oo::ParamKey k01(0, 1), k20(2, 0);
+  oo::StateMap m;
+  m[k01].step = 3;
+  m[k01].momentum = {1.5f, -2.f};
+  m[k20].step = 7;
+  m[k20].momentum = {0.25f};
+  m[k20].second = {4.f};
+  m[k20].max_second = {5.f};
+  const std::string good = oo::encode_state(m, oo::OptimKind::kAdamW);
+  const oo::StateMap back = oo::decode_state(good.data(), good.size(), oo::OptimKind::kAdamW);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back.at(k01).momentum, m[k01].momentum);
+  EXPECT_EQ(back.at(k20).max_second, m[k20].max_second);
+  EXPECT_EQ(back.at(k20).step, 7u);
+  auto code_of = [](const std::string& b, oo::OptimKind k) {
+    try {
+      oo::decode_state(b.data(), b.size(), k);
+      return ddph_code_t(DDPH_OK);
+    } catch (const ddph::Error& e) {
+      return e.code();
+    }
+  };
+  for (size_t cut = 0; cut < good.size(); ++cut)
+    EXPECT_EQ(code_of(good.substr(0, cut), oo::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT) << cut;
+  EXPECT_EQ(code_of(good + "x", oo::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT);
+  EXPECT_EQ(code_of(good, oo::OptimKind::kAdam), DDPH_INVALID_ARGUMENT);
+}
+
+TEST(Create, AWrappedHookWhoseResultLandsElsewhereIsRefused) {
+  auto results = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    const std::string msg =
+        open_error(yaml("optimizer: sgd", "{family: mixed_precision, name: allreduce_upcast}"),
+                   rank, world, dir);
+    DDPH_CHILD_CHECK(msg.find("allreduce_upcast") != std::string::npos &&
+                         msg.find("RESULT_ELSEWHERE") != std::string::npos,
+                     "message: %s", msg.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+TEST(Create, BadOptionsAreRefusedNamingTheOption) {
+  auto results = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"optimizer: sgd, nesterov: true", "nesterov"},
+        {"optimizer: sgd, momentum: 0.9, dampening: 0.5, nesterov: true", "dampening 0"},
+        {"optimizer: adam, beta1: 1.0", "beta1"},
+        {"optimizer: adam, beta2: 1.5", "beta2"},
+        {"optimizer: rmsprop", "optimizer"},
+        {"lr: -0.1", "lr"},
+        {"eps: -1", "eps"},
+        {"params: \"0,x\"", "params"},
+        {"params: \"3-1\"", "params"},
+        {"momentum: 0.9, betas: 0.5", "betas"},
+    };
+    for (const auto& c : cases) {
+      const std::string msg = open_error(yaml(c.first), rank, world, dir);
+      DDPH_CHILD_CHECK(msg.find(c.second) != std::string::npos, "options {%s}: message: %s",
+                       c.first, msg.c_str());
+    }
+    // No wrap: it is a wrapper.
+    const std::string msg = open_error(
+        "comm: {backend: gloo}\nhook: {family: optimizer_overlap, name: hook_then_optimizer}\n",
+        rank, world, dir);
+    DDPH_CHILD_CHECK(msg.find("wrap") != std::string::npos, "no wrap: %s", msg.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// A host that does not share a selected parameter gets an error naming the
+// field, before anything is sent; an unselected one may stay unshared.
+TEST(Run, UnsharedParametersAreErrorsUnlessUnselected) {
+  auto results = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* all =
+        ddph_test::open_session(yaml("optimizer: sgd, lr: 0.1"), rank, world, dir);
+    ddph_session_t* some =
+        ddph_test::open_session(yaml("optimizer: sgd, lr: 0.1, params: \"0-2\""), rank, world, dir);
+    DDPH_CHILD_CHECK(all && some, "open");
+    Model m;
+    m.hide(3);
+    std::string msg;
+    DDPH_CHILD_CHECK(m.step(all, rank, 0, &msg) == DDPH_INVALID_ARGUMENT, "accepted");
+    DDPH_CHILD_CHECK(msg.find("params[1].data.data is NULL") != std::string::npos, "message: %s",
+                     msg.c_str());
+    const std::vector<float> before = m.flat();
+    DDPH_CHILD_CHECK(m.step(some, rank, 0, &msg) == DDPH_OK, "subset: %s", msg.c_str());
+    const std::vector<float> after = m.flat();
+    const size_t last = total_numel() - numel(3);
+    DDPH_CHILD_CHECK(std::memcmp(before.data() + last, after.data() + last, numel(3) * 4) == 0,
+                     "parameter 3 changed");
+    DDPH_CHILD_CHECK(before[0] != after[0], "parameter 0 did not move");
+    ddph_session_close(some);
+    ddph_session_close(all);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+}  // namespace

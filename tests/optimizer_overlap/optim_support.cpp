@@ -1,0 +1,149 @@
+#include "tests/optimizer_overlap/optim_support.h"
+
+#include <cstdio>
+#include <mutex>
+
+namespace ddph_test {
+namespace optim {
+
+const std::vector<std::vector<int64_t>>& shapes() {
+  static const std::vector<std::vector<int64_t>> s = {{3, 4}, {5}, {2, 2, 3}, {7}};
+  return s;
+}
+
+size_t numel(int param) {
+  size_t n = 1;
+  for (int64_t d : shapes()[size_t(param)]) n *= size_t(d);
+  return n;
+}
+
+size_t total_numel() {
+  size_t n = 0;
+  for (int p = 0; p < kParams; ++p) n += numel(p);
+  return n;
+}
+
+float initial(int param, size_t i) {
+  const uint32_t h = uint32_t(i) * 2654435761u + uint32_t(param) * 97u;
+  return float(int((h >> 7) % 2001) - 1000) / 1000.0f;
+}
+
+float gradient(int rank, uint64_t step, int param, size_t i) {
+  const uint32_t h = uint32_t(i) * 2246822519u + uint32_t(param) * 3266489917u +
+                     uint32_t(step) * 668265263u + uint32_t(rank) * 374761393u;
+  // Some gradients near zero, some large, so Adam's denominator and eps matter.
+  const float v = float(int((h >> 9) % 4001) - 2000) / 1000.0f;
+  return (h & 3) == 0 ? v * 1e-3f : v;
+}
+
+std::string yaml(const std::string& options, const std::string& inner) {
+  return "comm: {backend: gloo, timeout: 30s}\n"
+         "hook:\n"
+         "  family: optimizer_overlap\n"
+         "  name: hook_then_optimizer\n"
+         "  options: {" +
+         options +
+         "}\n"
+         "  wrap: " +
+         inner + "\n";
+}
+
+Model::Model() : shapes_(shapes()) {
+  for (int p = 0; p < kParams; ++p) {
+    params.emplace_back(numel(p));
+    for (size_t i = 0; i < numel(p); ++i) params.back()[i] = initial(p, i);
+  }
+  for (int b = 0; b < 2; ++b) {
+    Bucket& bk = buckets_[b];
+    for (int p = 2 * b; p < 2 * b + 2; ++p) {
+      ddph_param_t v{};
+      v.struct_size = sizeof v;
+      v.offset = bk.numel;
+      v.ndim = int32_t(shapes_[size_t(p)].size());
+      v.shape = shapes_[size_t(p)].data();
+      v.data.data = params[size_t(p)].data();
+      v.data.device = {kDLCPU, 0};
+      v.data.ndim = v.ndim;
+      v.data.dtype = {kDLFloat, 32, 1};
+      v.data.shape = const_cast<int64_t*>(v.shape);
+      bk.views.push_back(v);
+      bk.owners.push_back(p);
+      bk.numel += int64_t(numel(p));
+    }
+    bk.grads.resize(size_t(bk.numel));
+  }
+}
+
+void Model::hide(int param) {
+  for (Bucket& b : buckets_)
+    for (size_t k = 0; k < b.views.size(); ++k)
+      if (b.owners[k] == param) b.views[k].data.data = nullptr;
+}
+
+namespace {
+struct StepErrors {
+  std::mutex mu;
+  ddph_code_t code = DDPH_OK;
+  std::string message;
+  static void on_done(void* user, ddph_error_t* e) {
+    auto* s = static_cast<StepErrors*>(user);
+    if (e != nullptr) {
+      std::lock_guard<std::mutex> lock(s->mu);
+      if (s->code == DDPH_OK) {
+        s->code = ddph_error_code(e);
+        s->message = ddph_error_message(e);
+      }
+    }
+    ddph_error_free(e);
+  }
+};
+}  // namespace
+
+ddph_code_t Model::step(ddph_session_t* s, int rank, uint64_t step, std::string* message) {
+  StepErrors errors;
+  for (int b = 0; b < 2; ++b) {
+    Bucket& bk = buckets_[b];
+    for (size_t k = 0; k < bk.views.size(); ++k)
+      for (size_t i = 0; i < numel(bk.owners[k]); ++i)
+        bk.grads[size_t(bk.views[k].offset) + i] = gradient(rank, step, bk.owners[k], i);
+    ddph_bucket_t bucket{};
+    bucket.struct_size = sizeof bucket;
+    bucket.index = uint64_t(b);
+    bucket.step = step;
+    bucket.is_last = b == 1;
+    bucket.buffer.data = bk.grads.data();
+    bucket.buffer.device = {kDLCPU, 0};
+    bucket.buffer.ndim = 1;
+    bucket.buffer.dtype = {kDLFloat, 32, 1};
+    bucket.buffer.shape = &bk.numel;
+    bucket.num_params = bk.views.size();
+    bucket.params = bk.views.data();
+    if (ddph_error_t* e = ddph_session_submit(s, &bucket, &StepErrors::on_done, &errors)) {
+      if (message) *message = ddph_error_message(e);
+      ddph_code_t code = ddph_error_code(e);
+      ddph_error_free(e);
+      ddph_error_free(ddph_session_flush(s));
+      return code;
+    }
+  }
+  ddph_error_free(ddph_session_flush(s));
+  if (message) *message = errors.message;
+  if (errors.code != DDPH_OK)
+    std::fprintf(stderr, "step %d: %s\n", int(step), errors.message.c_str());
+  return errors.code;
+}
+
+std::vector<float> Model::flat() const {
+  std::vector<float> out;
+  for (const auto& p : params) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+void Model::set_flat(const std::vector<float>& values) {
+  size_t at = 0;
+  for (auto& p : params)
+    for (float& v : p) v = values[at++];
+}
+
+}  // namespace optim
+}  // namespace ddph_test

@@ -1,0 +1,57 @@
+// A small model for the hook_then_optimizer tests: four parameters of mixed
+// shapes in two buckets (params 0, 1 in bucket 0; params 2, 3 in bucket 1),
+// with deterministic rank- and step-dependent gradients that every rank
+// (and the PyTorch reference) can compute for every rank.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddph_test {
+namespace optim {
+
+constexpr int kParams = 4;
+const std::vector<std::vector<int64_t>>& shapes();
+size_t numel(int param);
+size_t total_numel();
+
+float initial(int param, size_t i);
+float gradient(int rank, uint64_t step, int param, size_t i);
+
+// "comm: ...\nhook: {family: optimizer_overlap, name: hook_then_optimizer,
+//  options: {<options>}, wrap: <inner>}"
+std::string yaml(const std::string& options,
+                 const std::string& inner = "{family: default, name: allreduce}");
+
+// The parameters and the two buckets that lend them to the hook.
+class Model {
+ public:
+  Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  std::vector<std::vector<float>> params;
+  // Fills both buckets with rank's gradients of step, submits them in index
+  // order and flushes; returns the first error's code, its text in *message.
+  ddph_code_t step(ddph_session_t* s, int rank, uint64_t step, std::string* message = nullptr);
+  // Every parameter value, concatenated in parameter order.
+  std::vector<float> flat() const;
+  void set_flat(const std::vector<float>& values);
+  // Makes params[p].data NULL in the buckets (the host does not share it).
+  void hide(int param);
+
+ private:
+  struct Bucket {
+    std::vector<float> grads;
+    int64_t numel = 0;
+    std::vector<ddph_param_t> views;
+    std::vector<int> owners;  // model parameter of each view
+  };
+  Bucket buckets_[2];
+  std::vector<std::vector<int64_t>> shapes_;
+};
+
+}  // namespace optim
+}  // namespace ddph_test
