@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
   redis-server                              # Redis rendezvous tests
   python3-torch python3-numpy               # PyTorch reference for parity tests
+  python3-pytest                            # tests/python (the ddphooks package)
   python3-matplotlib                        # benchmark plots (docs/bench)
   binutils                                  # nm, for the exported-symbol test
 )

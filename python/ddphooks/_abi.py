@@ -1,0 +1,192 @@
+"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.1) and of DLPack's DLTensor.
+
+Only layout lives here: the structs, the callback types and the prototypes of
+libddph.so's host API. Every struct starts with ``struct_size``; the helpers
+``new_*`` fill it in so callers never forget.
+"""
+import ctypes
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32,
+                    c_int64, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
+
+# --- DLPack (dlpack/dlpack.h, v0.6+) ---------------------------------------
+
+kDLCPU, kDLCUDA, kDLCUDAHost = 1, 2, 3
+kDLInt, kDLUInt, kDLFloat, kDLBfloat = 0, 1, 2, 4
+
+
+class DLDevice(Structure):
+    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLManagedTensor(Structure):
+    pass
+
+
+DLDeleter = CFUNCTYPE(None, POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", c_void_p),
+    ("deleter", DLDeleter),
+]
+
+# --- ddph.h ---------------------------------------------------------------
+
+DDPH_SUM, DDPH_AVG, DDPH_MAX, DDPH_MIN = 0, 1, 2, 3
+
+# Callbacks. Error-returning ones return ddph_error_t* as c_void_p (None = NULL).
+WriteFn = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t)
+DoneFn = CFUNCTYPE(None, c_void_p, c_void_p)
+StoreSetFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p, c_void_p, c_size_t)
+StoreGetFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p, c_int64, WriteFn, c_void_p)
+
+CommIntFn = CFUNCTYPE(c_int, c_void_p)
+CommReduceFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), POINTER(DLTensor), c_int, c_void_p)
+CommGatherFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), POINTER(DLTensor), c_void_p)
+CommBroadcastFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), c_int, c_void_p)
+CommBarrierFn = CFUNCTYPE(c_void_p, c_void_p)
+CommP2PFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), c_int, c_void_p)
+CommSplitFn = CFUNCTYPE(c_void_p, c_void_p, c_int, c_int, c_void_p)
+CommBytesFn = CFUNCTYPE(c_uint64, c_void_p)
+CommDestroyFn = CFUNCTYPE(None, c_void_p)
+CommAlltoallvFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), POINTER(c_int64),
+                            POINTER(DLTensor), POINTER(c_int64), c_void_p)
+
+
+class Store(Structure):
+    _fields_ = [("struct_size", c_size_t), ("ctx", c_void_p), ("set", StoreSetFn),
+                ("get", StoreGetFn)]
+
+
+class Comm(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ctx", c_void_p),
+        ("rank", CommIntFn),
+        ("size", CommIntFn),
+        ("allreduce", CommReduceFn),
+        ("allgather", CommGatherFn),
+        ("reduce_scatter", CommReduceFn),
+        ("broadcast", CommBroadcastFn),
+        ("barrier", CommBarrierFn),
+        ("send", CommP2PFn),
+        ("recv", CommP2PFn),
+        ("split", CommSplitFn),
+        ("bytes_sent", CommBytesFn),
+        ("destroy", CommDestroyFn),
+        # ABI 1.1
+        ("alltoallv", CommAlltoallvFn),
+    ]
+
+
+class Param(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("offset", c_int64),
+        ("ndim", c_int32),
+        ("shape", POINTER(c_int64)),
+        ("data", DLTensor),
+    ]
+
+
+class Bucket(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("index", c_uint64),
+        ("step", c_uint64),
+        ("is_last", c_int32),
+        ("buffer", DLTensor),
+        ("num_params", c_size_t),
+        ("params", POINTER(Param)),
+        ("stream", c_void_p),
+    ]
+
+
+class Stats(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("steps", c_uint64),
+        ("buckets", c_uint64),
+        ("bytes_in", c_uint64),
+        ("bytes_out", c_uint64),
+        ("wire_bytes", c_uint64),
+    ]
+
+
+class SessionOptions(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("yaml_path", c_char_p),
+        ("yaml_text", c_char_p),
+        ("rank", c_int32),
+        ("world_size", c_int32),
+        ("rendezvous", c_char_p),
+        ("store", POINTER(Store)),
+        ("comm", POINTER(Comm)),
+    ]
+
+
+ErrorNewFn = CFUNCTYPE(c_void_p, c_int, c_char_p)
+
+
+class Host(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("abi_major", c_uint32),
+        ("abi_minor", c_uint32),
+        ("error_new", ErrorNewFn),
+        ("error_free", c_void_p),
+        ("error_code", c_void_p),
+        ("error_message", c_void_p),
+        ("log", c_void_p),
+    ]
+
+
+def new(struct_type, **fields):
+    """A zeroed struct with struct_size set, then the given fields."""
+    s = struct_type()
+    s.struct_size = ctypes.sizeof(struct_type)
+    for k, v in fields.items():
+        setattr(s, k, v)
+    return s
+
+
+def declare(lib):
+    """Sets argtypes/restype of libddph.so's host API on the CDLL ``lib``."""
+    E = c_void_p  # ddph_error_t *
+    protos = {
+        "ddph_session_open": (E, [POINTER(SessionOptions), POINTER(c_void_p)]),
+        "ddph_session_submit": (E, [c_void_p, POINTER(Bucket), DoneFn, c_void_p]),
+        "ddph_session_flush": (E, [c_void_p]),
+        "ddph_session_stats": (E, [c_void_p, POINTER(Stats)]),
+        "ddph_session_save_state": (E, [c_void_p, WriteFn, c_void_p]),
+        "ddph_session_load_state": (E, [c_void_p, c_void_p, c_size_t]),
+        "ddph_session_comm": (POINTER(Comm), [c_void_p]),
+        "ddph_session_close": (None, [c_void_p]),
+        "ddph_error_code": (c_int, [c_void_p]),
+        "ddph_error_message": (c_char_p, [c_void_p]),
+        "ddph_error_free": (None, [c_void_p]),
+        "ddph_host": (POINTER(Host), []),
+        "ddph_version": (c_char_p, []),
+    }
+    for name, (restype, argtypes) in protos.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+

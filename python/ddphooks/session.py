@@ -1,0 +1,181 @@
+"""ddph sessions: one hook chain and one communicator, opened from YAML."""
+import atexit
+import ctypes
+import json
+import os
+import threading
+import weakref
+
+from . import _abi, _completion, _library, _tensors, errors
+from .store import HostStore
+
+_open_sessions = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    # Close before the interpreter tears down the ctypes callbacks that the
+    # session's worker thread might still call.
+    for s in list(_open_sessions):
+        s.close()
+
+
+def _config_source(config):
+    """(yaml_path, yaml_text) for a path, YAML text or dict."""
+    if isinstance(config, dict):
+        return None, json.dumps(config)  # JSON is YAML (flow style)
+    if isinstance(config, os.PathLike):
+        return os.fspath(config), None
+    if isinstance(config, bytes):
+        config = config.decode()
+    if not isinstance(config, str):
+        raise TypeError("config must be a YAML path, YAML text or a dict, not %s"
+                        % type(config).__name__)
+    single_line = "\n" not in config.strip()
+    if single_line and (os.path.exists(config) or config.endswith((".yaml", ".yml"))):
+        return config, None
+    return None, config
+
+
+def _encode(s):
+    return None if s is None else s.encode()
+
+
+class Session:
+    """A ddph session: the hook the config names, joined with the other ranks.
+
+    config: a YAML file path, YAML text, or a dict of the same structure
+        (docs/config.md), e.g. ``{"hook": {"family": "default", "name": "allreduce"}}``.
+    rank, world_size: this process's place; by default from the YAML, then
+        DDPH_RANK/DDPH_WORLD_SIZE, then RANK/WORLD_SIZE, else 0 of 1.
+    rendezvous: overrides the YAML's comm.rendezvous ("file:///dir",
+        "redis://host:port", or "host" for `store`).
+    store: a host key-value store (e.g. a torch.distributed Store) used when
+        the rendezvous is "host" or unset.
+    comm: a host communicator (an object with a ``table`` attribute holding
+        a ddph_comm_t, e.g. ddphooks.torch.ProcessGroupComm) used when the YAML
+        says ``comm: {backend: host}``.
+
+    Opening is collective: every rank must open its session at the same time.
+    """
+
+    def __init__(self, config, *, rank=-1, world_size=-1, rendezvous=None, store=None,
+                 comm=None):
+        self._lib = _library.load()
+        self._handle = None
+        self._step = 0
+        self._lock = threading.Lock()
+        path, text = _config_source(config)
+        self._store = None if store is None else (
+            store if isinstance(store, HostStore) else HostStore(store))
+        self._comm = comm  # keeps the host communicator's callbacks alive
+        opts = _abi.new(
+            _abi.SessionOptions, yaml_path=_encode(path), yaml_text=_encode(text),
+            rank=-1 if rank is None else int(rank),
+            world_size=-1 if world_size is None else int(world_size),
+            rendezvous=_encode(rendezvous))
+        if self._store is not None:
+            opts.store = ctypes.pointer(self._store.table)
+        if comm is not None:
+            opts.comm = ctypes.pointer(comm.table)
+        handle = ctypes.c_void_p()
+        errors.check(self._lib, self._lib.ddph_session_open(ctypes.byref(opts),
+                                                            ctypes.byref(handle)))
+        self._handle = handle
+        _open_sessions.add(self)
+
+    # -- lifetime --------------------------------------------------------
+
+    def close(self):
+        """Waits for in-flight buckets and frees the session. Idempotent."""
+        handle, self._handle = self._handle, None
+        if handle:
+            self._lib.ddph_session_close(handle)
+        _open_sessions.discard(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _h(self):
+        if not self._handle:
+            raise ValueError("ddph session is closed")
+        return self._handle
+
+    @property
+    def step(self):
+        """Steps submitted so far (buckets with is_last)."""
+        return self._step
+
+    # -- buckets ---------------------------------------------------------
+
+    def submit(self, bucket, on_done, keep):
+        """Low level: submits a filled _abi.Bucket; on_done(error_or_None) runs on
+        completion from any thread; `keep` stays alive until then."""
+        key = _completion.register(on_done, keep)
+        err = self._lib.ddph_session_submit(self._h(), ctypes.byref(bucket), _completion.DONE,
+                                            ctypes.c_void_p(key))
+        if err:
+            _completion.cancel(key)
+            errors.check(self._lib, err)
+
+    def run(self, buffer, *, index=0, is_last=True, step=None):
+        """Reduces `buffer` across ranks in place through the session's hook and
+        returns it. `buffer`: a NumPy array, or any object with __dlpack__
+        (torch.Tensor, CuPy, JAX), contiguous and writable. Blocks until done.
+        Every rank must call run with equally sized buffers in the same order."""
+        view = _tensors.view_of(buffer)
+        with self._lock:
+            s = self._step if step is None else int(step)
+            if is_last and step is None:
+                self._step += 1
+        bucket = _abi.new(_abi.Bucket, index=index, step=s, is_last=1 if is_last else 0,
+                          buffer=view.tensor, num_params=0, stream=None)
+        waiter = _completion.Waiter()
+        self.submit(bucket, waiter, (view, bucket))
+        waiter.wait()
+        return buffer
+
+    def flush(self):
+        """Waits for every submitted bucket; raises the first error since the
+        last flush."""
+        errors.check(self._lib, self._lib.ddph_session_flush(self._h()))
+
+    # -- introspection and checkpoints -------------------------------------
+
+    def stats(self):
+        """A dict: steps, buckets, bytes_in, bytes_out, wire_bytes."""
+        st = _abi.new(_abi.Stats)
+        errors.check(self._lib, self._lib.ddph_session_stats(self._h(), ctypes.byref(st)))
+        return {name: int(getattr(st, name)) for name, _ in _abi.Stats._fields_[1:]}
+
+    def state_dict(self):
+        """The hooks' state as bytes (waits for in-flight buckets). Portable
+        across ranks; load it with load_state_dict."""
+        chunks = []
+
+        def write(sink, data, n):
+            chunks.append(ctypes.string_at(data, n))
+
+        fn = _abi.WriteFn(write)
+        errors.check(self._lib, self._lib.ddph_session_save_state(self._h(), fn, None))
+        return b"".join(chunks)
+
+    def load_state_dict(self, state):
+        """Restores state from state_dict()'s bytes (a bytes-like object)."""
+        data = bytes(state)
+        buf = ctypes.create_string_buffer(data, len(data))
+        errors.check(self._lib, self._lib.ddph_session_load_state(self._h(), buf, len(data)))
+
+
+def version():
+    """The loader's ABI version, e.g. "1.1"."""
+    return _library.load().ddph_version().decode()

@@ -1,0 +1,169 @@
+"""ddphooks.Session from NumPy and DLPack buffers: results against NumPy's
+own arithmetic, errors as DDPHError, stats, and the state round trip."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+np = pytest.importorskip("numpy", reason="NumPy (Debian python3-numpy) is not installed")
+
+import ddphooks  # noqa: E402  (conftest puts python/ on sys.path)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ALLREDUCE = {"hook": {"family": "default", "name": "allreduce"}}
+
+
+@pytest.fixture
+def store_dir(tmp_path):
+    return "file://" + str(tmp_path / "store")
+
+
+def solo(config, store_dir):
+    return ddphooks.Session(config, rank=0, world_size=1, rendezvous=store_dir)
+
+
+def test_version_and_library():
+    assert ddphooks.version().startswith("1.")
+    assert os.path.isfile(ddphooks.library_path())
+
+
+def test_numpy_run_in_place_world_1(store_dir):
+    with solo(ALLREDUCE, store_dir) as s:
+        a = np.linspace(-3, 3, 1001, dtype=np.float32)
+        want = a.copy()
+        assert s.run(a) is a
+        np.testing.assert_array_equal(a, want)  # the mean over one rank
+        b = np.arange(12, dtype=np.float32).reshape(3, 4)  # any contiguous shape
+        s.run(b)
+        np.testing.assert_array_equal(b, np.arange(12, dtype=np.float32).reshape(3, 4))
+        st = s.stats()
+    assert st["steps"] == 2 and st["buckets"] == 2
+    assert st["bytes_in"] == (1001 + 12) * 4
+
+
+def test_fp16_compress_rounds_like_numpy(store_dir):
+    cfg = {"hook": {"family": "default", "name": "fp16_compress"}}
+    with solo(cfg, store_dir) as s:
+        a = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+        want = a.astype(np.float16).astype(np.float32)  # one rank: cast there and back
+        s.run(a)
+        np.testing.assert_array_equal(a, want)
+        assert s.stats()["bytes_out"] == 4096 * 2
+
+
+def test_config_as_yaml_text_and_path(store_dir, tmp_path):
+    text = "hook: {family: default, name: allreduce}\n"
+    with solo(text, store_dir) as s:
+        s.run(np.ones(4, np.float32))
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    with solo(str(path), store_dir) as s:
+        s.run(np.ones(4, np.float32))
+    with solo(path, store_dir) as s:  # os.PathLike
+        s.run(np.ones(4, np.float32))
+
+
+def test_dlpack_torch_tensor_in_place(store_dir):
+    torch = pytest.importorskip("torch", reason="PyTorch (Debian python3-torch) is not installed")
+    cfg = {"hook": {"family": "default", "name": "fp16_compress"}}
+    with solo(cfg, store_dir) as s:
+        t = torch.randn(3, 100, generator=torch.Generator().manual_seed(1))
+        want = t.half().float()
+        s.run(t)
+        assert torch.equal(t, want)
+
+
+def test_errors_carry_code_and_message(store_dir, tmp_path):
+    with pytest.raises(ddphooks.DDPHError) as e:
+        solo({"hook": {"family": "default", "name": "nope"}}, store_dir)
+    assert e.value.code == ddphooks.Code.NOT_FOUND
+    assert "has no hook 'nope'" in e.value.message and "allreduce" in e.value.message
+    with pytest.raises(ddphooks.DDPHError) as e:
+        solo({"hook": {"family": "default", "name": "allreduce", "options": {"rank": 2}}},
+             store_dir)
+    assert e.value.code == ddphooks.Code.INVALID_ARGUMENT
+    assert "hook.options.rank" in e.value.message
+    with pytest.raises(ddphooks.DDPHError) as e:
+        solo(str(tmp_path / "missing.yaml"), store_dir)
+    assert "missing.yaml" in e.value.message
+    with pytest.raises(ddphooks.DDPHError) as e:
+        ddphooks.Session(ALLREDUCE, rank=2, world_size=2, rendezvous=store_dir)
+    assert e.value.code == ddphooks.Code.INVALID_ARGUMENT and "rank 2" in e.value.message
+
+
+def test_bad_buffers_are_refused(store_dir):
+    with solo(ALLREDUCE, store_dir) as s:
+        with pytest.raises(ValueError, match="contiguous"):
+            s.run(np.zeros(8, np.float32)[::2])
+        ro = np.zeros(8, np.float32)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            s.run(ro)
+        with pytest.raises(TypeError):
+            s.run([1.0, 2.0])
+        with pytest.raises(ddphooks.DDPHError) as e:
+            s.run(np.zeros(8, np.int16))
+        assert e.value.code in (ddphooks.Code.UNSUPPORTED, ddphooks.Code.INVALID_ARGUMENT)
+        s.run(np.zeros(8, np.float32))  # the session still works
+    with pytest.raises(ValueError, match="closed"):
+        s.run(np.zeros(8, np.float32))
+
+
+def test_state_dict_round_trip(store_dir):
+    cfg = {"hook": {"family": "quantization", "name": "per_channel",
+                    "options": {"protocol": "reduce_scatter", "bits": 4,
+                                "error_feedback": True}}}
+    rng = np.random.default_rng(2)
+    with solo(cfg, store_dir + "a") as s:
+        for _ in range(3):
+            s.run(rng.standard_normal(2048).astype(np.float32))
+        blob = s.state_dict()
+    assert isinstance(blob, bytes) and len(blob) > 2048  # residuals of 2048 elements
+    with solo(cfg, store_dir + "b") as s2:
+        s2.load_state_dict(blob)
+        assert s2.state_dict() == blob
+        with pytest.raises(ddphooks.DDPHError) as e:
+            s2.load_state_dict(blob[:-5])
+        assert e.value.code == ddphooks.Code.INVALID_ARGUMENT
+
+
+def test_library_not_found_names_the_path():
+    code = "import ddphooks; ddphooks.version()"
+    env = dict(os.environ, DDPH_LIBRARY="/nonexistent/libddph.so",
+               PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "/nonexistent/libddph.so" in r.stderr
+
+
+def test_two_ranks_numpy_example():
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python",
+                                                     "numpy_allreduce.py")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0: ok" in r.stdout and "rank 1: ok" in r.stdout
+
+
+RANK_WITH_HOST_STORE = textwrap.dedent("""
+    import sys, datetime, numpy as np, torch.distributed as dist, ddphooks
+    rank, path = int(sys.argv[1]), sys.argv[2]
+    store = dist.FileStore(path, 2)
+    a = np.full(100, rank + 1.0, np.float32)
+    with ddphooks.Session({"hook": {"family": "default", "name": "allreduce"}},
+                          rank=rank, world_size=2, rendezvous="host", store=store) as s:
+        s.run(a)
+    assert (a == 1.5).all(), a[:4]
+    print("ok")
+""")
+
+
+def test_two_ranks_through_a_host_store(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch (Debian python3-torch) is not installed")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    procs = [subprocess.Popen([sys.executable, "-c", RANK_WITH_HOST_STORE, str(r),
+                               str(tmp_path / "filestore")], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
