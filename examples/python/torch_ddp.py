@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""A PyTorch DDP training script where one line switches to the ddph hooks.
+
+    python3 examples/python/torch_ddp.py                          # 2 ranks, PyTorch's fp16 hook
+    python3 examples/python/torch_ddp.py --ddph configs/fp16.yaml # the same through ddph
+    torchrun --nproc_per_node 2 examples/python/torch_ddp.py --ddph configs/powersgd.yaml
+
+Trains a small MLP on a synthetic regression task on CPU/Gloo (CUDA/NCCL
+when --cuda and GPUs are there), prints the loss, and saves a checkpoint:
+with ddph the hook's state (PowerSGD's error feedback, say) rides in
+ddp.state_dict(). Without torchrun it starts --world processes itself.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))  # a source checkout; an install needs nothing
+import ddphooks.torch  # noqa: E402
+
+
+def train(rank, world, args):
+    device = torch.device("cuda", rank) if args.cuda else torch.device("cpu")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 1)).to(device)
+    ddp = DDP(model, device_ids=[rank] if args.cuda else None)
+
+    if args.ddph:
+        hook = ddphooks.torch.register(ddp, args.ddph)  # <- the one line that switches
+    else:
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator().manual_seed(100 + rank)  # each rank its own data shard
+    w_true = torch.randn(64, 1, generator=torch.Generator().manual_seed(7))
+    for step in range(args.steps):
+        x = torch.randn(128, 64, generator=g)
+        y = x @ w_true + 0.01 * torch.randn(128, 1, generator=g)
+        loss = nn.functional.mse_loss(ddp(x.to(device)), y.to(device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if rank == 0 and (step % 20 == 0 or step == args.steps - 1):
+            print("step %4d  loss %.5f" % (step, loss.item()), flush=True)
+
+    checkpoint = {"model": ddp.state_dict(), "optimizer": opt.state_dict()}
+    if rank == 0:
+        path = os.path.join(tempfile.gettempdir(), "torch_ddp_example.pt")
+        torch.save(checkpoint, path)
+        extra = " (with the ddph hook state, %s)" % ddphooks.torch.STATE_KEY \
+            if ddphooks.torch.STATE_KEY in checkpoint["model"] else ""
+        print("checkpoint saved to %s%s" % (path, extra))
+        if args.ddph:
+            print("ddph stats:", hook.stats())
+
+
+def worker(rank, world, init_file, args):
+    dist.init_process_group("nccl" if args.cuda else "gloo", init_method="file://" + init_file,
+                            rank=rank, world_size=world)
+    try:
+        train(rank, world, args)
+    finally:
+        dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ddph", metavar="CONFIG", help="a ddph YAML config (else PyTorch's hook)")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--world", type=int, default=2, help="ranks to start without torchrun")
+    p.add_argument("--cuda", action="store_true", help="one GPU per rank, NCCL")
+    args = p.parse_args()
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
+        dist.init_process_group("nccl" if args.cuda else "gloo")
+        try:
+            train(dist.get_rank(), dist.get_world_size(), args)
+        finally:
+            dist.destroy_process_group()
+        return
+    with tempfile.TemporaryDirectory() as d:
+        torch.multiprocessing.spawn(worker, args=(args.world, os.path.join(d, "init"), args),
+                                    nprocs=args.world)
+
+
+if __name__ == "__main__":
+    main()

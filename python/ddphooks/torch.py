@@ -1,0 +1,316 @@
+"""PyTorch DDP adapter: ddph hooks as a drop-in for ``register_comm_hook``.
+
+    import ddphooks.torch
+    ddp = DistributedDataParallel(model)
+    hook = ddphooks.torch.register(ddp, "configs/powersgd.yaml")
+
+Each GradBucket goes to the session zero-copy (its flat buffer, the
+parameters with their offsets and shapes, is_last, the step and, for CUDA
+tensors, the current stream); the returned torch.futures.Future completes
+from the ddph completion callback. The communicator joins through
+PyTorch's c10d store (``rendezvous: host``), or, with ``comm: {backend:
+host}`` in the YAML, runs its collectives through the DDP process group
+itself (ProcessGroupComm).
+"""
+import ctypes
+import threading
+
+import torch
+import torch.distributed as dist
+
+from . import _abi, _library, _tensors, errors
+from .session import Session
+
+__all__ = ["register", "DDPHook", "ProcessGroupComm"]
+
+STATE_KEY = "_ddph_hook_state"
+
+
+# --------------------------------------------------------------------------
+# A ddph_comm_t over a torch.distributed ProcessGroup (comm: {backend: host})
+# --------------------------------------------------------------------------
+
+class ProcessGroupComm:
+    """A host communicator whose collectives run on a torch ProcessGroup.
+
+    The session calls it from its worker thread, one collective at a time.
+    AVG follows the ABI's divide-first definition (PyTorch's allreduce_hook
+    numerics): each rank's value is divided by the world size, then summed.
+    reduce_scatter, which Gloo lacks, is an allreduce of a copy.
+    ``split`` is not offered (hooks that need sub-communicators refuse).
+    """
+
+    def __init__(self, process_group):
+        self.pg = process_group
+        self.rank = process_group.rank()
+        self.size = process_group.size()
+        self._ops = {_abi.DDPH_SUM: dist.ReduceOp.SUM, _abi.DDPH_MAX: dist.ReduceOp.MAX,
+                     _abi.DDPH_MIN: dist.ReduceOp.MIN}
+        f = self._fns = dict(
+            rank=_abi.CommIntFn(lambda ctx: self.rank),
+            size=_abi.CommIntFn(lambda ctx: self.size),
+            allreduce=_abi.CommReduceFn(self._guard(self._allreduce)),
+            allgather=_abi.CommGatherFn(self._guard(self._allgather)),
+            reduce_scatter=_abi.CommReduceFn(self._guard(self._reduce_scatter)),
+            broadcast=_abi.CommBroadcastFn(self._guard(self._broadcast)),
+            barrier=_abi.CommBarrierFn(self._guard(self._barrier)),
+            send=_abi.CommP2PFn(self._guard(self._send)),
+            recv=_abi.CommP2PFn(self._guard(self._recv)),
+            destroy=_abi.CommDestroyFn(lambda ctx: None),
+        )
+        self.table = _abi.new(_abi.Comm, ctx=None, **f)
+
+    # Each entry: run under the bucket's CUDA stream, and turn any Python
+    # exception into a ddph error (no exception may unwind into C).
+    def _guard(self, fn):
+        def entry(ctx, *args):
+            try:
+                stream = args[-1] if fn not in (self._barrier,) else None
+                if stream:
+                    with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+                        fn(*args)
+                else:
+                    fn(*args)
+                return None
+            except BaseException as e:  # noqa: B902 - must not reach C
+                text = str(e)
+                if isinstance(e, (TypeError, ValueError)):
+                    code = errors.Code.UNSUPPORTED
+                elif "timeout" in text.lower() or "timed out" in text.lower():
+                    code = errors.Code.TIMEOUT
+                else:
+                    code = errors.Code.COMM_FAILURE
+                return errors.make(_library.load(), code, "torch process group %s: %s: %s" %
+                                   (fn.__name__.lstrip("_"), type(e).__name__, text))
+        return entry
+
+    def _divide(self, src, dst):
+        if dst.is_floating_point():
+            torch.div(src, self.size, out=dst)
+        else:
+            torch.div(src, self.size, rounding_mode="trunc", out=dst)
+
+    def _allreduce(self, send, recv, op, stream):
+        s, r = _tensors.torch_view(send), _tensors.torch_view(recv)
+        if op == _abi.DDPH_AVG:
+            self._divide(s, r)
+            torch_op = dist.ReduceOp.SUM
+        else:
+            torch_op = self._ops[op]
+            if r.data_ptr() != s.data_ptr():
+                r.copy_(s)
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = torch_op
+        self.pg.allreduce([r], opts).wait()
+
+    def _allgather(self, send, recv, stream):
+        s, r = _tensors.torch_view(send), _tensors.torch_view(recv)
+        self.pg.allgather([list(r.chunk(self.size))], [s]).wait()
+
+    def _reduce_scatter(self, send, recv, op, stream):
+        s, r = _tensors.torch_view(send), _tensors.torch_view(recv)
+        t = torch.empty_like(s)
+        if op == _abi.DDPH_AVG:
+            self._divide(s, t)
+            torch_op = dist.ReduceOp.SUM
+        else:
+            t.copy_(s)
+            torch_op = self._ops[op]
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = torch_op
+        self.pg.allreduce([t], opts).wait()
+        n = r.numel()
+        r.copy_(t[self.rank * n:(self.rank + 1) * n])
+
+    def _broadcast(self, buf, root, stream):
+        opts = dist.BroadcastOptions()
+        opts.rootRank = root
+        opts.rootTensor = 0
+        self.pg.broadcast([_tensors.torch_view(buf)], opts).wait()
+
+    def _barrier(self):
+        self.pg.barrier().wait()
+
+    def _send(self, buf, peer, stream):
+        self.pg.send([_tensors.torch_view(buf)], peer, 0).wait()
+
+    def _recv(self, buf, peer, stream):
+        self.pg.recv([_tensors.torch_view(buf)], peer, 0).wait()
+
+
+# --------------------------------------------------------------------------
+# The DDP comm hook
+# --------------------------------------------------------------------------
+
+class _BucketDesc:
+    """ctypes descriptors of one DDP bucket, reused while DDP keeps the same
+    buffer and parameters (the loader copies them at each submit)."""
+
+    __slots__ = ("key", "bucket", "keep")
+
+    def __init__(self, key, buf, grads, params):
+        self.key = key
+        n = len(params)
+        param_array = (_abi.Param * n)() if n else None
+        keep = [param_array]
+        elem = buf.element_size()
+        base = buf.data_ptr()
+        for i, (g, p) in enumerate(zip(grads, params)):
+            d = param_array[i]
+            d.struct_size = ctypes.sizeof(_abi.Param)
+            d.offset = (g.data_ptr() - base) // elem
+            gshape = (ctypes.c_int64 * max(g.dim(), 1))(*g.shape)
+            d.ndim = g.dim()
+            d.shape = ctypes.cast(gshape, ctypes.POINTER(ctypes.c_int64))
+            keep.append(gshape)
+            if p.is_contiguous():
+                pshape = (ctypes.c_int64 * max(p.dim(), 1))(*p.shape)
+                _tensors.fill_from_torch(d.data, p, pshape)
+                d.data.ndim = p.dim()
+                keep.append(pshape)
+        bshape = (ctypes.c_int64 * 1)(buf.numel())
+        keep.append(bshape)
+        b = _abi.new(_abi.Bucket)
+        _tensors.fill_from_torch(b.buffer, buf, bshape)
+        b.num_params = n
+        if n:
+            b.params = ctypes.cast(param_array, ctypes.POINTER(_abi.Param))
+        self.bucket = b
+        self.keep = keep
+
+
+def _key(buf, params):
+    return (buf.data_ptr(), buf.numel(), buf.dtype, tuple(p.data_ptr() for p in params))
+
+
+def _unwrap(fut):
+    return fut.value()
+
+
+def _ddph_comm_hook(state, bucket):
+    """The comm hook registered on DDP; `state` is the DDPHook."""
+    return state._submit(bucket)
+
+
+class DDPHook:
+    """What register() returns: the session behind the DDP hook.
+
+    ``step``: synchronized steps so far (buckets with is_last; no_sync()
+    steps do not count, as in PyTorch's hooks). ``state_dict()`` /
+    ``load_state_dict()`` checkpoint the step and the hooks' state; the DDP
+    module's own state_dict() carries them too, under ``_ddph_hook_state``.
+    """
+
+    def __init__(self, session, process_group, comm):
+        self.session = session
+        self.process_group = process_group
+        self._comm = comm
+        self.step = 0
+        self._descs = {}
+        self._lock = threading.Lock()
+
+    def _submit(self, bucket):
+        buf = bucket.buffer()
+        if not buf.is_contiguous():
+            raise ValueError("ddph: the bucket buffer is not contiguous")
+        params = bucket.parameters()
+        index = bucket.index()
+        key = _key(buf, params)
+        desc = self._descs.get(index)
+        if desc is None or desc.key != key:
+            desc = _BucketDesc(key, buf, bucket.gradients(), params)
+            self._descs[index] = desc
+        b = desc.bucket
+        is_last = bucket.is_last()
+        with self._lock:
+            b.index = index
+            b.step = self.step
+            b.is_last = 1 if is_last else 0
+            b.stream = torch.cuda.current_stream(buf.device).cuda_stream if buf.is_cuda else None
+            if is_last:
+                self.step += 1
+        fut = torch.futures.Future()
+
+        def on_done(error):
+            if error is None:
+                fut.set_result(buf)
+            else:
+                fut.set_exception(error)
+
+        # The loader copies the descriptor; buf and the parameters are DDP's
+        # and outlive the step. `desc` is kept anyway in case DDP rebuilds.
+        self.session.submit(b, on_done, (buf, desc))
+        # PyTorch 1.13's set_exception stores the exception as the value, which
+        # DDP would try to use as a tensor; a then() that raises it makes the
+        # future DDP waits on fail properly, so backward() raises DDPHError's text.
+        return fut.then(_unwrap)
+
+    def stats(self):
+        return self.session.stats()
+
+    def state_dict(self):
+        """{"step": int, "state": bytes} (waits for in-flight buckets)."""
+        return {"step": self.step, "state": self.session.state_dict()}
+
+    def load_state_dict(self, state):
+        self.session.load_state_dict(state["state"])
+        self.step = int(state["step"])
+
+    def _as_tensor(self):
+        blob = int(self.step).to_bytes(8, "little") + self.session.state_dict()
+        return torch.frombuffer(bytearray(blob), dtype=torch.uint8)
+
+    def _from_tensor(self, t):
+        blob = t.detach().cpu().contiguous().numpy().tobytes()
+        if len(blob) < 8:
+            raise errors.DDPHError(errors.Code.INVALID_ARGUMENT,
+                                   "%s holds %d bytes, fewer than its 8-byte step" %
+                                   (STATE_KEY, len(blob)))
+        self.session.load_state_dict(blob[8:])
+        self.step = int.from_bytes(blob[:8], "little")
+
+    def close(self):
+        self.session.close()
+
+
+def register(ddp_model, config, *, process_group=None, store=None, rendezvous="host"):
+    """Registers the ddph hook that `config` names on `ddp_model` (a
+    DistributedDataParallel) and returns its DDPHook.
+
+    config: YAML path, YAML text or dict (docs/config.md).
+    process_group: the group whose ranks join the session and that
+        ``comm: {backend: host}`` runs on; by default the DDP model's.
+    store: the rendezvous store; by default torch.distributed's own c10d
+        store (prefixed "ddphooks/"), so torchrun and init_process_group
+        scripts need nothing more.
+    rendezvous: "host" (the store above); None keeps the YAML's
+        comm.rendezvous (file:// or redis://).
+
+    Collective: every rank of the group must call it. Replaces any hook
+    already registered (DDP allows one).
+    """
+    pg = process_group if process_group is not None else getattr(ddp_model, "process_group",
+                                                                   None)
+    if pg is None:
+        pg = dist.distributed_c10d._get_default_group()
+    if store is None and rendezvous == "host":
+        store = dist.PrefixStore("ddphooks/", dist.distributed_c10d._get_default_store())
+    comm = ProcessGroupComm(pg)
+    session = Session(config, rank=pg.rank(), world_size=pg.size(), rendezvous=rendezvous,
+                      store=store, comm=comm)
+    hook = DDPHook(session, pg, comm)
+
+    def save_hook(module, state_dict, prefix, local_metadata):
+        state_dict[prefix + STATE_KEY] = hook._as_tensor()
+        return state_dict
+
+    def load_pre_hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                      unexpected_keys, error_msgs):
+        t = state_dict.pop(prefix + STATE_KEY, None)
+        if t is not None:
+            hook._from_tensor(t)
+
+    ddp_model._register_state_dict_hook(save_hook)
+    ddp_model._register_load_state_dict_pre_hook(load_pre_hook)
+    ddp_model.register_comm_hook(hook, _ddph_comm_hook)
+    return hook

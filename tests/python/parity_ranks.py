@@ -1,0 +1,316 @@
+"""One rank of the PyTorch parity runs (started twice by test_torch_parity.py).
+
+    parity_ranks.py RANK WORLD INIT_FILE OUT_DIR CASE[,CASE...]
+
+For every case, trains the same DDP model from the same seed for STEPS
+steps twice: once with PyTorch's own hook (the reference), once with the
+ddph hook through ddphooks.torch.register, and saves both runs' final
+parameters (and any error) to OUT_DIR/<case>.rank<R>.pt. The test compares
+them; nothing here decides pass or fail.
+"""
+import os
+import pickle
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import ddphooks.torch  # noqa: E402
+from torch.distributed.algorithms.ddp_comm_hooks import (  # noqa: E402
+    debugging_hooks, default_hooks, optimizer_overlap_hooks, post_localSGD_hook,
+    powerSGD_hook, quantization_hooks)
+
+STEPS = 20
+SEED = 1234
+LR = 0.05
+IN, HIDDEN, OUT, BATCH = 32, 64, 8, 16
+
+
+def make_model(bias=True):
+    torch.manual_seed(SEED)
+    return nn.Sequential(nn.Linear(IN, HIDDEN, bias=bias), nn.ReLU(),
+                         nn.Linear(HIDDEN, HIDDEN, bias=bias), nn.ReLU(),
+                         nn.Linear(HIDDEN, OUT, bias=bias))
+
+
+def batches(rank):
+    g = torch.Generator().manual_seed(SEED + 7919 * (rank + 1))
+    return [(torch.randn(BATCH, IN, generator=g), torch.randn(BATCH, OUT, generator=g))
+            for _ in range(STEPS)]
+
+
+def flat_params(model):
+    return torch.cat([p.detach().reshape(-1).clone() for p in model.parameters()])
+
+
+def train(rank, register, *, bucket_view=False, step_optimizer=True, no_sync_every=0,
+          bucket_cap_mb=0.01, resume_at=0, find_unused=False, bias=True, drop_state=False,
+          nan_at=-1):
+    """Trains STEPS steps; register(ddp) installs a hook (or nothing). With
+    resume_at, the run stops there, saves ddp.state_dict() (the ddph hook state
+    rides along), and goes on with a fresh model, DDP and hook loaded from it."""
+    model = make_model(bias)
+    # A small bucket cap: several buckets per step once DDP rebuilds them.
+    ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=bucket_view,
+              find_unused_parameters=find_unused)
+    extra = register(ddp, None)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    for i, (x, y) in enumerate(batches(rank)):
+        if resume_at and i == resume_at:
+            checkpoint = ddp.state_dict()
+            if isinstance(extra, ddphooks.torch.DDPHook):
+                extra.close()
+                restored = None  # the hook state rides in the DDP state_dict
+                if drop_state:  # a control: resuming without it must show
+                    del checkpoint[ddphooks.torch.STATE_KEY]
+            else:  # PyTorch's PowerSGDState pickles itself (its documented checkpoint)
+                restored = pickle.loads(pickle.dumps(extra))
+            model = make_model(bias)
+            ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=bucket_view,
+              find_unused_parameters=find_unused)
+            extra = register(ddp, restored)
+            ddp.load_state_dict(checkpoint)
+            opt = torch.optim.SGD(model.parameters(), lr=LR)
+        if i == nan_at:
+            x = x * float("nan")
+        if no_sync_every and i % no_sync_every == 0:
+            with ddp.no_sync():  # accumulate locally, synchronize next step
+                nn.functional.mse_loss(ddp(x), y).backward()
+            continue
+        nn.functional.mse_loss(ddp(x), y).backward()
+        if step_optimizer:
+            opt.step()
+        opt.zero_grad(set_to_none=False)
+    return flat_params(model), extra
+
+
+def ddph(config):
+    def reg(ddp, restored):
+        return ddphooks.torch.register(ddp, config)
+    return reg
+
+
+def torch_hook(state, hook):
+    def reg(ddp, restored):
+        s = restored if restored is not None else state() if callable(state) else state
+        ddp.register_comm_hook(s, hook)
+        return s
+    return reg
+
+
+def no_hook(ddp, restored):
+    return None
+
+
+def _allgather(t):
+    out = [torch.zeros_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, t)
+    return out
+
+
+def _done(t):
+    fut = torch.futures.Future()
+    fut.set_result(t)
+    return fut
+
+
+# PyTorch 1.13's quantization hooks need CUDA (they call .cuda() and chain
+# Gloo futures in a way Gloo does not serve). The references below are their
+# formulas step for step, with PyTorch's own observers and quantize helpers,
+# as torch ops on CPU with synchronous all_gathers.
+def ref_per_tensor(process_group, bucket):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    tensor = bucket.buffer()
+    observer = torch.quantization.MinMaxObserver()
+    observer(tensor)
+    s, z = observer.calculate_qparams()
+    all_s_and_z = _allgather(torch.FloatTensor([s, z]))
+    quantized = quantization_hooks._quantize_per_tensor_cuda(tensor, all_s_and_z[rank][0],
+                                                             all_s_and_z[rank][1])
+    total = torch.zeros_like(tensor, dtype=torch.float32)
+    for r, q in enumerate(_allgather(quantized)):
+        total += quantization_hooks._dequantize_per_tensor_cuda(q, all_s_and_z[r][0],
+                                                                all_s_and_z[r][1])
+    return _done(total / world)
+
+
+def ref_per_channel(bucket_size):
+    def hook(process_group, bucket):
+        rank, world = dist.get_rank(), dist.get_world_size()
+        tensor = bucket.buffer()
+        channels = nn.functional.pad(tensor, (0, bucket_size - len(tensor) % bucket_size),
+                                     mode="constant", value=0).view(-1, bucket_size)
+        observer = torch.quantization.PerChannelMinMaxObserver()
+        observer(channels)
+        s_ch, z_ch = observer.calculate_qparams()
+        all_s_and_z = _allgather(torch.stack((s_ch, z_ch)))
+        quantized = quantization_hooks._quantize_per_channel_cuda(
+            channels, all_s_and_z[rank][0, :], all_s_and_z[rank][1, :])
+        total = torch.zeros_like(channels, dtype=torch.float32)
+        for r, q in enumerate(_allgather(quantized)):
+            scale, zero_point = all_s_and_z[r][0], all_s_and_z[r][1]
+            x = torch.zeros_like(q, dtype=torch.float32)
+            for i in range(x.size()[0]):  # _dequantize_per_channel_cuda, less .cuda()
+                x[i, :] = scale[i] * (q[i, :].to(torch.float32) - zero_point[i])
+            total += x
+        return _done(torch.flatten(total)[: tensor.size()[0]] / world)
+    return hook
+
+
+def hook_config(family, name, options=None, wrap=None, comm=None):
+    hook = {"family": family, "name": name, "options": options or {}}
+    if wrap:
+        hook["wrap"] = wrap
+    cfg = {"hook": hook, "comm": {"backend": "gloo", "timeout": "60s"}}
+    if comm:
+        cfg["comm"] = comm
+    return cfg
+
+
+ALLREDUCE = hook_config("default", "allreduce")
+
+
+def powersgd_case(rank_, warm):
+    def ref():
+        return powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=rank_,
+                                           start_powerSGD_iter=2, warm_start=warm,
+                                           random_seed=0)
+    cfg = hook_config("powersgd", "powersgd", {"rank": rank_, "start_iter": 2,
+                                               "warm_start": warm, "seed": 0})
+    return {"ref": torch_hook(ref, powerSGD_hook.powerSGD_hook), "ddph": ddph(cfg)}
+
+
+def hto_case():
+    from torch.distributed.optim import _FunctionalSGD
+
+    def ref():
+        opt = _FunctionalSGD([], lr=LR, momentum=0.9, _allow_empty_param_list=True)
+        return _HTO(opt)
+
+    class _HTO:
+        def __init__(self, opt):
+            self.hook = optimizer_overlap_hooks._hook_then_optimizer(
+                default_hooks.allreduce_hook, optimizer_overlap_hooks._OptimizerHookState(opt))
+
+    def reg_ref(ddp, restored):
+        h = ref()
+        ddp.register_comm_hook(None, h.hook)
+
+    cfg = hook_config("optimizer_overlap", "hook_then_optimizer",
+                      {"optimizer": "sgd", "lr": LR, "momentum": 0.9},
+                      wrap={"family": "default", "name": "allreduce"})
+    # ddph's hook_then_optimizer keys its optimizer state by (bucket index,
+    # position in the bucket); DDP's bucket rebuild after the first step
+    # reshuffles both. find_unused_parameters=True is a DDP mode that never
+    # rebuilds buckets, so the layout stays put.
+    return {"ref": reg_ref, "ddph": ddph(cfg),
+            "train": {"step_optimizer": False, "find_unused": True}}
+
+
+def post_localsgd_case():
+    def reg_ref(ddp, restored):
+        # Subgroups of one rank: after start_localSGD_iter, no communication.
+        # (dist.new_subgroups refuses to run without CUDA; new_group does not.)
+        groups = [dist.new_group([r]) for r in range(dist.get_world_size())]
+        subgroup = groups[dist.get_rank()]
+        state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=subgroup,
+                                                     start_localSGD_iter=5)
+        ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
+    cfg = hook_config("post_localsgd", "post_localsgd",
+                      {"start_localsgd_iter": 5, "subgroup_size": 1})
+    return {"ref": reg_ref, "ddph": ddph(cfg)}
+
+
+CASES = {
+    "allreduce": {"ref": torch_hook(None, default_hooks.allreduce_hook), "ddph": ddph(ALLREDUCE)},
+    "allreduce_nohook": {"ref": no_hook, "ddph": ddph(ALLREDUCE)},
+    "allreduce_bucket_view": {"ref": torch_hook(None, default_hooks.allreduce_hook),
+                              "ddph": ddph(ALLREDUCE), "train": {"bucket_view": True}},
+    "allreduce_no_sync": {"ref": no_hook, "ddph": ddph(ALLREDUCE),
+                          "train": {"no_sync_every": 3}},
+    "allreduce_host_comm": {"ref": torch_hook(None, default_hooks.allreduce_hook),
+                            "ddph": ddph(hook_config("default", "allreduce",
+                                                     comm={"backend": "host"}))},
+    "fp16_compress": {"ref": torch_hook(None, default_hooks.fp16_compress_hook),
+                      "ddph": ddph(hook_config("default", "fp16_compress"))},
+    "noop": {"ref": torch_hook(None, debugging_hooks.noop_hook),
+             "ddph": ddph(hook_config("debugging", "noop"))},
+    "powersgd_r1_warm": powersgd_case(1, True),
+    "powersgd_r1_cold": powersgd_case(1, False),
+    "powersgd_r2_warm": powersgd_case(2, True),
+    "powersgd_r2_cold": powersgd_case(2, False),
+    "hook_then_optimizer": hto_case(),
+    # Checkpoint at step 10 and resume in a fresh DDP: PyTorch pickles its
+    # PowerSGDState, ddph's state rides in ddp.state_dict(). One bucket of
+    # bias-free layers: a fresh DDP's first-step layout (reverse parameter
+    # order) then equals the rebuilt one (gradient-ready order), so the saved
+    # per-bucket state fits the resumed run for PyTorch and ddph alike.
+    "powersgd_resume": dict(powersgd_case(2, True),
+                            train={"resume_at": 10, "bucket_cap_mb": 25, "bias": False}),
+    "post_localsgd": post_localsgd_case(),
+    # PyTorch's bf16 hook and batched PowerSGD fail on CPU/Gloo; the test
+    # records that beside ddph's run, checked against DDP's plain average.
+    "bf16_compress": {"ref": torch_hook(None, default_hooks.bf16_compress_hook),
+                      "ddph": ddph(hook_config("default", "bf16_compress")), "base": no_hook},
+    "batched_powersgd": {
+        "ref": torch_hook(lambda: powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2),
+            powerSGD_hook.batched_powerSGD_hook),
+        "ddph": ddph(hook_config("powersgd", "batched_powersgd",
+                                 {"rank": 1, "start_iter": 2})),
+        "base": no_hook},
+    "powersgd_resume_without_state": dict(powersgd_case(2, True), train={
+        "resume_at": 10, "bucket_cap_mb": 25, "bias": False, "drop_state": True}),
+    "per_tensor": {"ref": torch_hook(None, ref_per_tensor),
+                   "ddph": ddph(hook_config("quantization", "per_tensor"))},
+    # The same through DDP's own process group (comm: {backend: host}):
+    # allgather and allreduce of ddphooks.torch.ProcessGroupComm.
+    "per_tensor_host_comm": {"ref": torch_hook(None, ref_per_tensor),
+                             "ddph": ddph(hook_config("quantization", "per_tensor",
+                                                      comm={"backend": "host"}))},
+    "powersgd_host_comm": {
+        "ref": powersgd_case(2, True)["ref"],
+        "ddph": ddph(hook_config("powersgd", "powersgd",
+                                 {"rank": 2, "start_iter": 2, "warm_start": True, "seed": 0},
+                                 comm={"backend": "host"}))},
+    # A ddph error inside the hook: loss.backward() raises with its text.
+    "nonfinite_error": {"ddph": ddph(hook_config("quantization", "per_channel",
+                                                 {"nonfinite": "error"})),
+                        "train": {"nan_at": 3}},
+    "per_channel": {"ref": torch_hook(None, ref_per_channel(512)),
+                    "ddph": ddph(hook_config("quantization", "per_channel",
+                                             {"channel_size": 512}))},
+}
+
+
+def main():
+    rank, world, init_file, out_dir, names = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                                              sys.argv[4], sys.argv[5].split(","))
+    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
+                            world_size=world)
+    torch.set_num_threads(1)
+    for name in names:
+        case = CASES[name]
+        result = {}
+        for variant in ("ref", "ddph", "base"):
+            if variant not in case:
+                continue
+            try:
+                params, extra = train(rank, case[variant], **case.get("train", {}))
+                result[variant] = params
+                if variant == "ddph" and extra is not None:
+                    result["stats"] = extra.stats()
+                    extra.close()
+            except Exception:
+                result[variant + "_error"] = traceback.format_exc()
+            dist.barrier()
+        torch.save(result, os.path.join(out_dir, "%s.rank%d.pt" % (name, rank)))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
