@@ -174,6 +174,19 @@ def hook_config(family, name, options=None, wrap=None, comm=None):
 ALLREDUCE = hook_config("default", "allreduce")
 
 
+def one_bucket_at_a_time(hook):
+    """PyTorch's PowerSGD issues its later collectives from Gloo's callback
+    threads, so with several buckets in flight the ranks can issue them in
+    different orders (Gloo then aborts: "op.preamble.length <= op.nbytes").
+    Waiting for each bucket inside the hook keeps one order; the numbers
+    are the same."""
+    def wrapped(state, bucket):
+        fut = hook(state, bucket)
+        fut.wait()
+        return fut
+    return wrapped
+
+
 def powersgd_case(rank_, warm):
     def ref():
         return powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=rank_,
@@ -181,7 +194,8 @@ def powersgd_case(rank_, warm):
                                            random_seed=0)
     cfg = hook_config("powersgd", "powersgd", {"rank": rank_, "start_iter": 2,
                                                "warm_start": warm, "seed": 0})
-    return {"ref": torch_hook(ref, powerSGD_hook.powerSGD_hook), "ddph": ddph(cfg)}
+    return {"ref": torch_hook(ref, one_bucket_at_a_time(powerSGD_hook.powerSGD_hook)),
+            "ddph": ddph(cfg)}
 
 
 def hto_case():
