@@ -93,27 +93,6 @@ struct LowBucket {
   }
 };
 
-ddph_code_t run(ddph_session_t* s, ddph_bucket_t* b, std::string* message) {
-  struct Result {
-    ddph_code_t code = DDPH_INTERNAL;
-    std::string text;
-  } r;
-  auto done = [](void* user, ddph_error_t* e) {
-    auto* res = static_cast<Result*>(user);
-    res->code = ddph_error_code(e);
-    res->text = ddph_error_message(e);
-    ddph_error_free(e);
-  };
-  if (ddph_error_t* e = ddph_session_submit(s, b, done, &r)) {
-    r.code = ddph_error_code(e);
-    r.text = ddph_error_message(e);
-    ddph_error_free(e);
-  }
-  ddph_error_free(ddph_session_flush(s));
-  if (message) *message = r.text;
-  return r.code;
-}
-
 // PyTorch's result for 2 ranks: (a + b).div_(2) in the low dtype, upcast.
 std::vector<float> torch_two_rank_mean(Low low) {
   std::vector<uint16_t> a(kN), b(kN);
@@ -145,7 +124,7 @@ TEST_P(Upcast, Fp32GradientsEqualTheMeanOfTheUpcastGradients) {
     DDPH_CHILD_CHECK(s != nullptr, "open");
     LowBucket bk(low, rank);
     std::string msg;
-    DDPH_CHILD_CHECK(run(s, &bk.b, &msg) == DDPH_OK, "run: %s", msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, bk.b, &msg) == DDPH_OK, "run: %s", msg.c_str());
     const std::vector<float> got = bk.flat_grads();
     const double unit = low == Low::kBF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
     for (size_t i = 0; i < kN; ++i) {
@@ -209,7 +188,7 @@ TEST(Upcast, Float32BucketsAreSummedDividedAndCopied) {
     b.num_params = 1;
     b.params = &v;
     std::string msg;
-    DDPH_CHILD_CHECK(run(s, &b, &msg) == DDPH_OK, "run: %s", msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, b, &msg) == DDPH_OK, "run: %s", msg.c_str());
     for (size_t i = 0; i < kN; ++i)
       DDPH_CHILD_CHECK(out[i] == (value(0, i) + value(1, i)) / 2, "[%zu] %.9g", i, out[i]);
     ddph_session_close(s);
@@ -227,37 +206,38 @@ TEST(Upcast, MissingOrWrongGradientViewsAreRefused) {
     LowBucket none(Low::kBF16, rank);
     none.b.num_params = 0;
     none.b.params = nullptr;
-    DDPH_CHILD_CHECK(run(s, &none.b, &msg) == DDPH_INVALID_ARGUMENT &&
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, none.b, &msg) == DDPH_INVALID_ARGUMENT &&
                          msg.find("nowhere to go") != std::string::npos,
                      "no params: %s", msg.c_str());
     LowBucket unshared(Low::kBF16, rank);
     unshared.views[2].data.data = nullptr;
-    DDPH_CHILD_CHECK(run(s, &unshared.b, &msg) == DDPH_INVALID_ARGUMENT &&
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, unshared.b, &msg) == DDPH_INVALID_ARGUMENT &&
                          msg.find("params[2].data.data is NULL") != std::string::npos,
                      "unshared: %s", msg.c_str());
     DDPH_CHILD_CHECK(unshared.grads[0][0] == -999.f, "a refused bucket wrote a gradient");
     LowBucket wide(Low::kF16, rank);
     wide.views[1].data.dtype = {kDLFloat, 64, 1};
-    DDPH_CHILD_CHECK(
-        run(s, &wide.b, &msg) == DDPH_UNSUPPORTED && msg.find("float32") != std::string::npos,
-        "float64 view: %s", msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, wide.b, &msg) == DDPH_UNSUPPORTED &&
+                         msg.find("float32") != std::string::npos,
+                     "float64 view: %s", msg.c_str());
     LowBucket small(Low::kF16, rank);
     int64_t short_shape[1] = {3};
     small.views[1].data.ndim = 1;
     small.views[1].data.shape = short_shape;
-    DDPH_CHILD_CHECK(run(s, &small.b, &msg) == DDPH_INVALID_ARGUMENT &&
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, small.b, &msg) == DDPH_INVALID_ARGUMENT &&
                          msg.find("3 elements") != std::string::npos,
                      "short view: %s", msg.c_str());
     LowBucket ints(Low::kBF16, rank);
     ints.b.buffer.dtype = {kDLInt, 32, 1};
     ints.n = kN / 2;
     ints.b.num_params = 0;  // the dtype is refused first
-    DDPH_CHILD_CHECK(
-        run(s, &ints.b, &msg) == DDPH_UNSUPPORTED && msg.find("int32") != std::string::npos,
-        "int32 bucket: %s", msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, ints.b, &msg) == DDPH_UNSUPPORTED &&
+                         msg.find("int32") != std::string::npos,
+                     "int32 bucket: %s", msg.c_str());
     // The session still works.
     LowBucket fine(Low::kBF16, rank);
-    DDPH_CHILD_CHECK(run(s, &fine.b, &msg) == DDPH_OK, "after misuse: %s", msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, fine.b, &msg) == DDPH_OK, "after misuse: %s",
+                     msg.c_str());
     ddph_session_close(s);
     return 0;
   });

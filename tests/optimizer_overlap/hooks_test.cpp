@@ -21,19 +21,9 @@ namespace oo = ddph::optimizer_overlap;
 
 // Opens yaml on this rank and returns the error text ("" on success).
 std::string open_error(const std::string& yaml, int rank, int world, const std::string& dir) {
-  ddph_session_options_t o{};
-  o.struct_size = sizeof o;
-  o.yaml_text = yaml.c_str();
-  o.rank = rank;
-  o.world_size = world;
-  const std::string rdv = "file://" + dir;
-  o.rendezvous = rdv.c_str();
-  ddph_session_t* s = nullptr;
-  ddph_error_t* e = ddph_session_open(&o, &s);
-  std::string text = e ? ddph_error_message(e) : "";
-  ddph_error_free(e);
-  ddph_session_close(s);
-  return text;
+  std::string error;
+  ddph_session_close(ddph_test::open_session(yaml, rank, world, dir, &error));
+  return error;
 }
 
 // Run A: 20 steps, saving after step 10. Run B: a fresh session loads that
@@ -47,7 +37,7 @@ TEST(State, CheckpointMidRunResumesBitForBit) {
     Model ma;
     for (int step = 0; step < 10; ++step)
       DDPH_CHILD_CHECK(ma.step(a, rank, uint64_t(step)) == DDPH_OK, "a step %d", step);
-    const std::string blob = ddph_test::quant::session_state(a);
+    const std::string blob = ddph_test::session_state(a);
     const std::vector<float> at10 = ma.flat();
     for (int step = 10; step < 20; ++step)
       DDPH_CHILD_CHECK(ma.step(a, rank, uint64_t(step)) == DDPH_OK, "a step %d", step);
@@ -91,7 +81,7 @@ TEST(State, CorruptAndForeignBlobsAreRefused) {
     DDPH_CHILD_CHECK(adam && sgd, "open");
     Model m;
     DDPH_CHILD_CHECK(m.step(adam, rank, 0) == DDPH_OK && m.step(sgd, rank, 0) == DDPH_OK, "step");
-    const std::string blob = ddph_test::quant::session_state(adam);
+    const std::string blob = ddph_test::session_state(adam);
     std::string bad = blob;
     const size_t at = bad.find("DDPHOPTM");
     DDPH_CHILD_CHECK(at != std::string::npos, "magic not found");

@@ -6,6 +6,14 @@
 namespace ddph_test {
 
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir) {
+  std::string error;
+  ddph_session_t* s = open_session(yaml, rank, world, dir, &error);
+  if (s == nullptr) std::fprintf(stderr, "[rank %d] ddph_session_open: %s\n", rank, error.c_str());
+  return s;
+}
+
+ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
+                             std::string* error) {
   ddph_session_options_t o{};
   o.struct_size = sizeof o;
   o.yaml_text = yaml.c_str();
@@ -15,10 +23,11 @@ ddph_session_t* open_session(const std::string& yaml, int rank, int world, const
   o.rendezvous = rdv.c_str();
   ddph_session_t* s = nullptr;
   if (ddph_error_t* e = ddph_session_open(&o, &s)) {
-    std::fprintf(stderr, "[rank %d] ddph_session_open: %s\n", rank, ddph_error_message(e));
+    *error = ddph_error_message(e);
     ddph_error_free(e);
     return nullptr;
   }
+  error->clear();
   return s;
 }
 
@@ -54,6 +63,27 @@ ddph_code_t run_bucket(ddph_session_t* s, FloatBucket& b) {
   }
   ddph_error_free(ddph_session_flush(s));  // the callback already recorded the error
   return code;
+}
+
+namespace {
+struct Outcome {
+  ddph_code_t code = DDPH_INTERNAL;
+  std::string message;
+  static void on_done(void* user, ddph_error_t* e) {
+    auto* o = static_cast<Outcome*>(user);
+    o->code = ddph_error_code(e);
+    o->message = ddph_error_message(e);
+    ddph_error_free(e);
+  }
+};
+}  // namespace
+
+ddph_code_t run_bucket(ddph_session_t* s, const ddph_bucket_t& b, std::string* message) {
+  Outcome o;
+  if (ddph_error_t* e = ddph_session_submit(s, &b, &Outcome::on_done, &o)) Outcome::on_done(&o, e);
+  ddph_error_free(ddph_session_flush(s));  // the callback already recorded the error
+  *message = o.message;
+  return o.code;
 }
 
 bool same_on_all_ranks(ddph_session_t* s, const void* bytes, size_t n) {

@@ -13,6 +13,10 @@ namespace ddph_test {
 // Opens a session from YAML text with a file store in dir; NULL and a
 // printed message on failure.
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir);
+// The same, printing nothing: on failure NULL, with the error's text in
+// *error (for tests of the message).
+ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
+                             std::string* error);
 
 // A float32 bucket over data, with one parameter view per `param_sizes` entry.
 struct FloatBucket {
@@ -24,6 +28,9 @@ struct FloatBucket {
 // Submits, flushes, and returns the error code (DDPH_OK on success); prints
 // the message of an error.
 ddph_code_t run_bucket(ddph_session_t* s, FloatBucket& b);
+// Any bucket: submits, flushes, returns the code of its error (from submit
+// or from done) with the text in *message ("" on success), printing nothing.
+ddph_code_t run_bucket(ddph_session_t* s, const ddph_bucket_t& b, std::string* message);
 
 // True when every rank passed the same bytes (allgathered through the
 // session's communicator).
