@@ -127,18 +127,21 @@ class Session:
             _completion.cancel(key)
             errors.check(self._lib, err)
 
-    def run(self, buffer, *, index=0, is_last=True, step=None):
+    def run(self, buffer, *, index=0, is_last=True, step=None, stream=None):
         """Reduces `buffer` across ranks in place through the session's hook and
         returns it. `buffer`: a NumPy array, or any object with __dlpack__
-        (torch.Tensor, CuPy, JAX), contiguous and writable. Blocks until done.
-        Every rank must call run with equally sized buffers in the same order."""
+        (torch.Tensor, CuPy, JAX), contiguous and writable. Blocks until done
+        (on CUDA: until the result is ordered on `stream`, a cudaStream_t as an
+        int, e.g. torch.cuda.current_stream().cuda_stream; None is the legacy
+        default stream). Every rank must call run with equally sized buffers
+        in the same order."""
         view = _tensors.view_of(buffer)
         with self._lock:
             s = self._step if step is None else int(step)
             if is_last and step is None:
                 self._step += 1
         bucket = _abi.new(_abi.Bucket, index=index, step=s, is_last=1 if is_last else 0,
-                          buffer=view.tensor, num_params=0, stream=None)
+                          buffer=view.tensor, num_params=0, stream=stream)
         waiter = _completion.Waiter()
         self.submit(bucket, waiter, (view, bucket))
         waiter.wait()
