@@ -15,12 +15,14 @@ HookNeeds hook_needs(const std::string& config_path) {
     HookNeeds n;
     n.params = (h.hook->flags & DDPH_HOOK_NEEDS_PARAMS) != 0;
     n.grads_there = n.params && (h.hook->flags & DDPH_HOOK_RESULT_ELSEWHERE) != 0;
+    for (const ddph::loader::ResolvedHook* e = &h; e != nullptr; e = e->inner.get())
+      n.steps = n.steps || (e->hook->flags & DDPH_HOOK_STEPS_OPTIMIZER) != 0;
     return n;
   };
   const HookNeeds main = needs_of(*job.hook);
   for (const ddph::loader::ResolvedRule& rule : job.rules) {
     const HookNeeds r = needs_of(*rule.hook);
-    if (r.params != main.params || r.grads_there != main.grads_there)
+    if (r.params != main.params || r.grads_there != main.grads_there || r.steps != main.steps)
       throw std::runtime_error(
           config_path + ": the rule for buckets <= " + std::to_string(rule.max_bytes) +
           " bytes uses a hook that takes the parameters differently from `hook` (one steps "

@@ -2,9 +2,10 @@
 // tables: whether they take the parameters (DDPH_HOOK_NEEDS_PARAMS) and
 // where their result goes. `ddph train` and `ddph bench` fill
 // ddph_param_t.data accordingly:
-//   - NEEDS_PARAMS alone (optimizer hooks, hook_then_optimizer): data is
-//     the parameter, which the hook updates; the host skips its own
-//     optimizer step.
+//   - NEEDS_PARAMS alone: data is the parameter, which the hook reads or
+//     writes (model_averaging). When a hook of the chain also says
+//     DDPH_HOOK_STEPS_OPTIMIZER (hook_then_optimizer), it updates the
+//     parameters itself and the host skips its own optimizer step.
 //   - NEEDS_PARAMS | RESULT_ELSEWHERE (mixed_precision/allreduce_upcast):
 //     data is the parameter's float32 gradient, which the hook writes; the
 //     host reads its gradients there instead of from the bucket.
@@ -20,7 +21,8 @@ namespace ddph_tool {
 struct HookNeeds {
   bool params = false;       // fill ddph_param_t.data
   bool grads_there = false;  // ... with the fp32 gradient (else the parameter)
-  bool steps_optimizer() const { return params && !grads_there; }
+  bool steps = false;        // a hook of the chain steps the optimizer
+  bool steps_optimizer() const { return steps; }
 };
 
 // Loads the job's plugins (connects nothing). Every chain (the hook and each

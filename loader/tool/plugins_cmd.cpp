@@ -28,13 +28,16 @@ std::string flag_names(uint32_t flags) {
   add(DDPH_HOOK_NEEDS_INNER, "wrapper (needs wrap:)");
   add(DDPH_HOOK_NEEDS_PARAMS, "needs params");
   add(DDPH_HOOK_RESULT_ELSEWHERE, "result elsewhere");
+  add(DDPH_HOOK_STEPS_OPTIMIZER, "steps the optimizer");
   return out;
 }
 
 std::string format_bound(double v, ddph_type_t type) {
   char buf[64];
-  if (type == DDPH_INT) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%g", v);
+  if (type == DDPH_INT)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 

@@ -51,21 +51,26 @@ struct TrainOptions {
   int hidden = 64;  // width of both hidden layers
   // Of the gradient buckets (--dtype); parameters and optimizer stay f32.
   std::string dtype = "f32";
+  // Local SGD leaves ranks with different parameters; this averages them
+  // once after the last step, as a local-SGD run is finished in practice.
+  bool final_average = false;
   bool help = false;
 };
 
 const char kUsage[] =
     "usage: ddph train --config FILE.yaml [--world N] [--steps S] [--bucket-kb B]\n"
     "                  [--log-every K] [--seed X] [--batch B] [--lr LR] [--momentum M]\n"
-    "                  [--hidden H] [--dtype f32|bf16|f16] [--timeout SECONDS]\n"
-    "                  [--rank R --rendezvous URL]\n"
+    "                  [--hidden H] [--dtype f32|bf16|f16] [--final-average]\n"
+    "                  [--timeout SECONDS] [--rank R --rendezvous URL]\n"
     "Trains a 2-H-H-3 ReLU MLP (H = 64 by default) on 3-class spirals, data-parallel\n"
     "over N ranks\n"
     "(default 2 local processes over a temporary file store), reducing gradients\n"
     "through the config's hook. With --rank it runs only that rank of a job.\n"
     "--dtype: gradients travel in bf16/f16 buckets while parameters stay fp32\n"
     "(mixed precision). A hook that takes the parameters (hook_then_optimizer)\n"
-    "steps them itself, with its own optimizer options, instead of --lr/--momentum.\n";
+    "steps them itself, with its own optimizer options, instead of --lr/--momentum.\n"
+    "--final-average: average the parameters over the ranks after the last step\n"
+    "(local SGD, where the ranks' parameters drift apart between averages).\n";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
@@ -114,6 +119,8 @@ TrainOptions parse(int argc, char** argv) {
       o.hidden = static_cast<int>(f.int_value(1, 1 << 14));
     else if (f.is("--dtype"))
       o.dtype = f.value(), parse_bucket_dtype(o.dtype, "--dtype");
+    else if (f.is("--final-average"))
+      o.final_average = true;
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
@@ -300,6 +307,9 @@ int run_rank(const TrainOptions& o) {
     steps_in_interval = 0;
   }
 
+  if (o.final_average)
+    for (auto& p : model.params()) session.allreduce(p.value.data(), p.numel(), DDPH_AVG);
+
   // Every rank publishes its parameter hash; equal hashes mean the hook gave
   // every rank the same averaged gradients, step after step.
   uint64_t hash = ddph_train::hash_params(model.params());
@@ -385,6 +395,7 @@ int launch_local(const TrainOptions& o) {
                                      std::to_string(o.hidden),
                                      "--dtype",
                                      o.dtype};
+    if (o.final_average) args.push_back("--final-average");
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

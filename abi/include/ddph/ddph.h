@@ -310,6 +310,11 @@ typedef struct ddph_hook_init {
 #define DDPH_HOOK_NEEDS_INNER 0x1u  /* a wrapper: create() requires init->inner */
 #define DDPH_HOOK_NEEDS_PARAMS 0x2u /* needs ddph_param_t.data (optimizer hooks) */
 #define DDPH_HOOK_RESULT_ELSEWHERE 0x4u /* the result does not land in bucket->buffer */
+/* ABI 1.1: the hook (or a hook it wraps) updates the parameters itself,
+ * through params[].data (hook_then_optimizer), so the host skips its own
+ * optimizer step. NEEDS_PARAMS without it (model averaging) means the hook
+ * reads or writes the parameters but the host still steps. */
+#define DDPH_HOOK_STEPS_OPTIMIZER 0x8u
 
 typedef struct ddph_hook {
   size_t struct_size;
