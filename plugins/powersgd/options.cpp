@@ -9,15 +9,15 @@ namespace {
 
 constexpr double kMaxInt = 9007199254740992.0;  // 2^53: exact in a YAML double
 
-#define DDPH_PSGD_COMMON_SPECS                                                                   \
+#define DDPH_PSGD_RANK_SPECS                                                                     \
   spec_int("rank", "1", "matrix_approximation_rank: columns of P and Q per matrix", 1, 1 << 20), \
       spec_int("start_iter", "1000",                                                             \
                "start_powerSGD_iter: plain allreduce (mean) for the steps before this one", 0,   \
-               kMaxInt),                                                                         \
-      spec_float("min_compression_rate", "2",                                                    \
-                 "compress an n x m matrix only if (n+m)*r*rate < n*m", 0, 1e30),                \
-      spec_bool("error_feedback", "true",                                                        \
-                "add each rank's compression error of a bucket to that bucket next step"),       \
+               kMaxInt)
+
+#define DDPH_PSGD_STATE_SPECS                                                                    \
+  spec_bool("error_feedback", "true",                                                            \
+            "add each rank's compression error of a bucket to that bucket next step"),           \
       spec_bool("warm_start", "true", "reuse last step's Q instead of a fresh random one"),      \
       spec_float("orthogonalization_epsilon", "0",                                               \
                  "added to column norms in Gram-Schmidt (rank <= 2); 0 is PyTorch's default", 0, \
@@ -26,11 +26,16 @@ constexpr double kMaxInt = 9007199254740992.0;  // 2^53: exact in a YAML double
 
 }  // namespace
 
+// min_compression_rate and batch_same_shape are per-matrix choices, so only
+// the layer-wise hook has them (PyTorch's batched hook ignores both).
 // Function-local statics: hook tables in other files take these pointers
 // during their own static initialization.
 const ddph_option_spec_t* layerwise_specs(size_t* count) {
   static const ddph_option_spec_t specs[] = {
-      DDPH_PSGD_COMMON_SPECS,
+      DDPH_PSGD_RANK_SPECS,
+      spec_float("min_compression_rate", "2", "compress an n x m matrix only if (n+m)*r*rate < n*m",
+                 0, 1e30),
+      DDPH_PSGD_STATE_SPECS,
       spec_bool("batch_same_shape", "false",
                 "batch_tensors_with_same_shape: draw and multiply same-shaped matrices together")};
   *count = sizeof specs / sizeof specs[0];
@@ -38,24 +43,27 @@ const ddph_option_spec_t* layerwise_specs(size_t* count) {
 }
 
 const ddph_option_spec_t* batched_specs(size_t* count) {
-  static const ddph_option_spec_t specs[] = {DDPH_PSGD_COMMON_SPECS};
+  static const ddph_option_spec_t specs[] = {DDPH_PSGD_RANK_SPECS, DDPH_PSGD_STATE_SPECS};
   *count = sizeof specs / sizeof specs[0];
   return specs;
 }
 
-#undef DDPH_PSGD_COMMON_SPECS
+#undef DDPH_PSGD_RANK_SPECS
+#undef DDPH_PSGD_STATE_SPECS
 
 PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool layerwise) {
   Options o(init.options, init.num_options);
   PsgdOptions p;
   p.rank = int(o.get_int("rank"));
   p.start_iter = uint64_t(o.get_int("start_iter"));
-  p.min_compression_rate = o.get_float("min_compression_rate");
   p.error_feedback = o.get_bool("error_feedback");
   p.warm_start = o.get_bool("warm_start");
   p.orthogonalization_epsilon = float(o.get_float("orthogonalization_epsilon"));
   p.seed = uint64_t(o.get_int("seed"));
-  if (layerwise) p.batch_same_shape = o.get_bool("batch_same_shape");
+  if (layerwise) {
+    p.min_compression_rate = o.get_float("min_compression_rate");
+    p.batch_same_shape = o.get_bool("batch_same_shape");
+  }
   DDPH_CHECK(p.rank >= 1, DDPH_INVALID_ARGUMENT,
              "powersgd/" << hook << ": option 'rank' is " << p.rank << "; it must be >= 1");
   // PyTorch's rule and reason: DDP rebuilds its buckets after the first

@@ -12,18 +12,19 @@ namespace ddph {
 namespace powersgd {
 
 struct PsgdOptions {
-  int rank = 1;                // matrix_approximation_rank
-  uint64_t start_iter = 1000;  // start_powerSGD_iter
-  double min_compression_rate = 2;
-  bool error_feedback = true;  // use_error_feedback
+  int rank = 1;                     // matrix_approximation_rank
+  uint64_t start_iter = 1000;       // start_powerSGD_iter
+  double min_compression_rate = 2;  // layer-wise hook only
+  bool error_feedback = true;       // use_error_feedback
   bool warm_start = true;
   float orthogonalization_epsilon = 0;
   uint64_t seed = 0;              // random_seed
   bool batch_same_shape = false;  // batch_tensors_with_same_shape (layer-wise hook only)
 };
 
-// Both hooks share one schema, except that batch_same_shape exists only for
-// the layer-wise hook (the batched hook has one matrix per bucket).
+// Both hooks share one schema, except that min_compression_rate and
+// batch_same_shape exist only for the layer-wise hook (the batched hook has
+// one matrix per bucket).
 const ddph_option_spec_t* layerwise_specs(size_t* count);
 const ddph_option_spec_t* batched_specs(size_t* count);
 

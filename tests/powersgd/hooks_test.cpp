@@ -350,6 +350,7 @@ TEST(Options, BadValuesAreRefusedWithReasons) {
         {"powersgd", "min_compression_rate: -1", "min_compression_rate"},
         {"powersgd", "orthogonalization_epsilon: -0.1", "orthogonalization_epsilon"},
         {"batched_powersgd", "batch_same_shape: true", "batch_same_shape"},
+        {"batched_powersgd", "min_compression_rate: 4", "min_compression_rate"},
         {"powersgd", "seed: -1", "seed"},
         {"powersgd", "rank: two", "rank"},
     };

@@ -54,14 +54,14 @@ struct Variant {
 };
 
 const Variant kVariants[] = {
-    {"exact_rank2_no_ef", 2, true, false, false, 1, false},
-    {"warm_ef", 2, true, true, false, 16, true},
-    {"warm_no_ef", 2, true, false, false, 16, true},
-    {"cold_ef", 2, false, true, false, 16, false},
-    {"cold_no_ef", 2, false, false, false, 16, false},
-    {"warm_ef_batched_shapes", 2, true, true, true, 16, true},
-    {"warm_ef_rank4_qr", 4, true, true, false, 16, true},
-    {"seeded_rank1_batched_shapes", 1, true, true, true, 16, false},
+    {"exact_rank2_no_ef", 2, true, false, false, 1, false, false},
+    {"warm_ef", 2, true, true, false, 16, true, false},
+    {"warm_no_ef", 2, true, false, false, 16, true, false},
+    {"cold_ef", 2, false, true, false, 16, false, false},
+    {"cold_no_ef", 2, false, false, false, 16, false, false},
+    {"warm_ef_batched_shapes", 2, true, true, true, 16, true, false},
+    {"warm_ef_rank4_qr", 4, true, true, false, 16, true, false},
+    {"seeded_rank1_batched_shapes", 1, true, true, true, 16, false, false},
     // PyTorch's batched hook with its one bug fixed in the script (2-D
     // matrices unsqueezed for _orthogonalize); the math is PyTorch's.
     {"batched_warm_ef", 1, true, true, false, 16, true, true},
