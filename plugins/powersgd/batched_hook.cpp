@@ -55,7 +55,8 @@ class BatchedHook : public PsgdHook {
 
     BucketMemory& mem = state_.buckets[index];
     const size_t factor = size_t(s) * size_t(r);
-    if (!opts_.warm_start || mem.q.empty()) {
+    if (!opts_.warm_start || !mem.has_pq) {
+      mem.has_pq = true;
       mem.p.assign(factor, 0.0f);  // torch.empty: no draw
       mem.q.assign(factor, 0.0f);
       TorchGenerator(next_q_seed()).randn(mem.q.data(), factor);

@@ -62,7 +62,11 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
     if (dtype != DType::F32) cast_into(DType::F32, x, dtype, data, n);
     // PyTorch clears every bucket's P and Q after each step without warm start.
     if (!opts_.warm_start)
-      for (auto& kv : state_.buckets) kv.second.p.clear(), kv.second.q.clear();
+      for (auto& kv : state_.buckets) {
+        kv.second.has_pq = false;
+        kv.second.p.clear();
+        kv.second.q.clear();
+      }
   }
   step_total_s_ += seconds_since(t0);
   finish_step(bucket);

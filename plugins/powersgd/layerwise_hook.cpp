@@ -37,8 +37,8 @@ class LayerwiseHook : public PsgdHook {
         for (int64_t i = s.offset; i < s.offset + s.numel; ++i) err[i] += data[i];
 
     BucketMemory& mem = state_.buckets[index];
-    const bool fresh = !opts_.warm_start || mem.q.empty();
-    if (fresh) {
+    if (!opts_.warm_start || !mem.has_pq) {
+      mem.has_pq = true;
       mem.p.assign(size_t(plan.p_numel), 0.0f);
       mem.q.assign(size_t(plan.q_numel), 0.0f);
       draw_q(plan, mem.q.data());

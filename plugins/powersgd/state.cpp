@@ -31,6 +31,7 @@ std::string encode_state(const PsgdState& s, HookKind kind) {
   w.put(s.buckets.size(), 4);
   for (const auto& kv : s.buckets) {
     w.put(kv.first, 8);
+    w.put(kv.second.has_pq ? 1 : 0, 1);
     w.put_floats(kv.second.p);
     w.put_floats(kv.second.q);
     w.put_floats(kv.second.error);
@@ -74,9 +75,15 @@ PsgdState decode_state(const void* bytes, size_t n, HookKind kind) {
   for (uint64_t b = 0; b < count; ++b) {
     const uint64_t index = in.get(8, "a bucket index");
     BucketMemory m;
+    const uint64_t flags = in.get(1, "the bucket flags");
+    DDPH_CHECK(flags <= 1, DDPH_INVALID_ARGUMENT,
+               kBlob << ": bucket " << index << " has unknown flags " << flags);
+    m.has_pq = flags == 1;
     m.p = in.get_floats("P");
     m.q = in.get_floats("Q");
     m.error = in.get_floats("the error");
+    DDPH_CHECK(m.has_pq || (m.p.empty() && m.q.empty()), DDPH_INVALID_ARGUMENT,
+               kBlob << ": bucket " << index << " holds P or Q but its flags say they are absent");
     DDPH_CHECK(s.buckets.emplace(index, std::move(m)).second, DDPH_INVALID_ARGUMENT,
                kBlob << ": bucket index " << index << " appears twice");
   }

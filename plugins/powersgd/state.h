@@ -15,8 +15,11 @@ namespace ddph {
 namespace powersgd {
 
 // PyTorch's p_memory_dict, q_memory_dict and error_dict entries of one bucket
-// index. Empty vectors mean "absent".
+// index. An empty error means "absent"; P and Q are present when has_pq is
+// set, even if empty (a bucket with nothing to compress still draws its
+// fresh Q's seed only once under warm start, as in PyTorch).
 struct BucketMemory {
+  bool has_pq = false;
   std::vector<float> p, q, error;
 };
 
@@ -36,8 +39,8 @@ struct PsgdState {
 //   u32          rng position (0..624), then 624 x u32 rng words (MT19937 state)
 //   u32          bucket count
 //   per bucket, ascending index:
-//                u64 index; then P, Q, error, each as u64 length + length x f32
-//                (IEEE-754 bits as u32)
+//                u64 index; u8 flags (bit 0: P and Q present); then P, Q,
+//                error, each as u64 length + length x f32 (IEEE-754 bits as u32)
 //   u64          FNV-1a 64 of every byte before it
 constexpr uint32_t kStateVersion = 1;
 std::string encode_state(const PsgdState& state, HookKind kind);

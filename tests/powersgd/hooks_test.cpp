@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "plugins/powersgd/state.h"
 #include "tests/powersgd/psgd_support.h"
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
@@ -308,6 +309,33 @@ TEST_P(Resume, FromStepFiveMatchesAnUninterruptedRun) {
 INSTANTIATE_TEST_SUITE_P(Hooks, Resume,
                          ::testing::Combine(::testing::Values("powersgd", "batched_powersgd"),
                                             ::testing::Bool()));
+
+// With warm start PyTorch draws a bucket's fresh-Q seed once, also for a
+// bucket with nothing to compress (its P and Q are present but empty); the
+// RNG must then have advanced by exactly one draw, not one per step.
+TEST(State, WarmStartDrawsOncePerBucketEvenWithNothingToCompress) {
+  auto results = ddph_test::run_ranks(2, [&](int rank, int w, const std::string& dir) {
+    ddph_session_t* s =
+        ddph_test::open_session(yaml("powersgd", "start_iter: 2, seed: 3"), rank, w, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open");
+    for (int step = 0; step < 6; ++step) {
+      std::vector<float> bias = general(rank, step, 64);
+      DDPH_CHILD_CHECK(run(s, bias, {{64}}, 0, uint64_t(step), true) == DDPH_OK, "step %d", step);
+    }
+    const std::string hb = ddph_test::quant::hook_blob(ddph_test::quant::session_state(s));
+    const ddph::powersgd::PsgdState st =
+        ddph::powersgd::decode_state(hb.data(), hb.size(), ddph::powersgd::HookKind::kLayerwise);
+    ddph::powersgd::Mt19937 once(3);
+    ddph::powersgd::numpy_randint_1e9(once);
+    DDPH_CHILD_CHECK(st.rng.pos == once.pos && st.rng.mt == once.mt,
+                     "the RNG advanced by more than one draw (position %d, want %d)", st.rng.pos,
+                     once.pos);
+    DDPH_CHILD_CHECK(st.buckets.at(0).has_pq && st.buckets.at(0).q.empty(), "P/Q not present");
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
 
 // A checkpoint of one hook does not load into the other; a remembered Q of
 // the wrong length is an error naming the bucket, not a crash.

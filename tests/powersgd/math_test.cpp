@@ -252,6 +252,7 @@ TEST(State, RoundTripAndRejectsForeignOrCorruptBlobs) {
   s.iter = 42;
   s.rng.seed_with(9);
   p::numpy_randint_1e9(s.rng);
+  s.buckets[3].has_pq = true;
   s.buckets[3].p = {1.0f, -2.5f};
   s.buckets[3].q = {0.25f};
   s.buckets[7].error = {7.0f, 8.0f, 9.0f};
@@ -260,6 +261,8 @@ TEST(State, RoundTripAndRejectsForeignOrCorruptBlobs) {
   EXPECT_EQ(back.iter, 42u);
   EXPECT_EQ(back.rng.mt, s.rng.mt);
   EXPECT_EQ(back.rng.pos, s.rng.pos);
+  EXPECT_TRUE(back.buckets.at(3).has_pq);
+  EXPECT_FALSE(back.buckets.at(7).has_pq);
   EXPECT_EQ(back.buckets.at(3).p, s.buckets[3].p);
   EXPECT_EQ(back.buckets.at(3).q, s.buckets[3].q);
   EXPECT_EQ(back.buckets.at(7).error, s.buckets[7].error);

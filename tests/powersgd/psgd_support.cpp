@@ -98,6 +98,7 @@ std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
   w.put(buckets.size(), 4);
   for (const auto& kv : buckets) {
     w.put(kv.first, 8);
+    w.put(kv.second.p.empty() && kv.second.q.empty() ? 0 : 1, 1);  // P and Q present
     w.put_floats(kv.second.p);
     w.put_floats(kv.second.q);
     w.put_floats(kv.second.error);

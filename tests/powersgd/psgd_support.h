@@ -42,7 +42,8 @@ int64_t numel_of(const std::vector<Shape>& shapes);
 ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
                 uint64_t index, uint64_t step, bool is_last, std::string* message = nullptr);
 
-// One bucket's memories in a hand-written checkpoint.
+// One bucket's memories in a hand-written checkpoint (P and Q count as
+// present when either is non-empty).
 struct Memory {
   std::vector<float> p, q, error;
 };
