@@ -27,20 +27,33 @@ std::vector<float> transposed(const float* q, int cols, int r) {
   return qt;
 }
 
+// 16 floats as one value: the compiler maps it onto whatever registers the
+// ISA level has (one zmm, two ymm, four xmm) and keeps R of them as
+// accumulators, where plain float arrays were spilled to the stack.
+typedef float Vec __attribute__((vector_size(64)));
+typedef float VecU __attribute__((vector_size(64), aligned(4), may_alias));  // unaligned access
+
+DDPH_INLINE Vec load(const float* p) {
+  return *reinterpret_cast<const VecU*>(p);
+}
+DDPH_INLINE void store(float* p, Vec v) {
+  *reinterpret_cast<VecU*>(p) = v;
+}
+
 // One row of P = M Q: R dot products of the row with Q^T's rows, kLanes
-// partial sums each (a fixed-size inner loop the compiler vectorizes).
+// partial sums each.
 template <int R, bool kFeedback>
 DDPH_INLINE void project_row(const float* d, float* e, int cols, const float* qt, float* p) {
-  float acc[R][kLanes] = {};
+  Vec acc[R];
+  for (int k = 0; k < R; ++k) acc[k] = Vec{};
   int j = 0;
   for (; j + kLanes <= cols; j += kLanes) {
-    float m[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      m[l] = kFeedback ? d[j + l] + e[j + l] : d[j + l];
-      if (kFeedback) e[j + l] = m[l];
+    Vec m = load(d + j);
+    if (kFeedback) {
+      m += load(e + j);
+      store(e + j, m);
     }
-    for (int k = 0; k < R; ++k)
-      for (int l = 0; l < kLanes; ++l) acc[k][l] += m[l] * qt[size_t(k) * cols + j + l];
+    for (int k = 0; k < R; ++k) acc[k] += m * load(qt + size_t(k) * cols + j);
   }
   float tail[R] = {};
   for (; j < cols; ++j) {
