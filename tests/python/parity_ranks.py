@@ -225,7 +225,7 @@ def hto_case():
             "train": {"step_optimizer": False, "find_unused": True}}
 
 
-def post_localsgd_case():
+def post_localsgd_case(comm=None):
     def reg_ref(ddp, restored):
         # Subgroups of one rank: after start_localSGD_iter, no communication.
         # (dist.new_subgroups refuses to run without CUDA; new_group does not.)
@@ -235,7 +235,7 @@ def post_localsgd_case():
                                                      start_localSGD_iter=5)
         ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
     cfg = hook_config("post_localsgd", "post_localsgd",
-                      {"start_localsgd_iter": 5, "subgroup_size": 1})
+                      {"start_localsgd_iter": 5, "subgroup_size": 1}, comm=comm)
     return {"ref": reg_ref, "ddph": ddph(cfg)}
 
 
@@ -266,6 +266,8 @@ CASES = {
     "powersgd_resume": dict(powersgd_case(2, True),
                             train={"resume_at": 10, "bucket_cap_mb": 25, "bias": False}),
     "post_localsgd": post_localsgd_case(),
+    # Subgroups through ProcessGroupComm.split (torch new_group).
+    "post_localsgd_host_comm": post_localsgd_case({"backend": "host"}),
     # PyTorch's bf16 hook and batched PowerSGD fail on CPU/Gloo; the test
     # records that beside ddph's run, checked against DDP's plain average.
     "bf16_compress": {"ref": torch_hook(None, default_hooks.bf16_compress_hook),

@@ -95,6 +95,39 @@ def main():
             call(t.recv, None, ctypes.byref(g), prv, None)
             call(t.send, None, ctypes.byref(o), nxt, None)
         assert torch.equal(got, torch.full((5,), float(prv))), "send/recv"
+    # split: one group of everyone with the keys reversed (rank order flips),
+    # then groups of one, then a rank that joins none.
+    sub_ptr = ctypes.c_void_p()
+    call(t.split, None, 0, world - rank, ctypes.byref(sub_ptr))
+    sub = ctypes.cast(sub_ptr, ctypes.POINTER(_abi.Comm)).contents
+    assert sub.size(None) == world and sub.rank(None) == world - 1 - rank
+    mine = torch.tensor([float(rank)] * 3)
+    gathered = torch.empty(3 * world)
+    s, k1 = dl(mine)
+    r, k2 = dl(gathered)
+    call(sub.allgather, None, ctypes.byref(s), ctypes.byref(r), None)
+    want = torch.cat([torch.full((3,), float(world - 1 - i)) for i in range(world)])
+    assert torch.equal(gathered, want), ("split allgather in key order", gathered)
+    buf = torch.tensor([float(rank)] * 2)
+    b, k3 = dl(buf)
+    call(sub.broadcast, None, ctypes.byref(b), 0, None)  # sub rank 0 is world rank world-1
+    assert torch.equal(buf, torch.full((2,), float(world - 1))), ("split broadcast", buf)
+    sub.destroy(sub.ctx)
+    call(t.split, None, rank, 0, ctypes.byref(sub_ptr))
+    one = ctypes.cast(sub_ptr, ctypes.POINTER(_abi.Comm)).contents
+    assert one.size(None) == 1 and one.rank(None) == 0
+    x = torch.tensor([1.0, 2.0])
+    xd, k4 = dl(x)
+    call(one.allreduce, None, ctypes.byref(xd), ctypes.byref(xd), _abi.DDPH_AVG, None)
+    assert torch.equal(x, torch.tensor([1.0, 2.0]))
+    one.destroy(one.ctx)
+    call(t.split, None, -1 if rank == 0 else 0, 0, ctypes.byref(sub_ptr))
+    if rank == 0:
+        assert not sub_ptr.value, "a negative color joins no group"
+    else:
+        rest = ctypes.cast(sub_ptr, ctypes.POINTER(_abi.Comm)).contents
+        assert rest.size(None) == world - 1
+        rest.destroy(rest.ctx)
     # an error comes back as a ddph error, not an exception through C
     bad = torch.zeros(3, dtype=torch.float32)
     b, k = dl(bad)

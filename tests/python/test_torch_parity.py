@@ -123,6 +123,10 @@ def test_post_localsgd_matches_post_localSGD_hook(runs):
     assert not torch.equal(a["ddph"], b["ddph"]), "local SGD in subgroups of one keeps ranks apart"
 
 
+def test_post_localsgd_over_torch_process_group(runs):
+    assert_bit_identical(runs, "post_localsgd_host_comm")
+
+
 def test_per_tensor_matches_pytorch_formulas(runs):
     assert_bit_identical(runs, "per_tensor")
 
