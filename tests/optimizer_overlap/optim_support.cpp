@@ -1,6 +1,7 @@
 #include "tests/optimizer_overlap/optim_support.h"
 
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace ddph_test {
@@ -48,7 +49,7 @@ std::string yaml(const std::string& options, const std::string& inner) {
          inner + "\n";
 }
 
-Model::Model() : shapes_(shapes()) {
+Model::Model(GradMode mode) : mode_(mode), shapes_(shapes()) {
   for (int p = 0; p < kParams; ++p) {
     params.emplace_back(numel(p));
     for (size_t i = 0; i < numel(p); ++i) params.back()[i] = initial(p, i);
@@ -71,6 +72,7 @@ Model::Model() : shapes_(shapes()) {
       bk.numel += int64_t(numel(p));
     }
     bk.grads.resize(size_t(bk.numel));
+    bk.low.resize(size_t(bk.numel));
   }
 }
 
@@ -104,17 +106,26 @@ ddph_code_t Model::step(ddph_session_t* s, int rank, uint64_t step, std::string*
   for (int b = 0; b < 2; ++b) {
     Bucket& bk = buckets_[b];
     for (size_t k = 0; k < bk.views.size(); ++k)
-      for (size_t i = 0; i < numel(bk.owners[k]); ++i)
-        bk.grads[size_t(bk.views[k].offset) + i] = gradient(rank, step, bk.owners[k], i);
+      for (size_t i = 0; i < numel(bk.owners[k]); ++i) {
+        const size_t at = size_t(bk.views[k].offset) + i;
+        bk.grads[at] = gradient(rank, step, bk.owners[k], i);
+        if (mode_ == GradMode::kF32) continue;
+        uint32_t bits;
+        std::memcpy(&bits, &bk.grads[at], 4);
+        bk.low[at] = uint16_t(bits >> 16);  // exact: the upper half of the float
+        bits &= 0xffff0000u;
+        std::memcpy(&bk.grads[at], &bits, 4);
+      }
     ddph_bucket_t bucket{};
     bucket.struct_size = sizeof bucket;
     bucket.index = uint64_t(b);
     bucket.step = step;
     bucket.is_last = b == 1;
-    bucket.buffer.data = bk.grads.data();
+    const bool low = mode_ == GradMode::kBF16;
+    bucket.buffer.data = low ? static_cast<void*>(bk.low.data()) : bk.grads.data();
     bucket.buffer.device = {kDLCPU, 0};
     bucket.buffer.ndim = 1;
-    bucket.buffer.dtype = {kDLFloat, 32, 1};
+    bucket.buffer.dtype = low ? DLDataType{kDLBfloat, 16, 1} : DLDataType{kDLFloat, 32, 1};
     bucket.buffer.shape = &bk.numel;
     bucket.num_params = bk.views.size();
     bucket.params = bk.views.data();

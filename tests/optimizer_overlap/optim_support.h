@@ -26,10 +26,15 @@ float gradient(int rank, uint64_t step, int param, size_t i);
 std::string yaml(const std::string& options,
                  const std::string& inner = "{family: default, name: allreduce}");
 
+// How Model::step hands over gradients: float32 buckets; float32 buckets
+// of values rounded toward zero to bfloat16; or bfloat16 buckets of those
+// same values (the hook upcasts them, so the last two must step alike).
+enum class GradMode { kF32, kBF16Values, kBF16 };
+
 // The parameters and the two buckets that lend them to the hook.
 class Model {
  public:
-  Model();
+  explicit Model(GradMode mode = GradMode::kF32);
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
   std::vector<std::vector<float>> params;
@@ -43,8 +48,10 @@ class Model {
   void hide(int param);
 
  private:
+  GradMode mode_;
   struct Bucket {
     std::vector<float> grads;
+    std::vector<uint16_t> low;  // kBF16: the bucket's buffer
     int64_t numel = 0;
     std::vector<ddph_param_t> views;
     std::vector<int> owners;  // model parameter of each view
