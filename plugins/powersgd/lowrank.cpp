@@ -138,26 +138,53 @@ void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, flo
               r);
 }
 
+namespace {
+
+// One row of P Q^T (and the error) in one pass: each 16-column chunk is
+// summed over k in registers, stored once, and subtracted from `before`
+// while it is still there. R = 0: r given at run time.
+template <int R>
+void reconstruct_rows(const float* p, const float* qt, int rows, int cols, int r, float* out,
+                      float* before) {
+  const int rr = R > 0 ? R : r;
+  for (int i = 0; i < rows; ++i) {
+    float* o = out + size_t(i) * cols;
+    float* e = before == nullptr ? nullptr : before + size_t(i) * cols;
+    const float* pi = p + size_t(i) * rr;
+    int j = 0;
+    for (; j + kLanes <= cols; j += kLanes) {
+      Vec v = pi[0] * load(qt + j);
+      for (int k = 1; k < rr; ++k) v += pi[k] * load(qt + size_t(k) * cols + j);
+      store(o + j, v);
+      if (e != nullptr) store(e + j, load(e + j) - v);
+    }
+    for (; j < cols; ++j) {
+      float v = pi[0] * qt[j];
+      for (int k = 1; k < rr; ++k) v += pi[k] * qt[size_t(k) * cols + j];
+      o[j] = v;
+      if (e != nullptr) e[j] -= v;
+    }
+  }
+}
+
+}  // namespace
+
 void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
                  float* before) {
-  // Each row of the product is r unit-stride axpys over Q^T; no reduction,
-  // so every ISA gives the same bits and ranks stay bit-identical.
+  // Not cloned per ISA: the same instructions on every machine, so ranks
+  // on different CPUs still agree bit for bit (no reduction order, no FMA).
   const std::vector<float> qt = transposed(q, cols, r);
-  for (int i = 0; i < rows; ++i) {
-    float* __restrict o = out + size_t(i) * cols;
-    const float* pi = p + size_t(i) * r;
-    const float* __restrict q0 = qt.data();
-    const float p0 = pi[0];
-    for (int j = 0; j < cols; ++j) o[j] = p0 * q0[j];
-    for (int k = 1; k < r; ++k) {
-      const float pk = pi[k];
-      const float* __restrict qk = qt.data() + size_t(k) * cols;
-      for (int j = 0; j < cols; ++j) o[j] += pk * qk[j];
-    }
-    if (before != nullptr) {
-      float* __restrict e = before + size_t(i) * cols;
-      for (int j = 0; j < cols; ++j) e[j] -= o[j];
-    }
+  switch (r) {
+    case 1:
+      return reconstruct_rows<1>(p, qt.data(), rows, cols, r, out, before);
+    case 2:
+      return reconstruct_rows<2>(p, qt.data(), rows, cols, r, out, before);
+    case 3:
+      return reconstruct_rows<3>(p, qt.data(), rows, cols, r, out, before);
+    case 4:
+      return reconstruct_rows<4>(p, qt.data(), rows, cols, r, out, before);
+    default:
+      return reconstruct_rows<0>(p, qt.data(), rows, cols, r, out, before);
   }
 }
 
