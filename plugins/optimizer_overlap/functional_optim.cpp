@@ -1,7 +1,7 @@
 #include "plugins/optimizer_overlap/functional_optim.h"
 
-#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -24,28 +24,88 @@ bool ready(std::vector<float>& v, size_t n, const char* what) {
   return true;
 }
 
-// torch/optim/sgd.py, _single_tensor_sgd.
-void sgd_step(const OptimConfig& c, ParamState& s, float* p, const float* grad, size_t n) {
-  const float wd = float(c.weight_decay), mu = float(c.momentum);
-  const float keep = float(1.0 - c.dampening), neg_lr = float(-c.lr);
-  const bool use_momentum = c.momentum != 0;
-  const bool had_buffer = use_momentum && ready(s.momentum, n, "momentum_buffer");
-  float* buf = s.momentum.data();
+// Calls f(std::true_type) or f(std::false_type): the loops below are
+// instantiated per option combination, so they carry no branch per element
+// and the compiler vectorizes them (plain SSE2/AVX float ops round like the
+// scalar ones: no multiply-add is fused, -ffp-contract is off for ISO C++).
+template <class F>
+void with_flag(bool flag, F&& f) {
+  if (flag)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
+struct SgdScalars {
+  float wd, mu, keep, neg_lr;
+};
+
+// torch/optim/sgd.py, _single_tensor_sgd. kMomentum: 0 none, 1 the first
+// step (buf = clone(d_p)), 2 later steps (buf = buf * mu + (1 - dampening) * d_p).
+template <bool kMaximize, bool kDecay, int kMomentum, bool kNesterov>
+void sgd_loop(const SgdScalars& k, float* __restrict p, const float* __restrict grad,
+              float* __restrict buf, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    float d = c.maximize ? -grad[i] : grad[i];
-    if (c.weight_decay != 0) d = d + wd * p[i];
-    if (use_momentum) {
-      // First step: buf = clone(d_p); then buf = buf * mu + (1 - dampening) * d_p.
-      buf[i] = had_buffer ? buf[i] * mu + keep * d : d;
-      d = c.nesterov ? d + mu * buf[i] : buf[i];
+    float d = kMaximize ? -grad[i] : grad[i];
+    if (kDecay) d = d + k.wd * p[i];
+    if (kMomentum != 0) {
+      const float b = kMomentum == 1 ? d : buf[i] * k.mu + k.keep * d;
+      buf[i] = b;
+      d = kNesterov ? d + k.mu * b : b;
     }
-    p[i] = p[i] + neg_lr * d;
+    p[i] = p[i] + k.neg_lr * d;
   }
+}
+
+void sgd_step(const OptimConfig& c, ParamState& s, float* p, const float* grad, size_t n) {
+  const SgdScalars k{float(c.weight_decay), float(c.momentum), float(1.0 - c.dampening),
+                     float(-c.lr)};
+  const bool use_momentum = c.momentum != 0;
+  const int momentum = !use_momentum ? 0 : ready(s.momentum, n, "momentum_buffer") ? 2 : 1;
+  float* buf = s.momentum.data();
+  with_flag(c.maximize, [&](auto max) {
+    with_flag(c.weight_decay != 0, [&](auto decay) {
+      with_flag(c.nesterov, [&](auto nesterov) {
+        constexpr bool M = decltype(max)::value, D = decltype(decay)::value,
+                       N = decltype(nesterov)::value;
+        if (momentum == 0)
+          sgd_loop<M, D, 0, false>(k, p, grad, buf, n);
+        else if (momentum == 1)
+          sgd_loop<M, D, 1, N>(k, p, grad, buf, n);
+        else
+          sgd_loop<M, D, 2, N>(k, p, grad, buf, n);
+      });
+    });
+  });
   ++s.step;
 }
 
+struct AdamScalars {
+  float neg_step_size, bias2_sqrt, b1, b2, one_minus_b1, one_minus_b2, eps, wd, decay;
+};
+
 // torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
 // (capturable=False): they differ only in where the weight decay goes.
+template <bool kMaximize, bool kAdamW, bool kDecay, bool kAmsgrad>
+void adam_loop(const AdamScalars& k, float* __restrict p, const float* __restrict grad,
+               float* __restrict m, float* __restrict v, float* __restrict vmax, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float g = kMaximize ? -grad[i] : grad[i];
+    if (kAdamW)
+      p[i] = p[i] * k.decay;  // param.mul_(1 - lr * weight_decay)
+    else if (kDecay)
+      g = g + k.wd * p[i];
+    const float mi = m[i] * k.b1 + k.one_minus_b1 * g;
+    const float vi = v[i] * k.b2 + k.one_minus_b2 * g * g;  // addcmul_: value * t1 * t2
+    m[i] = mi;
+    v[i] = vi;
+    float second = vi;
+    if (kAmsgrad) second = vmax[i] = vmax[i] < vi ? vi : vmax[i];  // torch.maximum
+    const float denom = std::sqrt(second) / k.bias2_sqrt + k.eps;
+    p[i] = p[i] + k.neg_step_size * mi / denom;  // addcdiv_: value * t1 / t2
+  }
+}
+
 void adam_step(const OptimConfig& c, ParamState& s, float* p, const float* grad, size_t n) {
   ready(s.momentum, n, "exp_avg");
   ready(s.second, n, "exp_avg_sq");
@@ -54,29 +114,22 @@ void adam_step(const OptimConfig& c, ParamState& s, float* p, const float* grad,
   const double step = double(s.step);
   const double bias1 = 1 - std::pow(c.beta1, step);
   const double bias2 = 1 - std::pow(c.beta2, step);
-  const float neg_step_size = float(-(c.lr / bias1));
-  const float bias2_sqrt = float(std::sqrt(bias2));
-  const float b1 = float(c.beta1), b2 = float(c.beta2);
-  const float one_minus_b1 = float(1 - c.beta1), one_minus_b2 = float(1 - c.beta2);
-  const float eps = float(c.eps), wd = float(c.weight_decay);
-  const float decay = float(1 - c.lr * c.weight_decay);  // adamw: param.mul_(1 - lr * wd)
-  const bool adamw = c.kind == OptimKind::kAdamW;
-  float* m = s.momentum.data();
-  float* v = s.second.data();
+  const AdamScalars k{
+      float(-(c.lr / bias1)), float(std::sqrt(bias2)), float(c.beta1),
+      float(c.beta2),         float(1 - c.beta1),      float(1 - c.beta2),
+      float(c.eps),           float(c.weight_decay),   float(1 - c.lr * c.weight_decay)};
   float* vmax = c.amsgrad ? s.max_second.data() : nullptr;
-  for (size_t i = 0; i < n; ++i) {
-    float g = c.maximize ? -grad[i] : grad[i];
-    if (adamw)
-      p[i] = p[i] * decay;
-    else if (c.weight_decay != 0)
-      g = g + wd * p[i];
-    m[i] = m[i] * b1 + one_minus_b1 * g;
-    v[i] = v[i] * b2 + one_minus_b2 * g * g;  // addcmul_: value * t1 * t2, left to right
-    float second = v[i];
-    if (vmax != nullptr) second = vmax[i] = std::max(vmax[i], v[i]);
-    const float denom = std::sqrt(second) / bias2_sqrt + eps;
-    p[i] = p[i] + neg_step_size * m[i] / denom;  // addcdiv_: value * t1 / t2
-  }
+  with_flag(c.maximize, [&](auto max) {
+    with_flag(c.kind == OptimKind::kAdamW, [&](auto adamw) {
+      with_flag(c.weight_decay != 0, [&](auto decay) {
+        with_flag(c.amsgrad, [&](auto amsgrad) {
+          adam_loop<decltype(max)::value, decltype(adamw)::value, decltype(decay)::value,
+                    decltype(amsgrad)::value>(k, p, grad, s.momentum.data(), s.second.data(), vmax,
+                                              n);
+        });
+      });
+    });
+  });
 }
 
 }  // namespace
