@@ -63,4 +63,32 @@ uint64_t fnv1a64(const void* bytes, size_t n) {
   return h;
 }
 
+void put_frame_header(LeWriter& w, const char (&magic)[8], uint32_t version) {
+  for (char c : magic) w.put(uint8_t(c), 1);
+  w.put(version, 4);
+}
+
+std::string finish_frame(LeWriter& w) {
+  w.put(fnv1a64(w.bytes().data(), w.bytes().size()), 8);
+  return w.take();
+}
+
+LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t version,
+                    const char* blob, const char* saver) {
+  constexpr size_t kHeader = sizeof magic + 4, kChecksum = 8;
+  LeReader head(bytes, n, blob);
+  DDPH_CHECK(std::memcmp(head.take(sizeof magic, "the magic"), magic, sizeof magic) == 0,
+             DDPH_INVALID_ARGUMENT, blob << ": wrong magic; this blob was not saved by " << saver);
+  const uint64_t got = head.get(4, "the version");
+  DDPH_CHECK(got == version, DDPH_INVALID_ARGUMENT,
+             blob << ": version " << got << ", but this plugin reads version " << version);
+  DDPH_CHECK(n >= kHeader + kChecksum, DDPH_INVALID_ARGUMENT,
+             blob << ": blob truncated: " << n << " bytes");
+  const auto* p = static_cast<const uint8_t*>(bytes);
+  LeReader tail(p + n - kChecksum, kChecksum, blob);
+  DDPH_CHECK(tail.get(8, "the checksum") == fnv1a64(bytes, n - kChecksum), DDPH_INVALID_ARGUMENT,
+             blob << ": checksum mismatch; the blob is corrupt or truncated");
+  return LeReader(p + kHeader, n - kHeader - kChecksum, blob);
+}
+
 }  // namespace ddph

@@ -44,4 +44,17 @@ class LeReader {
 // FNV-1a 64 of n bytes.
 uint64_t fnv1a64(const void* bytes, size_t n);
 
+// A checksummed frame around a blob: 8-byte magic, u32 version, the body,
+// then u64 FNV-1a 64 of every byte before it, so that a flipped bit anywhere
+// is reported as corruption rather than as a strange length.
+// put_frame_header writes the magic and version; finish_frame appends the
+// checksum and hands back the blob.
+void put_frame_header(LeWriter& w, const char (&magic)[8], uint32_t version);
+std::string finish_frame(LeWriter& w);
+// Checks magic (a wrong one: "this blob was not saved by <saver>"), version
+// and checksum, in that order, and returns a reader over the body alone.
+// Throws DDPH_INVALID_ARGUMENT naming `blob`.
+LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t version,
+                    const char* blob, const char* saver);
+
 }  // namespace ddph

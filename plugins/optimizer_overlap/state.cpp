@@ -1,7 +1,5 @@
 #include "plugins/optimizer_overlap/state.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "core/le_bytes.h"
 
@@ -16,8 +14,7 @@ constexpr const char* kBlob = "hook_then_optimizer state";
 
 std::string encode_state(const StateMap& states, OptimKind kind) {
   LeWriter w;
-  for (char c : kMagic) w.put(uint8_t(c), 1);
-  w.put(kStateVersion, 4);
+  put_frame_header(w, kMagic, kStateVersion);
   w.put(uint32_t(kind), 4);
   w.put(states.size(), 4);
   for (const auto& kv : states) {
@@ -28,24 +25,11 @@ std::string encode_state(const StateMap& states, OptimKind kind) {
     w.put_floats(kv.second.second);
     w.put_floats(kv.second.max_second);
   }
-  w.put(fnv1a64(w.bytes().data(), w.bytes().size()), 8);
-  return w.take();
+  return finish_frame(w);
 }
 
 StateMap decode_state(const void* bytes, size_t n, OptimKind kind) {
-  LeReader in(bytes, n, kBlob);
-  DDPH_CHECK(std::memcmp(in.take(sizeof kMagic, "the magic"), kMagic, sizeof kMagic) == 0,
-             DDPH_INVALID_ARGUMENT,
-             kBlob << ": wrong magic; this blob was not saved by hook_then_optimizer");
-  const uint64_t version = in.get(4, "the version");
-  DDPH_CHECK(
-      version == kStateVersion, DDPH_INVALID_ARGUMENT,
-      kBlob << ": version " << version << ", but this plugin reads version " << kStateVersion);
-  LeReader tail(static_cast<const uint8_t*>(bytes) + (n - 8), 8, kBlob);
-  DDPH_CHECK(tail.get(8, "the checksum") == fnv1a64(bytes, n - 8), DDPH_INVALID_ARGUMENT,
-             kBlob << ": checksum mismatch; the blob is corrupt");
-  LeReader body(bytes, n - 8, kBlob);
-  body.take(sizeof kMagic + 4, "the header");
+  LeReader body = open_frame(bytes, n, kMagic, kStateVersion, kBlob, "hook_then_optimizer");
   const uint64_t saved_kind = body.get(4, "the optimizer");
   DDPH_CHECK(saved_kind == uint32_t(kind), DDPH_INVALID_ARGUMENT,
              kBlob << ": saved by optimizer "
