@@ -3,9 +3,21 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "core/comm_call.h"
 #include "core/host.h"
+#include "core/tensor.h"
 
 namespace ddph {
+
+void Hook::allreduce_bucket(ddph_comm_t* comm, const ddph_bucket_t& bucket, DType dtype,
+                            ddph_reduce_op_t op) {
+  const int64_t n = bucket.buffer.shape[0];
+  const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
+  count_in(bytes);
+  FlatTensor buf(data_ptr(bucket.buffer), dtype, n, bucket.buffer.device);
+  count_out(bytes);
+  comm_allreduce(comm, buf, op, bucket.stream);
+}
 
 void check_hook_init(const ddph_hook_init_t* init, uint32_t flags) {
   DDPH_CHECK(init != nullptr, DDPH_INVALID_ARGUMENT, "create: init is NULL");

@@ -44,6 +44,10 @@ class Hook {
  protected:
   void count_in(uint64_t bytes) { bytes_in_ += bytes; }
   void count_out(uint64_t bytes) { bytes_out_ += bytes; }
+  // Reduces the whole bucket buffer in place over comm with op (on the
+  // bucket's stream), counting its bytes both in and out.
+  void allreduce_bucket(ddph_comm_t* comm, const ddph_bucket_t& bucket, DType dtype,
+                        ddph_reduce_op_t op);
 
  private:
   std::atomic<uint64_t> bytes_in_{0}, bytes_out_{0};

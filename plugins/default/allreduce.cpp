@@ -1,8 +1,6 @@
 // PyTorch's default_hooks.allreduce_hook: divide by the world size first,
 // then SUM in place, so the bucket ends holding the mean.
-#include "core/comm_call.h"
 #include "core/hook.h"
-#include "core/tensor.h"
 #include "plugins/default/hooks.h"
 
 namespace ddph {
@@ -15,16 +13,10 @@ class AllreduceHook : public Hook {
   explicit AllreduceHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
-    const int64_t n = bucket.buffer.shape[0];
-    void* data = data_ptr(bucket.buffer);
-    const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
-    count_in(bytes);
     // DDPH_AVG is defined as divide-first, exactly this hook's numerics; a
     // communicator can then divide each segment while it is in cache instead
     // of in a separate pass over the bucket.
-    FlatTensor buf(data, dtype, n, bucket.buffer.device);
-    count_out(bytes);
-    comm_allreduce(comm_, buf, DDPH_AVG, bucket.stream);
+    allreduce_bucket(comm_, bucket, dtype, DDPH_AVG);
     done.ok();
   }
 

@@ -52,14 +52,9 @@ class AllreduceUpcastHook : public Hook {
     for (size_t i = 0; i < bucket.num_params; ++i)
       grads_[i] = param_f32_data(bucket, i, kName, "the parameter's float32 gradient");
 
-    const int64_t n = bucket.buffer.shape[0];
+    allreduce_bucket(comm_, bucket, dtype, DDPH_SUM);
     void* data = data_ptr(bucket.buffer);
-    const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
-    count_in(bytes);
-    FlatTensor buf(data, dtype, n, bucket.buffer.device);
-    count_out(bytes);
-    comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
-    divide_inplace(dtype, data, size_t(n), comm_size(comm_));
+    divide_inplace(dtype, data, size_t(bucket.buffer.shape[0]), comm_size(comm_));
 
     for (size_t i = 0; i < bucket.num_params; ++i) {
       const ddph_param_t& p = bucket.params[i];
