@@ -53,7 +53,7 @@ def train(rank, world, args):
 
     checkpoint = {"model": ddp.state_dict(), "optimizer": opt.state_dict()}
     if rank == 0:
-        path = os.path.join(tempfile.gettempdir(), "torch_ddp_example.pt")
+        path = args.checkpoint or os.path.join(tempfile.gettempdir(), "torch_ddp_example.pt")
         torch.save(checkpoint, path)
         extra = " (with the ddph hook state, %s)" % ddphooks.torch.STATE_KEY \
             if ddphooks.torch.STATE_KEY in checkpoint["model"] else ""
@@ -77,6 +77,7 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--world", type=int, default=2, help="ranks to start without torchrun")
     p.add_argument("--cuda", action="store_true", help="one GPU per rank, NCCL")
+    p.add_argument("--checkpoint", help="where rank 0 saves it (default: the temp dir)")
     args = p.parse_args()
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
         dist.init_process_group("nccl" if args.cuda else "gloo")
