@@ -3,7 +3,11 @@
 
     python3 examples/python/torch_ddp.py                          # 2 ranks, PyTorch's fp16 hook
     python3 examples/python/torch_ddp.py --ddph configs/fp16.yaml # the same through ddph
-    torchrun --nproc_per_node 2 examples/python/torch_ddp.py --ddph configs/powersgd.yaml
+    torchrun --nproc_per_node 2 --redirects 2 --tee 1 examples/python/torch_ddp.py --ddph configs/powersgd.yaml
+
+(Debian's torchrun 1.13 on Python 3.11 fails with "'NoneType' object has no
+attribute 'get'" unless --redirects and --tee are 1 or 2: Python 3.11 no
+longer iterates the 0 and 3 members of its Std flag.)
 
 Trains a small MLP on a synthetic regression task on CPU/Gloo (CUDA/NCCL
 when --cuda and GPUs are there), prints the loss, and saves a checkpoint:
