@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from . import _abi, _library, _tensors, errors
+from . import session as session_mod
 from .session import Session
 
 __all__ = ["register", "DDPHook", "ProcessGroupComm"]
@@ -330,6 +331,39 @@ class DDPHook:
         self.session.close()
 
 
+def _families(config):
+    """The hook families a config names (hook, wraps, rules), best effort."""
+    if isinstance(config, dict):
+        doc = config
+    else:
+        path, text = session_mod._config_source(config)
+        if path is not None:
+            try:
+                with open(path) as f:
+                    text = f.read()
+            except OSError:
+                return set()  # the loader reports it
+        try:
+            import yaml
+            doc = yaml.safe_load(text)
+        except Exception:  # no PyYAML, or bad YAML (the loader reports that)
+            import re
+            return set(re.findall(r"family\s*:\s*['\"]?(\w+)", text))
+    found = set()
+
+    def walk(hook):
+        if isinstance(hook, dict):
+            if isinstance(hook.get("family"), str):
+                found.add(hook["family"])
+            walk(hook.get("wrap"))
+    if isinstance(doc, dict):
+        walk(doc.get("hook"))
+        for rule in doc.get("rules") or []:
+            if isinstance(rule, dict):
+                walk(rule.get("hook"))
+    return found
+
+
 def register(ddp_model, config, *, process_group=None, store=None, rendezvous="host"):
     """Registers the ddph hook that `config` names on `ddp_model` (a
     DistributedDataParallel) and returns its DDPHook.
@@ -346,6 +380,15 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
     Collective: every rank of the group must call it. Replaces any hook
     already registered (DDP allows one).
     """
+    if "mixed_precision" in _families(config):
+        # allreduce_upcast writes fp32 gradients into ddph_param_t.data, which
+        # this adapter lends as the parameters themselves: it would overwrite
+        # the weights. PyTorch 1.13's DDP has no low-precision buckets of fp32
+        # parameters for it to serve anyway.
+        raise errors.DDPHError(errors.Code.UNSUPPORTED,
+                               "ddphooks.torch: the mixed_precision family expects the host to "
+                               "lend fp32 gradients in ddph_param_t.data; DDP lends parameters "
+                               "there (and PyTorch 1.13's DDP has no mixed-precision buckets)")
     pg = process_group if process_group is not None else getattr(ddp_model, "process_group",
                                                                    None)
     if pg is None:

@@ -134,6 +134,18 @@ def main():
     err = t.allreduce(None, ctypes.byref(b), ctypes.byref(b), 77, None)
     e = errors.take(_library.load(), err)
     assert e is not None and "torch process group allreduce" in e.message, e
+    # The adapter refuses the mixed_precision family: it would write fp32
+    # gradients into the tensors DDP lends, which are the parameters.
+    import ddphooks.torch
+    ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    before = [p.detach().clone() for p in ddp.parameters()]
+    try:
+        ddphooks.torch.register(ddp, {"hook": {"family": "mixed_precision",
+                                               "name": "allreduce_upcast"}})
+        raise AssertionError("mixed_precision was accepted")
+    except errors.DDPHError as e:
+        assert e.code == errors.Code.UNSUPPORTED and "mixed_precision" in e.message, e
+    assert all(torch.equal(a, b) for a, b in zip(before, ddp.parameters()))
     dist.barrier()
     print("rank %d: ok" % rank)
 
