@@ -225,6 +225,46 @@ def hto_case():
             "train": {"step_optimizer": False, "find_unused": True}}
 
 
+def model_averaging_case():
+    """Local SGD with periodic model averaging in PyTorch's order: step, then
+    average. PyTorch: post_localSGD_hook, optimizer.step(), then a
+    PeriodicModelAverager. ddph: model_averaging around hook_then_optimizer
+    (which steps inside the hook, so the average follows the step) around
+    post_localsgd."""
+    from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+    from torch.distributed.optim import _FunctionalSGD
+
+    def reg_ref(ddp, restored):
+        groups = [dist.new_group([r]) for r in range(dist.get_world_size())]
+        state = post_localSGD_hook.PostLocalSGDState(
+            process_group=None, subgroup=groups[dist.get_rank()], start_localSGD_iter=5)
+        opt = _FunctionalSGD([], lr=LR, _allow_empty_param_list=True)
+        hook = optimizer_overlap_hooks._hook_then_optimizer(
+            post_localSGD_hook.post_localSGD_hook,
+            optimizer_overlap_hooks._OptimizerHookState(opt))
+        averager = PeriodicModelAverager(period=4, warmup_steps=5)
+
+        def hook_then_average(state_, bucket):
+            # Waited for here, and averaged on this thread: PyTorch would run
+            # the average from Gloo's callback thread, racing DDP's own
+            # collectives (find_unused_parameters) for the same group.
+            fut = hook(state_, bucket)
+            fut.wait()
+            if bucket.is_last():
+                averager.average_parameters(ddp.module.parameters())
+            return fut
+        ddp.register_comm_hook(state, hook_then_average)
+
+    cfg = hook_config("post_localsgd", "model_averaging", {"period": 4, "warmup_steps": 5},
+                      wrap={"family": "optimizer_overlap", "name": "hook_then_optimizer",
+                            "options": {"optimizer": "sgd", "lr": LR},
+                            "wrap": {"family": "post_localsgd", "name": "post_localsgd",
+                                     "options": {"start_localsgd_iter": 5,
+                                                 "subgroup_size": 1}}})
+    return {"ref": reg_ref, "ddph": ddph(cfg),
+            "train": {"step_optimizer": False, "find_unused": True, "bucket_cap_mb": 25}}
+
+
 def post_localsgd_case(comm=None):
     def reg_ref(ddp, restored):
         # Subgroups of one rank: after start_localSGD_iter, no communication.
@@ -266,6 +306,7 @@ CASES = {
     "powersgd_resume": dict(powersgd_case(2, True),
                             train={"resume_at": 10, "bucket_cap_mb": 25, "bias": False}),
     "post_localsgd": post_localsgd_case(),
+    "model_averaging": model_averaging_case(),
     # Subgroups through ProcessGroupComm.split (torch new_group).
     "post_localsgd_host_comm": post_localsgd_case({"backend": "host"}),
     # PyTorch's bf16 hook and batched PowerSGD fail on CPU/Gloo; the test

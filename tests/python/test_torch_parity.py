@@ -123,6 +123,14 @@ def test_post_localsgd_matches_post_localSGD_hook(runs):
     assert not torch.equal(a["ddph"], b["ddph"]), "local SGD in subgroups of one keeps ranks apart"
 
 
+def test_model_averaging_matches_periodic_model_averager(runs):
+    """model_averaging around hook_then_optimizer around post_localsgd vs
+    post_localSGD_hook, _FunctionalSGD and PeriodicModelAverager."""
+    assert_close(runs, "model_averaging", **FP32)
+    a, b = runs("model_averaging")
+    assert not torch.equal(a["ddph"], b["ddph"]), "no average at the last step: ranks apart"
+
+
 def test_post_localsgd_over_torch_process_group(runs):
     assert_bit_identical(runs, "post_localsgd_host_comm")
 
