@@ -16,6 +16,7 @@ packages=(
   python3-pytest                            # tests/python (the ddphooks package)
   python3-matplotlib                        # benchmark plots (docs/bench)
   binutils                                  # nm, for the exported-symbol test
+  abigail-tools                             # abidiff, for the ABI stability test
 )
 missing=()
 for p in "${packages[@]}"; do

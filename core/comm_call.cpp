@@ -113,9 +113,15 @@ void comm_alltoallv(ddph_comm_t* comm, const FlatTensor& send,
                               recv_counts.data(), stream));
     return;
   }
-  DDPH_CHECK(comm->send != nullptr && comm->recv != nullptr, DDPH_UNSUPPORTED,
+  DDPH_CHECK(comm_can_alltoallv(comm), DDPH_UNSUPPORTED,
              "the communicator provides neither alltoallv nor send/recv");
   alltoallv_by_send_recv(comm, send, send_counts, recv, recv_counts, stream);
+}
+
+bool comm_can_alltoallv(ddph_comm_t* comm) {
+  // A world of one only copies its own block.
+  return has_alltoallv(comm) || (comm->send != nullptr && comm->recv != nullptr) ||
+         comm_size(comm) == 1;
 }
 
 }  // namespace ddph

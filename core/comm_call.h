@@ -23,6 +23,8 @@ void comm_recv(ddph_comm_t* comm, FlatTensor& buf, int peer, void* stream);
 // The table's alltoallv (ABI 1.1) where it has one; otherwise the same
 // exchange as a loop of send/recv (a local copy for the own block), so a
 // v1.0 communicator with point-to-point still serves it.
+// Whether comm_alltoallv can run on this communicator at all.
+bool comm_can_alltoallv(ddph_comm_t* comm);
 void comm_alltoallv(ddph_comm_t* comm, const FlatTensor& send,
                     const std::vector<int64_t>& send_counts, FlatTensor& recv,
                     const std::vector<int64_t>& recv_counts, void* stream);

@@ -23,7 +23,13 @@ class QuantHook : public Hook {
   static constexpr const char* kName = PerChannel ? "per_channel" : "per_tensor";
 
   explicit QuantHook(const ddph_hook_init_t& init)
-      : comm_(init.comm), opts_(parse_options(init, kName, PerChannel)) {}
+      : comm_(init.comm), opts_(parse_options(init, kName, PerChannel)) {
+    DDPH_CHECK(opts_.protocol != Protocol::kReduceScatter || comm_can_alltoallv(comm_),
+               DDPH_UNSUPPORTED,
+               "quantization/" << kName
+                               << ": protocol reduce_scatter needs alltoallv or send/recv from "
+                                  "the communicator, which has neither; use protocol allgather");
+  }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
     char text[32];

@@ -1,13 +1,12 @@
 // Sessions through libddph.so's C API, on the fixture hooks and the fake
 // communicator (world of one), so no network is needed.
+#include <ddph/ddph.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <ddph/ddph.h>
 
 #include "test_paths.h"
 
@@ -17,8 +16,8 @@ namespace {
 
 std::string yaml(const std::string& hook, const std::string& comm_options = "{}",
                  const std::string& extra = "") {
-  return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake, options: " +
-         comm_options + "}\nhook: " + hook + "\n" + extra;
+  return "plugin_path: [" + fixture_dir("good") +
+         "]\ncomm: {backend: fake, options: " + comm_options + "}\nhook: " + hook + "\n" + extra;
 }
 
 ddph_session_options_t options_for(const std::string& text) {
@@ -88,13 +87,13 @@ struct Recorder {
   }
 };
 
-#define EXPECT_ERROR(expr, code, part)                                              \
-  do {                                                                              \
-    ddph_error_t* e_ = (expr);                                                      \
-    EXPECT_EQ(ddph_error_code(e_), code) << ddph_error_message(e_);                 \
-    EXPECT_NE(std::string(ddph_error_message(e_)).find(part), std::string::npos)    \
-        << ddph_error_message(e_);                                                  \
-    ddph_error_free(e_);                                                            \
+#define EXPECT_ERROR(expr, code, part)                                           \
+  do {                                                                           \
+    ddph_error_t* e_ = (expr);                                                   \
+    EXPECT_EQ(ddph_error_code(e_), code) << ddph_error_message(e_);              \
+    EXPECT_NE(std::string(ddph_error_message(e_)).find(part), std::string::npos) \
+        << ddph_error_message(e_);                                               \
+    ddph_error_free(e_);                                                         \
   } while (0)
 
 }  // namespace
@@ -127,6 +126,33 @@ TEST(Session, RunsBucketsInSubmissionOrderAndCallsDoneOnce) {
   EXPECT_EQ(st.wire_bytes, uint64_t(n) * 16 * 4);
 }
 
+// Plugins built against the frozen 1.0 header (tests/abi/v1_0), as an old
+// binary would be: a 1.0 hook family and a 1.0 communicator (whose table
+// ends before alltoallv) open and run in today's loader, and a hook that
+// needs alltoallv falls back to send/recv on that communicator.
+TEST(Session, PluginsBuiltForAbi1_0StillRun) {
+  const std::string dir = fixture_dir("v1_0");
+  for (const char* hook : {"{family: fixture_sum, name: sum, options: {add: 2}}",
+                           "{family: quantization, name: per_channel, options: {protocol: "
+                           "reduce_scatter}}"}) {
+    Session s("plugin_path: [" + dir + "]\ncomm: {backend: fake}\nhook: " + std::string(hook) +
+              "\n");
+    ASSERT_NE(s.s, nullptr) << hook;
+    ddph_comm_t* comm = ddph_session_comm(s.s);
+    ASSERT_NE(comm, nullptr);
+    EXPECT_EQ(comm->struct_size, size_t(DDPH_COMM_SIZE_V1_0)) << "not the 1.0 build of comm_fake";
+    Bucket b(300, 1.5f, 0, 0, true);
+    Recorder rec(1);
+    ASSERT_EQ(ddph_session_submit(s.s, &b.b, &Recorder::done, &rec.tokens[0]), nullptr);
+    ddph_error_free(ddph_session_flush(s.s));
+    ASSERT_EQ(rec.codes.size(), 1u);
+    EXPECT_EQ(rec.codes[0], DDPH_OK) << rec.messages[0];
+    // World of one: sum adds 2; the 8-bit mean of a constant is exact.
+    const float want = std::string(hook).find("fixture_sum") != std::string::npos ? 3.5f : 1.5f;
+    for (float v : b.data) ASSERT_EQ(v, want) << hook;
+  }
+}
+
 TEST(Session, SubmitCopiesTheBucketStruct) {
   Session s(yaml("{family: fixture_sum, name: sum, options: {add: 2}}"));
   Recorder rec(1);
@@ -143,8 +169,9 @@ TEST(Session, SubmitCopiesTheBucketStruct) {
 }
 
 TEST(Session, WrapperComposes) {
-  Session s(yaml("{family: fixture_sum, name: scale, options: {factor: 3}, "
-                 "wrap: {family: fixture_sum, name: sum, options: {add: 1}}}"));
+  Session s(
+      yaml("{family: fixture_sum, name: scale, options: {factor: 3}, "
+           "wrap: {family: fixture_sum, name: sum, options: {add: 1}}}"));
   Bucket b(4, 2.0f);
   Recorder rec(1);
   ASSERT_EQ(ddph_session_submit(s.s, &b.b, &Recorder::done, &rec.tokens[0]), nullptr);
@@ -279,7 +306,7 @@ TEST(Session, FlushReturnsTheFirstErrorSinceTheLastFlush) {
   EXPECT_EQ(rec.codes[0], DDPH_OK);
   EXPECT_EQ(rec.codes[1], DDPH_INVALID_ARGUMENT);  // each done got its own error
   EXPECT_EQ(rec.codes[2], DDPH_INVALID_ARGUMENT);
-  EXPECT_EQ(rec.codes[3], DDPH_OK);  // not a comm failure: the session goes on
+  EXPECT_EQ(rec.codes[3], DDPH_OK);             // not a comm failure: the session goes on
   EXPECT_EQ(ddph_session_flush(s.s), nullptr);  // reset by the last flush
 }
 
@@ -319,8 +346,9 @@ void append(void* sink, const void* bytes, size_t n) {
 }  // namespace
 
 TEST(Session, SaveAndLoadStateRoundTrip) {
-  const std::string config = yaml("{family: fixture_sum, name: scale, "
-                                  "wrap: {family: fixture_sum, name: sum}}");
+  const std::string config = yaml(
+      "{family: fixture_sum, name: scale, "
+      "wrap: {family: fixture_sum, name: sum}}");
   std::string blob;
   {
     Session s(config);
@@ -348,15 +376,16 @@ TEST(Session, SaveAndLoadStateRoundTrip) {
   EXPECT_ERROR(ddph_session_load_state(restored.s, nullptr, 4), DDPH_INVALID_ARGUMENT,
                "bytes is NULL");
   // A blob from a session with a different hook line-up.
-  Session other(yaml("{family: fixture_sum, name: sum}", "{}",
-                     "rules:\n  - when: {max_bytes: 4}\n    hook: {family: fixture_sum, name: sum}\n"));
+  Session other(
+      yaml("{family: fixture_sum, name: sum}", "{}",
+           "rules:\n  - when: {max_bytes: 4}\n    hook: {family: fixture_sum, name: sum}\n"));
   EXPECT_ERROR(ddph_session_load_state(other.s, blob.data(), blob.size()), DDPH_INVALID_ARGUMENT,
                "state blob holds 1 hook states, but this session has more");
 }
 
 TEST(Session, YamlPathAndMissingFile) {
-  std::string path = ddph_test::write_temp_file(
-      "session.yaml", yaml("{family: fixture_sum, name: sum}"));
+  std::string path =
+      ddph_test::write_temp_file("session.yaml", yaml("{family: fixture_sum, name: sum}"));
   ddph_session_options_t o{};
   o.struct_size = sizeof o;
   o.rank = o.world_size = -1;
@@ -376,7 +405,8 @@ TEST(Session, HostCommunicator) {
                      "]\ncomm: {backend: host}\nhook: {family: fixture_sum, name: sum}\n";
   ddph_session_options_t o = options_for(text);
   ddph_session_t* s = nullptr;
-  EXPECT_ERROR(ddph_session_open(&o, &s), DDPH_INVALID_ARGUMENT, "ddph_session_options.comm is NULL");
+  EXPECT_ERROR(ddph_session_open(&o, &s), DDPH_INVALID_ARGUMENT,
+               "ddph_session_options.comm is NULL");
   o.comm = ddph_session_comm(provider.s);
   ddph_error_t* e = ddph_session_open(&o, &s);
   ASSERT_EQ(e, nullptr) << ddph_error_message(e);

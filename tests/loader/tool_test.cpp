@@ -70,6 +70,14 @@ TEST(Tool, ValidateExitCodes) {
   EXPECT_EQ(run("validate --bogus x.yaml").status, 2);
 }
 
+TEST(Tool, PluginsShowTheAbiTheyWereBuiltFor) {
+  ToolRun r = run("plugins --plugin-path " + fixture_dir("v1_0"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("fixture_sum 0.1-fixture (ABI 1.0) " + fixture_dir("v1_0")),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Tool, PluginsListsTheFixtureFamily) {
   ToolRun r = run("plugins --plugin-path " + fixture_dir("good"));
   EXPECT_EQ(r.status, 0) << r.output;

@@ -1,0 +1,432 @@
+/* FROZEN: the ABI header exactly as version 1.0 shipped it (commit 6f86811).
+ * Never edit it. Fixture plugins are built against it to prove that plugins
+ * built for 1.0 keep loading and running in the current loader, and
+ * tests/abi/abi_surface.c against it gives the baseline of abidiff. */
+/*
+ * ddph.h: the stable C ABI of ddphooks, version 1.
+ *
+ * One header for both sides of the boundary:
+ *   - plugins (hook families and communicators) export ddph_plugin_entry();
+ *   - hosts (training frameworks, C programs) call the ddph_session_* API of
+ *     libddph.so, which loads plugins and runs their hooks.
+ *
+ * C99, and valid C++. No C++ type or exception crosses this boundary.
+ *
+ * Conventions that hold for every declaration below unless its comment says
+ * otherwise:
+ *   - Every struct that crosses the boundary begins with `size_t struct_size`,
+ *     set by whoever fills the struct to sizeof() of the struct it was compiled
+ *     against. Fields are only ever appended; a reader must ignore fields that
+ *     lie beyond struct_size and must reject a struct_size smaller than the
+ *     v1.0 size (DDPH_*_SIZE_V1_0).
+ *   - A NULL function pointer in a table means "not supported".
+ *   - A returned `ddph_error_t *` of NULL means success. A non-NULL error is
+ *     owned by the receiver, who frees it once (ddph_error_free, or the host
+ *     table's error_free inside a plugin).
+ *   - Strings are NUL-terminated UTF-8. A `const char *` argument is borrowed
+ *     for the duration of the call unless stated otherwise.
+ *   - Threading tags: [thread-safe] may be called from any thread at any
+ *     time; [serialized] calls on one object never overlap (the caller
+ *     guarantees it); [any-thread] callbacks may arrive on any thread.
+ */
+#ifndef DDPH_DDPH_H
+#define DDPH_DDPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h> /* DLTensor, DLDevice, DLDataType (Debian libdlpack-dev) */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
+#define DDPH_ABI_MINOR 0 /* capability level: a plugin with a newer minor still loads */
+
+/* The size of a struct up to and including one of its fields: the size a
+ * reader accepts as the minimum for that struct's version. */
+#define DDPH_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DDPH_EXPORT __attribute__((visibility("default")))
+#else
+#define DDPH_EXPORT
+#endif
+
+/* ======================================================================
+ * Errors
+ * ==================================================================== */
+
+typedef enum ddph_code {
+  DDPH_OK = 0,
+  DDPH_INVALID_ARGUMENT = 1, /* misuse: NULL pointer, bad struct_size, bad option, bad bucket */
+  DDPH_UNSUPPORTED = 2,      /* valid request this plugin or backend cannot serve (dtype, device) */
+  DDPH_NOT_FOUND = 3,        /* plugin file, symbol, family, hook or key not found */
+  DDPH_VERSION_MISMATCH = 4, /* ABI major differs, or a struct is older than v1.0 */
+  DDPH_COMM_FAILURE = 5,     /* a peer died, a connection broke, ranks disagree */
+  DDPH_TIMEOUT = 6,          /* a collective or rendezvous ran past its timeout */
+  DDPH_OUT_OF_MEMORY = 7,
+  DDPH_INTERNAL = 8, /* a bug in ddphooks or a plugin; the message says where */
+  DDPH_NONFINITE = 9 /* a gradient held NaN or Inf and the hook was told to refuse it */
+} ddph_code_t;
+
+/* Opaque. Made only by the loader (ddph_host_t.error_new), so that a host can
+ * free an error that came from any plugin. */
+typedef struct ddph_error ddph_error_t;
+
+/* ======================================================================
+ * Store: a key-value rendezvous service (file, Redis, or the host's own,
+ * e.g. PyTorch's c10d store). Communicators use it to exchange addresses.
+ * ==================================================================== */
+
+/* Receives a value. `bytes` is borrowed for the duration of the call only. */
+typedef void (*ddph_write_fn)(void *sink, const void *bytes, size_t n);
+
+typedef struct ddph_store {
+  size_t struct_size;
+  void *ctx; /* owned by whoever filled the table */
+  /* Sets key to value, overwriting. [thread-safe] */
+  ddph_error_t *(*set)(void *ctx, const char *key, const void *value, size_t n);
+  /* Blocks until key exists or timeout_ms passes (DDPH_TIMEOUT), then hands
+   * the value to write(sink, ...) exactly once. [thread-safe] */
+  ddph_error_t *(*get)(void *ctx, const char *key, int64_t timeout_ms, ddph_write_fn write,
+                       void *sink);
+} ddph_store_t;
+#define DDPH_STORE_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_store_t, get)
+
+/* ======================================================================
+ * What the loader hands to every plugin (ddph_plugin_entry's argument).
+ * The table and every function in it stay valid until the plugin is
+ * unloaded. All functions are [thread-safe].
+ * ==================================================================== */
+
+typedef enum ddph_log_level {
+  DDPH_LOG_ERROR = 0,
+  DDPH_LOG_WARN = 1,
+  DDPH_LOG_INFO = 2,
+  DDPH_LOG_DEBUG = 3
+} ddph_log_level_t;
+
+typedef struct ddph_host {
+  size_t struct_size;
+  uint32_t abi_major, abi_minor; /* the loader's own ABI version */
+  /* Makes an error; copies message. Never returns NULL for code != DDPH_OK. */
+  ddph_error_t *(*error_new)(ddph_code_t code, const char *message);
+  void (*error_free)(ddph_error_t *error);
+  ddph_code_t (*error_code)(const ddph_error_t *error);
+  /* Borrowed; valid until the error is freed. */
+  const char *(*error_message)(const ddph_error_t *error);
+  /* family may be NULL. message is copied. */
+  void (*log)(ddph_log_level_t level, const char *family, const char *message);
+} ddph_host_t;
+#define DDPH_HOST_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_host_t, log)
+
+/* ======================================================================
+ * Options. Each hook and each communicator publishes a schema; the loader
+ * turns YAML into typed values, checks them against the schema, fills in
+ * defaults, and hands the complete list to create().
+ * ==================================================================== */
+
+typedef enum ddph_type { DDPH_BOOL = 0, DDPH_INT = 1, DDPH_FLOAT = 2, DDPH_STRING = 3 } ddph_type_t;
+
+typedef struct ddph_option_spec {
+  size_t struct_size;
+  const char *name;          /* nested YAML maps flatten to "optimizer.lr" */
+  ddph_type_t type;
+  const char *default_value; /* as YAML text; NULL means the option is required */
+  const char *doc;           /* one line, shown by `ddph plugins` */
+  /* DDPH_INT and DDPH_FLOAT: inclusive bounds; min > max means unbounded. */
+  double min_value, max_value;
+  /* DDPH_STRING and DDPH_INT: allowed values separated by '|' ("8|4|2"),
+   * or NULL for any value (within the range, for DDPH_INT). */
+  const char *choices;
+} ddph_option_spec_t;
+#define DDPH_OPTION_SPEC_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_option_spec_t, choices)
+
+typedef struct ddph_option {
+  size_t struct_size;
+  const char *name; /* borrowed; lives until create() returns */
+  ddph_type_t type;
+  union {
+    int32_t b;
+    int64_t i;
+    double f;
+    const char *s; /* borrowed; lives until create() returns */
+  } value;
+} ddph_option_t;
+#define DDPH_OPTION_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_option_t, value)
+
+/* ======================================================================
+ * Communicator: hooks reach collectives only through this table. A comm
+ * plugin (gloo, nccl, mpi) makes one, or the host provides its own.
+ *
+ * Collectives block the calling thread until the result is in recv (on the
+ * host) or enqueued on `stream` (CUDA, stream != NULL). They are
+ * [serialized] per communicator: the session calls them from its worker
+ * thread only, in the same order on every rank. send and recv tensors are
+ * 1-D contiguous with the same dtype; send may alias recv (in place).
+ * Every collective respects the communicator's timeout: a dead or missing
+ * peer becomes DDPH_TIMEOUT or DDPH_COMM_FAILURE, never a hang.
+ * ==================================================================== */
+
+/* DDPH_AVG is the mean with PyTorch's divide-first numerics: each rank's
+ * value is divided by the world size (in its dtype; integers truncate toward
+ * zero), then the quotients are summed. */
+typedef enum ddph_reduce_op { DDPH_SUM = 0, DDPH_AVG = 1, DDPH_MAX = 2, DDPH_MIN = 3 } ddph_reduce_op_t;
+
+typedef struct ddph_comm {
+  size_t struct_size;
+  void *ctx;
+  int (*rank)(void *ctx); /* [thread-safe] */
+  int (*size)(void *ctx); /* [thread-safe] */
+  /* recv has send's numel. */
+  ddph_error_t *(*allreduce)(void *ctx, const DLTensor *send, DLTensor *recv, ddph_reduce_op_t op,
+                             void *stream);
+  /* recv has size() * send numel elements, rank r's block at r * numel. */
+  ddph_error_t *(*allgather)(void *ctx, const DLTensor *send, DLTensor *recv, void *stream);
+  /* send has size() * recv numel elements; rank r receives the reduction of block r. */
+  ddph_error_t *(*reduce_scatter)(void *ctx, const DLTensor *send, DLTensor *recv,
+                                  ddph_reduce_op_t op, void *stream);
+  ddph_error_t *(*broadcast)(void *ctx, DLTensor *buf, int root, void *stream);
+  ddph_error_t *(*barrier)(void *ctx);
+  /* Optional point-to-point; matched in order per (sender, receiver) pair. */
+  ddph_error_t *(*send)(void *ctx, const DLTensor *buf, int peer, void *stream);
+  ddph_error_t *(*recv)(void *ctx, DLTensor *buf, int peer, void *stream);
+  /* Optional: a sub-communicator of the ranks that pass the same color,
+   * ordered by key. Collective over this communicator. *out is owned by the
+   * caller, who calls (*out)->destroy((*out)->ctx). */
+  ddph_error_t *(*split)(void *ctx, int color, int key, struct ddph_comm **out);
+  /* Optional: payload bytes this rank has put on the wire so far. [thread-safe] */
+  uint64_t (*bytes_sent)(void *ctx);
+  /* Frees ctx and the table itself if the maker allocated it. Not called by
+   * the loader on a host-provided communicator. */
+  void (*destroy)(void *ctx);
+} ddph_comm_t;
+#define DDPH_COMM_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_t, destroy)
+
+/* What a comm plugin's create() receives. Everything is borrowed for the
+ * duration of create() unless stated otherwise. */
+typedef struct ddph_comm_init {
+  size_t struct_size;
+  const ddph_host_t *host; /* outlives the communicator */
+  int32_t rank, world_size;
+  const char *rendezvous;     /* "file:///dir", "redis://host:port", or NULL when store is set */
+  const ddph_store_t *store;  /* host store, or NULL; outlives the communicator */
+  const char *prefix;         /* namespace for store keys, unique per session of a job */
+  int64_t timeout_ms;         /* for rendezvous and for every collective */
+  const ddph_option_t *options; /* the backend's own options, complete with defaults */
+  size_t num_options;
+} ddph_comm_init_t;
+#define DDPH_COMM_INIT_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_init_t, num_options)
+
+typedef struct ddph_comm_factory {
+  size_t struct_size;
+  const char *backend; /* the YAML comm.backend that selects it, e.g. "gloo" */
+  const char *summary;
+  const ddph_option_spec_t *options;
+  size_t num_options;
+  /* Collective over all ranks: connects to the peers (rendezvous) and fills
+   * *out with a table owned by the caller until (*out)->destroy. [thread-safe] */
+  ddph_error_t *(*create)(const ddph_comm_init_t *init, ddph_comm_t **out);
+} ddph_comm_factory_t;
+#define DDPH_COMM_FACTORY_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_factory_t, create)
+
+/* ======================================================================
+ * Bucket: the flat gradient buffer of some parameters, as DDP forms it.
+ * ==================================================================== */
+
+typedef struct ddph_param {
+  size_t struct_size;
+  int64_t offset;       /* element offset of this gradient in the bucket buffer */
+  int32_t ndim;
+  const int64_t *shape; /* gradient view shape; ndim entries */
+  DLTensor data;        /* the parameter itself for optimizer hooks; data.data == NULL if not shared */
+} ddph_param_t;
+#define DDPH_PARAM_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_param_t, data)
+
+typedef struct ddph_bucket {
+  size_t struct_size;
+  uint64_t index; /* stable id of the bucket within a step, the same on every rank */
+  uint64_t step;  /* training step, counted by the host */
+  int32_t is_last; /* non-zero on the last bucket of the step */
+  DLTensor buffer; /* 1-D contiguous; the hook writes the result here in place */
+  size_t num_params;
+  const ddph_param_t *params; /* num_params entries, or NULL when num_params == 0 */
+  void *stream; /* cudaStream_t for CUDA buffers, NULL on the host */
+} ddph_bucket_t;
+#define DDPH_BUCKET_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_bucket_t, stream)
+
+/* Completion of one bucket. Called exactly once per accepted bucket, from
+ * [any-thread], possibly before the call that accepted it returns. The
+ * callee owns error (NULL = success). On CUDA, success means the result is
+ * ordered on the bucket's stream, not that the host has waited for it. */
+typedef void (*ddph_done_fn)(void *user, ddph_error_t *error);
+
+/* ======================================================================
+ * Hooks
+ * ==================================================================== */
+
+typedef struct ddph_stats {
+  size_t struct_size;
+  uint64_t steps;     /* completed steps (buckets with is_last) */
+  uint64_t buckets;   /* completed buckets */
+  uint64_t bytes_in;  /* gradient bytes handed to the hook */
+  uint64_t bytes_out; /* payload bytes the hook gave to collectives */
+  uint64_t wire_bytes; /* bytes this rank's communicator put on the wire; 0 if unknown */
+} ddph_stats_t;
+#define DDPH_STATS_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_stats_t, wire_bytes)
+
+struct ddph_hook;
+/* A created hook: its table and its state. Borrowed by whoever holds it. */
+typedef struct ddph_hook_ref {
+  const struct ddph_hook *hook;
+  void *state;
+} ddph_hook_ref_t;
+
+typedef struct ddph_hook_init {
+  size_t struct_size;
+  const ddph_host_t *host;     /* outlives the state */
+  ddph_comm_t *comm;           /* borrowed; outlives the state */
+  const ddph_option_t *options; /* complete with defaults; borrowed until create() returns */
+  size_t num_options;
+  const ddph_hook_ref_t *inner; /* the wrapped hook, or NULL; *inner->state outlives the state */
+} ddph_hook_init_t;
+#define DDPH_HOOK_INIT_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_init_t, inner)
+
+/* flags */
+#define DDPH_HOOK_NEEDS_INNER 0x1u  /* a wrapper: create() requires init->inner */
+#define DDPH_HOOK_NEEDS_PARAMS 0x2u /* needs ddph_param_t.data (optimizer hooks) */
+#define DDPH_HOOK_RESULT_ELSEWHERE 0x4u /* the result does not land in bucket->buffer */
+
+typedef struct ddph_hook {
+  size_t struct_size;
+  const char *name;    /* unique within its family */
+  const char *summary; /* one line */
+  const ddph_option_spec_t *options;
+  size_t num_options;
+  uint32_t flags;
+  /* Makes the hook's state. Collective when the hook's create talks to
+   * peers (none in v1.0 do). [thread-safe] */
+  ddph_error_t *(*create)(const ddph_hook_init_t *init, void **state);
+  /* Starts reducing bucket. On error it returns non-NULL and never calls
+   * done. Otherwise done(user, ...) is called exactly once. The bucket
+   * struct is borrowed until run_bucket returns; the memory it points to
+   * (buffer, params) until done is called. [serialized] per state: the host
+   * starts the next bucket only after done. */
+  ddph_error_t *(*run_bucket)(void *state, const ddph_bucket_t *bucket, ddph_done_fn done,
+                              void *user);
+  /* Frees the state. Not while a bucket is in flight. [serialized] */
+  void (*destroy)(void *state);
+  /* Optional: checkpointing. save_state writes a self-describing blob
+   * through write(sink, ...), possibly in several pieces; load_state reads
+   * one back, rejecting a corrupt or foreign blob with an error.
+   * [serialized] with run_bucket. */
+  ddph_error_t *(*save_state)(void *state, ddph_write_fn write, void *sink);
+  ddph_error_t *(*load_state)(void *state, const void *bytes, size_t n);
+  /* Optional: fills the fields of *out it knows; out->struct_size is set by
+   * the caller. [thread-safe] */
+  ddph_error_t *(*stats)(void *state, ddph_stats_t *out);
+} ddph_hook_t;
+#define DDPH_HOOK_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_t, stats)
+
+/* ======================================================================
+ * The one exported symbol of every plugin (file libddph_<family>.so).
+ * ==================================================================== */
+
+typedef struct ddph_plugin {
+  size_t struct_size;
+  uint32_t abi_major, abi_minor; /* what the plugin was built against */
+  const char *family;  /* must equal <family> in the file name */
+  const char *version; /* the plugin's own version */
+  size_t num_hooks;
+  const ddph_hook_t *const *hooks;
+  size_t num_comms; /* comm plugins: communicator factories */
+  const ddph_comm_factory_t *const *comms;
+} ddph_plugin_t;
+#define DDPH_PLUGIN_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_plugin_t, comms)
+
+/* Returns the plugin's description, static and valid until the plugin is
+ * unloaded; NULL if the plugin cannot work with this host. host outlives
+ * the plugin. [thread-safe] */
+typedef const ddph_plugin_t *(*ddph_plugin_entry_fn)(const ddph_host_t *host);
+DDPH_EXPORT const ddph_plugin_t *ddph_plugin_entry(const ddph_host_t *host);
+
+/* ======================================================================
+ * Host API of libddph.so
+ * ==================================================================== */
+
+typedef struct ddph_session ddph_session_t;
+
+typedef struct ddph_session_options {
+  size_t struct_size;
+  const char *yaml_path; /* exactly one of yaml_path and yaml_text */
+  const char *yaml_text;
+  /* -1: take it from the YAML comm section, else from the environment
+   * (DDPH_RANK/DDPH_WORLD_SIZE, then RANK/WORLD_SIZE), else 0 and 1. */
+  int32_t rank, world_size;
+  /* Overrides the YAML's comm.rendezvous when non-NULL. */
+  const char *rendezvous;
+  /* The host's store, used when the YAML says `rendezvous: host` or gives
+   * none. Borrowed; must outlive the session. */
+  const ddph_store_t *store;
+  /* The host's communicator, used when the YAML says `backend: host`.
+   * Borrowed; must outlive the session; the session never destroys it. */
+  ddph_comm_t *comm;
+} ddph_session_options_t;
+#define DDPH_SESSION_OPTIONS_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_session_options_t, comm)
+
+/* Opens a session: parses and validates the YAML, loads the plugins,
+ * connects the communicator (collective over all ranks) and creates the
+ * hooks. On success *out is owned by the caller until ddph_session_close.
+ * [thread-safe] */
+DDPH_EXPORT ddph_error_t *ddph_session_open(const ddph_session_options_t *opts,
+                                            ddph_session_t **out);
+
+/* Queues bucket for the session's worker thread, which runs buckets one at a
+ * time in submission order. The bucket struct and its params are copied; the
+ * memory they point to stays borrowed until done is called. Returns an error
+ * (and never calls done) if the bucket is malformed; otherwise done is called
+ * exactly once. All ranks must submit the same buckets in the same order.
+ * [thread-safe], but the order of buckets is the order of the calls. */
+DDPH_EXPORT ddph_error_t *ddph_session_submit(ddph_session_t *s, const ddph_bucket_t *bucket,
+                                              ddph_done_fn done, void *user);
+
+/* Waits until every submitted bucket is done. Returns the first error of
+ * those buckets since the last flush (a copy: each done callback still got
+ * its own). [thread-safe] */
+DDPH_EXPORT ddph_error_t *ddph_session_flush(ddph_session_t *s);
+
+/* Fills *out (out->struct_size set by the caller). [thread-safe] */
+DDPH_EXPORT ddph_error_t *ddph_session_stats(ddph_session_t *s, ddph_stats_t *out);
+
+/* Checkpointing of every hook's state in the session. Both wait for
+ * in-flight buckets first. The blob is portable across ranks. */
+DDPH_EXPORT ddph_error_t *ddph_session_save_state(ddph_session_t *s, ddph_write_fn write,
+                                                  void *sink);
+DDPH_EXPORT ddph_error_t *ddph_session_load_state(ddph_session_t *s, const void *bytes, size_t n);
+
+/* The session's communicator, borrowed until close. Its collectives must
+ * not run while buckets are in flight (flush first). */
+DDPH_EXPORT ddph_comm_t *ddph_session_comm(ddph_session_t *s);
+
+/* Waits for in-flight buckets, destroys hooks and communicator, frees s.
+ * NULL is a no-op. Never call it from a done callback: it would wait for
+ * the bucket whose callback is running (the same holds for flush). */
+DDPH_EXPORT void ddph_session_close(ddph_session_t *s);
+
+/* Error accessors for hosts. NULL error: DDPH_OK and "". */
+DDPH_EXPORT ddph_code_t ddph_error_code(const ddph_error_t *e);
+DDPH_EXPORT const char *ddph_error_message(const ddph_error_t *e);
+DDPH_EXPORT void ddph_error_free(ddph_error_t *e);
+/* The host table the loader gives plugins; lets a host make errors for its
+ * own comm or store tables. Static. [thread-safe] */
+DDPH_EXPORT const ddph_host_t *ddph_host(void);
+/* "1.0" etc.: the loader's ABI version as text. Static. */
+DDPH_EXPORT const char *ddph_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DDPH_DDPH_H */
