@@ -168,7 +168,7 @@ TEST(Upcast, Float32BucketsAreSummedDividedAndCopied) {
     std::vector<float> buf(kN);
     for (size_t i = 0; i < kN; ++i) buf[i] = value(rank, i);
     std::vector<float> out(kN, -1.f);
-    int64_t n = kN, shape = kN;
+    int64_t shape = kN;
     ddph_param_t v{};
     v.struct_size = sizeof v;
     v.ndim = 1;
@@ -178,17 +178,11 @@ TEST(Upcast, Float32BucketsAreSummedDividedAndCopied) {
     v.data.ndim = 1;
     v.data.dtype = {kDLFloat, 32, 1};
     v.data.shape = &shape;
-    ddph_bucket_t b{};
-    b.struct_size = sizeof b;
-    b.buffer.data = buf.data();
-    b.buffer.device = {kDLCPU, 0};
-    b.buffer.ndim = 1;
-    b.buffer.dtype = {kDLFloat, 32, 1};
-    b.buffer.shape = &n;
-    b.num_params = 1;
-    b.params = &v;
+    ddph_test::FloatBucket b(buf, 0, 0, true);
+    b.bucket.num_params = 1;
+    b.bucket.params = &v;
     std::string msg;
-    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, b, &msg) == DDPH_OK, "run: %s", msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, b.bucket, &msg) == DDPH_OK, "run: %s", msg.c_str());
     for (size_t i = 0; i < kN; ++i)
       DDPH_CHILD_CHECK(out[i] == (value(0, i) + value(1, i)) / 2, "[%zu] %.9g", i, out[i]);
     ddph_session_close(s);
