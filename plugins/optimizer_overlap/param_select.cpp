@@ -32,6 +32,12 @@ void ParamSelection::select(const ddph_bucket_t& bucket, std::vector<char>* sele
              "hook_then_optimizer: option 'params' counts parameters over buckets 0, 1, 2, ... "
              "but bucket "
                  << bucket.index << " arrived before bucket " << expect << " was ever seen");
+  // The step's last bucket tells how many parameters there are: an index
+  // past them is a typo that would otherwise leave parameters untrained.
+  DDPH_CHECK(!bucket.is_last || indices_.back() < first + n, DDPH_INVALID_ARGUMENT,
+             "hook_then_optimizer: option 'params' names parameter "
+                 << indices_.back() << ", but the buckets 0.." << bucket.index << " hold "
+                 << first + n << " parameters (indices 0.." << first + n - 1 << ")");
   for (size_t i = 0; i < n; ++i)
     (*selected)[i] = std::binary_search(indices_.begin(), indices_.end(), first + i) ? 1 : 0;
 }

@@ -27,7 +27,8 @@ class ParamSelection {
   // selected->at(i) = whether bucket.params[i] is updated. Throws
   // DDPH_INVALID_ARGUMENT when the bucket's parameter count differs from
   // an earlier step's, or, with a selection, when a lower bucket index has
-  // not been seen yet.
+  // not been seen yet, or when the step's last bucket (is_last) shows that
+  // a selected index is past the last parameter.
   void select(const ddph_bucket_t& bucket, std::vector<char>* selected);
 
  private:

@@ -243,6 +243,16 @@ TEST(Run, UnsharedParametersAreErrorsUnlessUnselected) {
     DDPH_CHILD_CHECK(std::memcmp(before.data() + last, after.data() + last, numel(3) * 4) == 0,
                      "parameter 3 changed");
     DDPH_CHILD_CHECK(before[0] != after[0], "parameter 0 did not move");
+    // An index past the 4 parameters is refused at the step's last bucket.
+    ddph_session_t* typo =
+        ddph_test::open_session(yaml("optimizer: sgd, params: \"0,9\""), rank, world, dir);
+    DDPH_CHILD_CHECK(typo != nullptr, "open typo");
+    Model shared;
+    DDPH_CHILD_CHECK(shared.step(typo, rank, 0, &msg) == DDPH_INVALID_ARGUMENT &&
+                         msg.find("names parameter 9") != std::string::npos &&
+                         msg.find("hold 4 parameters") != std::string::npos,
+                     "index 9: %s", msg.c_str());
+    ddph_session_close(typo);
     ddph_session_close(some);
     ddph_session_close(all);
     return 0;
