@@ -2,8 +2,6 @@
 // blob saved on one host loads on any other.
 #include "plugins/powersgd/state.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "core/le_bytes.h"
 
@@ -22,8 +20,7 @@ const char* kind_name(HookKind k) {
 
 std::string encode_state(const PsgdState& s, HookKind kind) {
   LeWriter w;
-  for (char c : kMagic) w.put(uint8_t(c), 1);
-  w.put(kStateVersion, 4);
+  put_frame_header(w, kMagic, kStateVersion);
   w.put(uint32_t(kind), 4);
   w.put(s.iter, 8);
   w.put(uint32_t(s.rng.pos), 4);
@@ -36,29 +33,13 @@ std::string encode_state(const PsgdState& s, HookKind kind) {
     w.put_floats(kv.second.q);
     w.put_floats(kv.second.error);
   }
-  w.put(fnv1a64(w.bytes().data(), w.bytes().size()), 8);
-  return w.take();
+  return finish_frame(w);
 }
 
 PsgdState decode_state(const void* bytes, size_t n, HookKind kind) {
-  LeReader head(bytes, n, kBlob);
-  DDPH_CHECK(n >= sizeof kMagic &&
-                 std::memcmp(head.take(sizeof kMagic, "the magic"), kMagic, sizeof kMagic) == 0,
-             DDPH_INVALID_ARGUMENT,
-             kBlob << ": wrong magic; this blob was not saved by a powersgd hook");
-  const uint64_t version = head.get(4, "the version");
-  DDPH_CHECK(
-      version == kStateVersion, DDPH_INVALID_ARGUMENT,
-      kBlob << ": version " << version << ", but this plugin reads version " << kStateVersion);
-  // The checksum is checked before any length is trusted: a flipped bit
-  // anywhere is reported as corruption, not as a strange length.
-  DDPH_CHECK(n >= sizeof kMagic + 12 + 8, DDPH_INVALID_ARGUMENT,
-             kBlob << ": blob truncated: " << n << " bytes");
-  LeReader tail(static_cast<const uint8_t*>(bytes) + n - 8, 8, kBlob);
-  DDPH_CHECK(tail.get(8, "the checksum") == fnv1a64(bytes, n - 8), DDPH_INVALID_ARGUMENT,
-             kBlob << ": checksum mismatch; the blob is corrupt or truncated");
-  LeReader in(static_cast<const uint8_t*>(bytes) + sizeof kMagic + 4, n - sizeof kMagic - 4 - 8,
-              kBlob);
+  // Magic, version and checksum first: a flipped bit anywhere is reported
+  // as corruption, not as a strange length.
+  LeReader in = open_frame(bytes, n, kMagic, kStateVersion, kBlob, "a powersgd hook");
   const uint64_t k = in.get(4, "the hook kind");
   DDPH_CHECK(k == uint32_t(kind), DDPH_INVALID_ARGUMENT,
              kBlob << ": the blob was saved by "
