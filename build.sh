@@ -2,7 +2,8 @@
 # The one set-up script, for users and CI alike: installs the Debian packages
 # that are missing, configures and builds into build/.
 #   ./build.sh          install dependencies and build
-#   ./build.sh test     ... then run the whole test suite (CTest)
+#   ./build.sh test     ... then run the whole test suite (CTest) and the
+#                       fuzzers (DDPH_FUZZ_SECONDS each, default 60; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,6 +18,7 @@ packages=(
   python3-matplotlib                        # benchmark plots (docs/bench)
   binutils                                  # nm, for the exported-symbol test
   abigail-tools                             # abidiff, for the ABI stability test
+  clang-14                                  # libFuzzer and sanitizers (tests/fuzz)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -36,4 +38,9 @@ cmake --build "$build_dir" -j2
 
 if [ "${1:-}" = "test" ]; then
   ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300
+  # libFuzzer + ASan/UBSan on the config loader, checkpoint blobs and
+  # adversarial buckets, DDPH_FUZZ_SECONDS each (tests/fuzz; 0 skips).
+  if [ "${DDPH_FUZZ_SECONDS:-60}" != 0 ]; then
+    tests/fuzz/run_fuzzers.sh "${DDPH_FUZZ_SECONDS:-60}"
+  fi
 fi

@@ -16,6 +16,10 @@ endfunction()
 
 function(ddph_limit_exports target)
   target_link_options(${target} PRIVATE
-    "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/exports.map"
-    "LINKER:--no-undefined" "LINKER:--as-needed")
+    "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/exports.map" "LINKER:--as-needed")
+  # A sanitized shared object takes the sanitizer runtime from the program
+  # that loads it, so it has undefined symbols by design.
+  if(NOT DDPH_FUZZ)
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  endif()
 endfunction()

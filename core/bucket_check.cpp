@@ -26,6 +26,10 @@ DType check_bucket(const ddph_bucket_t* b) {
              "bucket.buffer.dtype " << dl_dtype_text(buf.dtype, text)
                                     << " is not supported (float32, float64, float16, bfloat16, "
                                        "int32, int64, uint8)");
+  // A count no address space holds would overflow every byte computation.
+  DDPH_CHECK(uint64_t(n) <= uint64_t(INT64_MAX) / dtype_size(dtype), DDPH_INVALID_ARGUMENT,
+             "bucket.buffer.shape[0] is " << n << ": " << dtype_name(dtype)
+                                          << " elements of that many bytes overflow");
   DDPH_CHECK(buf.device.device_type == kDLCPU || buf.device.device_type == kDLCUDAHost,
              DDPH_UNSUPPORTED,
              "bucket.buffer.device type " << int(buf.device.device_type)
@@ -41,11 +45,17 @@ DType check_bucket(const ddph_bucket_t* b) {
                "bucket.params[" << i << "].ndim is " << p.ndim << " (0..32 allowed)");
     DDPH_CHECK(p.ndim == 0 || p.shape != nullptr, DDPH_INVALID_ARGUMENT,
                "bucket.params[" << i << "].shape is NULL with ndim " << p.ndim);
-    int64_t count = 1;
+    bool empty = false;
     for (int d = 0; d < p.ndim; ++d) {
       DDPH_CHECK(p.shape[d] >= 0, DDPH_INVALID_ARGUMENT,
                  "bucket.params[" << i << "].shape[" << d << "] is negative (" << p.shape[d] << ")");
-      DDPH_CHECK(p.shape[d] == 0 || count <= n / p.shape[d] + 1, DDPH_INVALID_ARGUMENT,
+      empty = empty || p.shape[d] == 0;
+    }
+    // Multiplied only while the product stays within the bucket, so it never
+    // overflows; a view with a zero dimension is empty whatever the others.
+    int64_t count = empty ? 0 : 1;
+    for (int d = 0; d < p.ndim && !empty; ++d) {
+      DDPH_CHECK(count <= n / p.shape[d], DDPH_INVALID_ARGUMENT,
                  "bucket.params[" << i << "].shape overflows the bucket of " << n << " elements");
       count *= p.shape[d];
     }

@@ -6,6 +6,10 @@
 namespace ddph {
 
 int64_t view_numel(const ddph_param_t& param) {
+  // check_bucket bounds the product by the bucket, except when a zero
+  // dimension makes the view empty: then the others may be anything.
+  for (int32_t d = 0; d < param.ndim; ++d)
+    if (param.shape[d] == 0) return 0;
   int64_t n = 1;
   for (int32_t d = 0; d < param.ndim; ++d) n *= param.shape[d];
   return n;

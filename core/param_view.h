@@ -11,7 +11,8 @@
 
 namespace ddph {
 
-// Elements of params[i]'s gradient view in the bucket (product of its shape).
+// Elements of params[i]'s gradient view in the bucket (product of its
+// shape), for a bucket that passed check_bucket.
 int64_t view_numel(const ddph_param_t& param);
 
 // params[i].data as float32 host memory of the view's element count,

@@ -34,6 +34,9 @@ bool is_flat(const DLTensor& t) {
   return t.ndim == 1 && t.shape != nullptr && (t.strides == nullptr || t.strides[0] == 1);
 }
 
-void* data_ptr(const DLTensor& t) { return static_cast<char*>(t.data) + t.byte_offset; }
+void* data_ptr(const DLTensor& t) {
+  // An empty tensor may have no data; an offset from NULL is undefined.
+  return t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
+}
 
 }  // namespace ddph

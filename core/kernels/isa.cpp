@@ -1,5 +1,9 @@
 #include "core/kernels/isa.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -8,14 +12,26 @@
 namespace ddph {
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID bits for the features clang's __builtin_cpu_supports does not name
+// (F16C, AVX512_BF16), so both compilers build this file.
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+  unsigned r[4] = {0, 0, 0, 0};
+  if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+  return (r[reg] >> bit) & 1u;
+}
+constexpr int kEax = 0, kEcx = 2;
+#endif
+
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return Isa::kScalar;
+  const bool f16c = cpuid_bit(1, 0, kEcx, 29);
+  if (!__builtin_cpu_supports("avx2") || !f16c) return Isa::kScalar;
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl"))
     return Isa::kAvx2;
-  if (!__builtin_cpu_supports("avx512bf16")) return Isa::kAvx512;
+  if (!cpuid_bit(7, 1, kEax, 5)) return Isa::kAvx512;  // AVX512_BF16
   return Isa::kAvx512Bf16;
 #else
   return Isa::kScalar;

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/kernels/clones.h"
 
 namespace ddph {
 namespace optimizer_overlap {
@@ -26,11 +27,9 @@ bool ready(std::vector<float>& v, size_t n, const char* what) {
 
 // The loops below are instantiated per option combination (with_flag), so
 // they carry no branch per element and the compiler vectorizes them, and
-// cloned per x86-64 level, picked at load time (DDPH_OPTIM_CLONES). Every
+// cloned per x86-64 level, picked at load time (DDPH_ISA_CLONES). Every
 // clone rounds like scalar code: vector mul/add/div/sqrt are IEEE ops, and
 // this file is built with -ffp-contract=off, so no multiply-add is fused.
-#define DDPH_OPTIM_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 // Calls f(std::true_type) or f(std::false_type).
 template <class F>
@@ -48,7 +47,7 @@ struct SgdScalars {
 // torch/optim/sgd.py, _single_tensor_sgd. kMomentum: 0 none, 1 the first
 // step (buf = clone(d_p)), 2 later steps (buf = buf * mu + (1 - dampening) * d_p).
 template <bool kMaximize, bool kDecay, int kMomentum, bool kNesterov>
-DDPH_OPTIM_CLONES void sgd_loop(const SgdScalars& k, float* __restrict p,
+DDPH_ISA_CLONES void sgd_loop(const SgdScalars& k, float* __restrict p,
                                 const float* __restrict grad, float* __restrict buf, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     float d = kMaximize ? -grad[i] : grad[i];
@@ -92,7 +91,7 @@ struct AdamScalars {
 // torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
 // (capturable=False): they differ only in where the weight decay goes.
 template <bool kMaximize, bool kAdamW, bool kDecay, bool kAmsgrad>
-DDPH_OPTIM_CLONES void adam_loop(const AdamScalars& k, float* __restrict p,
+DDPH_ISA_CLONES void adam_loop(const AdamScalars& k, float* __restrict p,
                                  const float* __restrict grad, float* __restrict m,
                                  float* __restrict v, float* __restrict vmax, size_t n) {
   for (size_t i = 0; i < n; ++i) {

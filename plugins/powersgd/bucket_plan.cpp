@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/param_view.h"
 
 namespace ddph {
 namespace powersgd {
@@ -23,8 +24,7 @@ std::vector<View> param_views(const ddph_bucket_t& bucket, const char* hook) {
   }
   for (size_t i = 0; i < bucket.num_params; ++i) {
     const ddph_param_t& p = bucket.params[i];
-    int64_t numel = 1;
-    for (int d = 0; d < p.ndim; ++d) numel *= p.shape[d];
+    const int64_t numel = view_numel(p);
     // A 0-d parameter is a 1 x 1 matrix; an empty one has nothing to send.
     if (numel > 0) views.push_back(View{p.offset, numel, p.ndim == 0 ? 1 : p.shape[0]});
   }

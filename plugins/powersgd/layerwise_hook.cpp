@@ -64,7 +64,8 @@ class LayerwiseHook : public PsgdHook {
                   mem.q.data() + s.q_offset, s.r, send_.data() + u + s.p_offset);
     allreduce_sum(send_.data(), send_.size(), wire);
     divide_inplace(DType::F32, send_.data(), u, world_);  // PyTorch: sum, then div_
-    std::memcpy(mem.p.data(), send_.data() + u, size_t(plan.p_numel) * sizeof(float));
+    if (plan.p_numel > 0)  // no matrix compressed: p is empty, and memcpy(NULL) is undefined
+      std::memcpy(mem.p.data(), send_.data() + u, size_t(plan.p_numel) * sizeof(float));
 
     for (const MatrixSlot& s : plan.matrices) {
       float* p = mem.p.data() + s.p_offset;

@@ -4,17 +4,12 @@
 
 #include <vector>
 
+#include "core/kernels/clones.h"
+
 namespace ddph {
 namespace powersgd {
 namespace {
 
-// x86-64-v4 (AVX-512), v3 (AVX2 + FMA) and the baseline, picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DDPH_PSGD_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DDPH_PSGD_CLONES
-#endif
 #define DDPH_INLINE inline __attribute__((always_inline))
 
 constexpr int kLanes = 16;
@@ -79,8 +74,8 @@ DDPH_INLINE void project(const float* d, float* e, int rows, int cols, const flo
   }
 }
 
-DDPH_PSGD_CLONES void project_small(const float* d, float* e, int rows, int cols, const float* qt,
-                                    int r, float* p) {
+DDPH_ISA_CLONES void project_small(const float* d, float* e, int rows, int cols, const float* qt,
+                                   int r, float* p) {
   switch (r) {
     case 1:
       return project<1>(d, e, rows, cols, qt, p);
@@ -95,8 +90,8 @@ DDPH_PSGD_CLONES void project_small(const float* d, float* e, int rows, int cols
 
 // Q^T += P^T M one row of M at a time: r axpys per row, Q^T (r x cols)
 // staying in cache.
-DDPH_PSGD_CLONES void accumulate_mtp(const float* m, int rows, int cols, const float* p, int r,
-                                     float* qt) {
+DDPH_ISA_CLONES void accumulate_mtp(const float* m, int rows, int cols, const float* p, int r,
+                                    float* qt) {
   for (int i = 0; i < rows; ++i) {
     const float* __restrict row = m + size_t(i) * size_t(cols);
     for (int k = 0; k < r; ++k) {

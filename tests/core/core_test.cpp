@@ -7,6 +7,7 @@
 #include "core/bucket_check.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/param_view.h"
 #include "core/tensor.h"
 
 namespace {
@@ -89,6 +90,28 @@ TEST(BucketCheck, AcceptsAValidBucketAndReturnsItsDtype) {
   EXPECT_EQ(ddph::check_bucket(&ok.b), DType::F32);  // the view [10, 16) ends exactly at the end
 }
 
+// A zero dimension makes a view empty, whatever its other dimensions say
+// (found by tests/fuzz: the others used to be multiplied first).
+TEST(BucketCheck, AViewWithAZeroDimensionIsEmpty) {
+  Bucket x;
+  int64_t shape[3] = {INT64_MAX - 25, INT64_MAX - 25, 0};
+  x.param.ndim = 3;
+  x.param.shape = shape;
+  EXPECT_EQ(ddph::check_bucket(&x.b), DType::F32);
+  EXPECT_EQ(ddph::view_numel(x.param), 0);
+}
+
+// No pointer arithmetic on a NULL tensor (an empty bucket may have no data).
+TEST(BucketCheck, DataPtrOfAnEmptyTensorWithoutDataIsNull) {
+  Bucket x;
+  x.shape[0] = 0;
+  x.b.num_params = 0;
+  x.b.buffer.data = nullptr;
+  x.b.buffer.byte_offset = 8;
+  EXPECT_EQ(ddph::check_bucket(&x.b), DType::F32);
+  EXPECT_EQ(ddph::data_ptr(x.b.buffer), nullptr);
+}
+
 TEST(BucketCheck, EachDefectIsRefusedNamingItsField) {
   struct Case {
     const char* field;
@@ -106,6 +129,11 @@ TEST(BucketCheck, EachDefectIsRefusedNamingItsField) {
       {"params[0]", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.param.offset = 11; }},
       {"params[0].shape[1]", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.pshape[1] = -3; }},
       {"params[0].ndim", DDPH_INVALID_ARGUMENT, [](Bucket& x) { x.param.ndim = 40; }},
+      // Found by tests/fuzz: counts whose products overflow int64.
+      {"elements of that many bytes overflow", DDPH_INVALID_ARGUMENT,
+       [](Bucket& x) { x.shape[0] = INT64_MAX / 2; }},
+      {"params[0].shape overflows", DDPH_INVALID_ARGUMENT,
+       [](Bucket& x) { x.pshape[0] = x.pshape[1] = INT64_MAX - 25; }},
   };
   for (const Case& c : cases) {
     Bucket x;

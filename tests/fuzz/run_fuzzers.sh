@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer tree (clang-14, ASan + UBSan everywhere) and runs each
+# fuzzer on its committed seed corpus for SECONDS (default 60). Any crash,
+# leak, sanitizer report or per-input hang (> 10 s) fails. Prints what each
+# fuzzer tried, for docs/reliability.md.
+#   tests/fuzz/run_fuzzers.sh [SECONDS] [BUILD_DIR]
+# Longer runs: tests/fuzz/run_fuzzers.sh 3600
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-60}
+build=${2:-build-fuzz}
+cmake -S . -B "$build" -G Ninja -DDDPH_FUZZ=ON -DDDPH_WITH_CUDA=OFF \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j2 --target ddph_fuzzers
+status=0
+for f in config state bucket; do
+  work=$(mktemp -d /tmp/ddph-fuzz-corpus-XXXXXX)
+  log=$(mktemp /tmp/ddph-fuzz-log-XXXXXX)
+  echo "== ddph_fuzz_$f: ${seconds} s"
+  if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     "$build/bin/ddph_fuzz_$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+       -print_final_stats=1 -artifact_prefix="$log-" "$work" "tests/fuzz/corpus/$f" >"$log" 2>&1; then
+    grep -E "^stat::number_of_executed_units|^stat::new_units_added|^stat::peak_rss_mb" "$log" |
+      sed "s/^/  /"
+  else
+    tail -60 "$log"
+    echo "FAIL: ddph_fuzz_$f found a problem (full log: $log; the input: $log-crash-*)"
+    status=1
+  fi
+  rm -rf "$work"
+done
+exit $status
