@@ -11,9 +11,11 @@ namespace ddph {
 namespace comm_gloo {
 
 Communicator::Communicator(const CommConfig& config,
-                           std::shared_ptr<::gloo::rendezvous::Store> store)
+                           std::shared_ptr<::gloo::rendezvous::Store> store,
+                           std::shared_ptr<WireBytes> wire)
     : config_(config),
       store_(std::move(store)),
+      wire_(std::move(wire)),
       send_seq_(size_t(config.world), 0),
       recv_seq_(size_t(config.world), 0) {
   ::gloo::transport::tcp::attr attr;
@@ -44,7 +46,7 @@ Communicator::Communicator(const CommConfig& config,
        << config_.timeout.count() << " ms)";
   const std::string what_text = what.str();
   gloo_call(what_text.c_str(), rank(), [&] { context->connectFullMesh(*prefix_store_, device_); });
-  wire_.track_new_sockets(before, FdSnapshot::take());
+  wire_->track_new_sockets(before, FdSnapshot::take());
   context_ = std::move(context);
   // connectFullMesh can return on one side of a pair before the other side
   // has finished its handshake; a rank that then closed at once (a session
@@ -68,6 +70,9 @@ Communicator::~Communicator() {
     // destroy cannot report; the peer will see its recv fail.
   }
   try {
+    // The last reading of this communicator's sockets, before they close:
+    // the count is shared with the communicator this one was split from.
+    wire_->total();
     pending_sends_.clear();
     // Pairs refer to the device: the context goes first.
     context_.reset();

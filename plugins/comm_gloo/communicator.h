@@ -44,8 +44,10 @@ struct CommConfig {
 class Communicator {
  public:
   // Collective: connects to every peer through store, which it shares with
-  // the communicators split from it.
-  Communicator(const CommConfig& config, std::shared_ptr<::gloo::rendezvous::Store> store);
+  // the communicators split from it. They count their bytes into `wire`
+  // too, so a session's wire bytes include its subgroups' traffic.
+  Communicator(const CommConfig& config, std::shared_ptr<::gloo::rendezvous::Store> store,
+               std::shared_ptr<WireBytes> wire = std::make_shared<WireBytes>());
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -73,7 +75,7 @@ class Communicator {
   std::unique_ptr<Communicator> split(int color, int key);
 
   // [thread-safe]
-  uint64_t bytes_sent() { return wire_.total(); }
+  uint64_t bytes_sent() { return wire_->total(); }
 
  private:
   // Runs a gloo call for collective `what`: fails fast when broken, turns
@@ -104,7 +106,7 @@ class Communicator {
   std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
-  WireBytes wire_;
+  std::shared_ptr<WireBytes> wire_;  // shared with the communicators split from this one
 
   std::mutex broken_mutex_;
   std::string broken_;  // the first failure; empty while healthy

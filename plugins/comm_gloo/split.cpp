@@ -35,7 +35,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   sub.rank = int(std::find(members.begin(), members.end(), rank()) - members.begin());
   sub.world = int(members.size());
   sub.prefix = config_.prefix + "/split" + std::to_string(seq) + "/color" + std::to_string(color);
-  return std::make_unique<Communicator>(sub, store_);
+  return std::make_unique<Communicator>(sub, store_, wire_);
 }
 
 }  // namespace comm_gloo

@@ -114,6 +114,37 @@ TEST(PostLocalSgd, ExplicitSubgroupsAndNoGradientAllreduce) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
+// A subgroup's traffic is the session's traffic: its communicator is split
+// from the session's, and the wire bytes count both.
+TEST(PostLocalSgd, SubgroupBytesCountAsWireBytes) {
+  auto res = ddph_test::run_ranks(4, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(
+        yaml("{family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 0, "
+             "subgroup_size: 2}}"),
+        rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open");
+    auto settled = [&] {  // every earlier byte is received once all pass a barrier
+      ddph_comm_t* c = ddph_session_comm(s);
+      ddph_error_free(c->barrier(c->ctx));
+      ddph_stats_t st{};
+      st.struct_size = sizeof st;
+      ddph_error_free(ddph_session_stats(s, &st));
+      return st.wire_bytes;
+    };
+    const uint64_t before = settled();
+    std::vector<float> g(1 << 18, float(rank));  // 1 MiB
+    FloatBucket b(g, 0, 0, true);
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, b) == DDPH_OK, "bucket");
+    const uint64_t grew = settled() - before;
+    // A ring allreduce over 2 ranks sends half of the bucket twice: 1 MiB.
+    DDPH_CHILD_CHECK(grew >= (1u << 20), "wire bytes grew by %llu, expected >= 1 MiB",
+                     (unsigned long long)grew);
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
 // The step counter survives a checkpoint: a session loaded after 3 steps of
 // a run with start 3 averages inside its subgroup at once, where a fresh one
 // would still average over the world. A corrupt blob is refused.
