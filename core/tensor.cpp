@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <cstdint>
+
 namespace ddph {
 
 FlatTensor::FlatTensor(void* data, DType dtype, int64_t numel, DLDevice device)
@@ -25,8 +27,13 @@ FlatTensor& FlatTensor::operator=(const FlatTensor& other) {
 }
 
 int64_t numel(const DLTensor& t) {
+  // Shapes come from hosts: a zero dimension empties the tensor whatever the
+  // others say, and a product past int64 saturates rather than overflows.
+  for (int i = 0; i < t.ndim; ++i)
+    if (t.shape[i] == 0) return 0;
   int64_t n = 1;
-  for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
+  for (int i = 0; i < t.ndim; ++i)
+    if (__builtin_mul_overflow(n, t.shape[i], &n)) return INT64_MAX;
   return n;
 }
 

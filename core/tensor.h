@@ -25,7 +25,10 @@ class FlatTensor {
   DLTensor dl_;
 };
 
-// Element count of any DLTensor (product of its shape; 1 for a scalar).
+// Element count of any DLTensor (product of its shape; 1 for a scalar; 0
+// with a zero dimension; INT64_MAX where the product would overflow, a count
+// no real tensor has, so comparisons with it fail). Negative dimensions are
+// the caller's to refuse.
 int64_t numel(const DLTensor& t);
 // True when t is 1-D and dense (strides NULL or {1}).
 bool is_flat(const DLTensor& t);

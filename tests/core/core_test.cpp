@@ -101,6 +101,20 @@ TEST(BucketCheck, AViewWithAZeroDimensionIsEmpty) {
   EXPECT_EQ(ddph::view_numel(x.param), 0);
 }
 
+// Found by tests/fuzz: a host tensor's shape multiplied past int64.
+TEST(FlatTensor, NumelSaturatesInsteadOfOverflowing) {
+  int64_t huge[3] = {INT64_MAX - 25, INT64_MAX - 25, 3};
+  DLTensor t{};
+  t.ndim = 2;
+  t.shape = huge;
+  EXPECT_EQ(ddph::numel(t), INT64_MAX);
+  huge[1] = 0;
+  EXPECT_EQ(ddph::numel(t), 0);
+  int64_t small[2] = {6, 7};
+  t.shape = small;
+  EXPECT_EQ(ddph::numel(t), 42);
+}
+
 // No pointer arithmetic on a NULL tensor (an empty bucket may have no data).
 TEST(BucketCheck, DataPtrOfAnEmptyTensorWithoutDataIsNull) {
   Bucket x;

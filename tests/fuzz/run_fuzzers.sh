@@ -4,7 +4,8 @@
 # leak, sanitizer report or per-input hang (> 10 s) fails. Prints what each
 # fuzzer tried, for docs/reliability.md.
 #   tests/fuzz/run_fuzzers.sh [SECONDS] [BUILD_DIR]
-# Longer runs: tests/fuzz/run_fuzzers.sh 3600
+# Longer runs: tests/fuzz/run_fuzzers.sh 3600. DDPH_FUZZ_SEED (default 1)
+# makes CI's short runs repeatable; set another seed to explore elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
@@ -19,7 +20,7 @@ for f in config state bucket; do
   echo "== ddph_fuzz_$f: ${seconds} s"
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      "$build/bin/ddph_fuzz_$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-       -print_final_stats=1 -artifact_prefix="$log-" "$work" "tests/fuzz/corpus/$f" >"$log" 2>&1; then
+       -print_final_stats=1 -seed="${DDPH_FUZZ_SEED:-1}" -artifact_prefix="$log-" "$work" "tests/fuzz/corpus/$f" >"$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^stat::new_units_added|^stat::peak_rss_mb" "$log" |
       sed "s/^/  /"
   else
