@@ -1,5 +1,6 @@
 #include "loader/rank_agreement.h"
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 

@@ -2,8 +2,8 @@
 // tables and struct sizes, option schemas, create/destroy without leaks,
 // completion exactly once, and misuse answered with errors, not crashes.
 #include <ddph/ddph.h>
-#include <dlfcn.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -16,6 +16,7 @@
 
 #include "core/options.h"
 #include "tests/conformance/self_comm.h"
+#include "tests/support/lent_bucket.h"
 
 namespace {
 
@@ -118,37 +119,11 @@ class Instance {
   ddph_error_t* error_ = nullptr;
 };
 
-struct Bucket {
-  std::vector<float> data;
-  int64_t shape[1];
-  int64_t param_shape[2] = {4, 4};
-  // The parameter's own tensor, lent to every hook: optimizer hooks
-  // (DDPH_HOOK_NEEDS_PARAMS) update it, mixed_precision writes its fp32
-  // gradient there, the others ignore it.
-  std::vector<float> param_data = std::vector<float>(16, 1.0f);
-  ddph_param_t param{};
-  ddph_bucket_t b{};
-  explicit Bucket(int64_t n) : data(n, 0.5f) {
-    shape[0] = n;
-    b.struct_size = sizeof b;
-    b.is_last = 1;
-    b.buffer.data = data.data();
-    b.buffer.device = {kDLCPU, 0};
-    b.buffer.ndim = 1;
-    b.buffer.dtype = {kDLFloat, 32, 1};
-    b.buffer.shape = shape;
-    param.struct_size = sizeof param;
-    param.offset = 0;
-    param.ndim = 2;
-    param.shape = param_shape;
-    param.data.data = param_data.data();
-    param.data.device = {kDLCPU, 0};
-    param.data.ndim = 2;
-    param.data.dtype = {kDLFloat, 32, 1};
-    param.data.shape = param_shape;
-    b.num_params = 1;
-    b.params = &param;
-  }
+// The parameter's own tensor is lent to every hook: optimizer hooks
+// (DDPH_HOOK_NEEDS_PARAMS) update it, mixed_precision writes its fp32
+// gradient there, the others ignore it.
+struct Bucket : ddph_test::LentBucket {
+  explicit Bucket(int64_t n) : LentBucket(n, 4, 4) {}
 };
 
 struct DoneCounter {
@@ -260,7 +235,10 @@ TEST_P(HookConformance, TableIsWellFormed) {
 
 TEST_P(HookConformance, CreateDestroyHundredTimesWithoutLeak) {
   const ddph_hook_t* h = GetParam().hook;
-  { Instance warm(h); ASSERT_EQ(warm.error(), nullptr) << warm.error(); }
+  {
+    Instance warm(h);
+    ASSERT_EQ(warm.error(), nullptr) << warm.error();
+  }
   const size_t before = mallinfo2().uordblks;
   for (int i = 0; i < 100; ++i) {
     Instance inst(h);
@@ -295,10 +273,12 @@ TEST_P(HookConformance, MisuseReturnsErrorsWithoutCallingDone) {
   Instance inst(h);
   ASSERT_EQ(inst.error(), nullptr) << inst.error();
   DoneCounter done;
-  auto expect_refused = [&](void* state, const ddph_bucket_t* b, ddph_done_fn fn, const char* what) {
+  auto expect_refused = [&](void* state, const ddph_bucket_t* b, ddph_done_fn fn,
+                            const char* what) {
     ddph_error_t* e = h->run_bucket(state, b, fn, &done);
     ASSERT_NE(e, nullptr) << what << " was accepted";
-    EXPECT_TRUE(ddph_error_code(e) == DDPH_INVALID_ARGUMENT || ddph_error_code(e) == DDPH_UNSUPPORTED)
+    EXPECT_TRUE(ddph_error_code(e) == DDPH_INVALID_ARGUMENT ||
+                ddph_error_code(e) == DDPH_UNSUPPORTED)
         << what << ": " << ddph_error_message(e);
     EXPECT_GT(std::strlen(ddph_error_message(e)), 10u) << what;
     ddph_error_free(e);

@@ -31,30 +31,6 @@ std::vector<ddph_session_t*> open_sessions(const std::vector<std::string>& hooks
   return sessions;
 }
 
-GoodBucket::GoodBucket(int64_t n, int64_t rows)
-    : data(size_t(n), 0.25f), param_data(size_t(n), 1.0f) {
-  shape[0] = n;
-  param_shape[0] = rows;
-  param_shape[1] = n / rows;
-  bucket.struct_size = sizeof bucket;
-  bucket.is_last = 1;
-  bucket.buffer.data = data.data();
-  bucket.buffer.device = {kDLCPU, 0};
-  bucket.buffer.ndim = 1;
-  bucket.buffer.dtype = {kDLFloat, 32, 1};
-  bucket.buffer.shape = shape;
-  param.struct_size = sizeof param;
-  param.ndim = 2;
-  param.shape = param_shape;
-  param.data.data = param_data.data();
-  param.data.device = {kDLCPU, 0};
-  param.data.ndim = 2;
-  param.data.dtype = {kDLFloat, 32, 1};
-  param.data.shape = param_shape;
-  bucket.num_params = 1;
-  bucket.params = &param;
-}
-
 namespace {
 void record(void* user, ddph_error_t* e) {
   *static_cast<ddph_code_t*>(user) = ddph_error_code(e);

@@ -13,16 +13,6 @@ namespace ddph_fuzz {
 // fuzzer with a message if one does not open (a build problem, not a find).
 std::vector<ddph_session_t*> open_sessions(const std::vector<std::string>& hooks);
 
-// A float32 bucket of n elements with one {rows, n / rows} parameter view
-// over all of it, whose data is lent too (hooks that need parameters).
-struct GoodBucket {
-  explicit GoodBucket(int64_t n, int64_t rows);
-  std::vector<float> data, param_data;
-  int64_t shape[1], param_shape[2];
-  ddph_param_t param{};
-  ddph_bucket_t bucket{};
-};
-
 // Submits and flushes; returns the code (errors are fine, crashes are not).
 ddph_code_t run(ddph_session_t* s, ddph_bucket_t* b);
 

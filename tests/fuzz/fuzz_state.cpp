@@ -8,6 +8,7 @@
 
 #include "loader/state_blob.h"
 #include "tests/fuzz/fuzz_session.h"
+#include "tests/support/lent_bucket.h"
 
 namespace {
 
@@ -84,8 +85,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // Loaded: the state must be usable.
-  ddph_fuzz::GoodBucket b(64, 8);
-  (void)ddph_fuzz::run(s, &b.bucket);
+  ddph_test::LentBucket b(64, 8, 8);
+  (void)ddph_fuzz::run(s, &b.b);
   (void)save(s);
   return 0;
 }

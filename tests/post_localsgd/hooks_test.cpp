@@ -192,22 +192,12 @@ TEST(PostLocalSgd, BadOptionsAreRefusedAtOpen) {
   };
   for (const Case& c : cases) {
     auto res = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
-      ddph_session_options_t o{};
-      o.struct_size = sizeof o;
-      const std::string y =
-          yaml("{family: post_localsgd, name: post_localsgd, options: " + c.options + "}");
-      o.yaml_text = y.c_str();
-      o.rank = rank;
-      o.world_size = world;
-      const std::string rdv = "file://" + dir;
-      o.rendezvous = rdv.c_str();
-      ddph_session_t* s = nullptr;
-      ddph_error_t* e = ddph_session_open(&o, &s);
-      DDPH_CHILD_CHECK(e != nullptr && s == nullptr, "%s was accepted", c.options.c_str());
-      const std::string msg = ddph_error_message(e);
-      DDPH_CHILD_CHECK(msg.find(c.says) != std::string::npos, "%s: message '%s' lacks '%s'",
-                       c.options.c_str(), msg.c_str(), c.says);
-      ddph_error_free(e);
+      const ddph_test::OpenOutcome o = ddph_test::open_outcome(
+          yaml("{family: post_localsgd, name: post_localsgd, options: " + c.options + "}"), rank,
+          world, dir);
+      DDPH_CHILD_CHECK(o.code != DDPH_OK, "%s was accepted", c.options.c_str());
+      DDPH_CHILD_CHECK(o.message.find(c.says) != std::string::npos, "%s: message '%s' lacks '%s'",
+                       c.options.c_str(), o.message.c_str(), c.says);
       return 0;
     });
     EXPECT_TRUE(ddph_test::all_passed(res)) << c.options << "\n" << ddph_test::describe(res);
@@ -342,24 +332,13 @@ TEST(ModelAveraging, BadHierarchiesAndMissingParamsAreRefused) {
         {"'2:3,4:2'", "a group size of 3 does not divide the world size 2"},
     };
     for (const auto& [hierarchy, says] : bad) {
-      ddph_session_options_t o{};
-      o.struct_size = sizeof o;
-      const std::string y = yaml(
-          "{family: post_localsgd, name: model_averaging, options: "
-          "{hierarchy: " +
-          hierarchy + "}, wrap: {family: debugging, name: noop}}");
-      o.yaml_text = y.c_str();
-      o.rank = rank;
-      o.world_size = world;
-      const std::string rdv = "file://" + dir + "/" + std::to_string(says.size());
-      o.rendezvous = rdv.c_str();
-      ddph_session_t* s = nullptr;
-      ddph_error_t* e = ddph_session_open(&o, &s);
-      DDPH_CHILD_CHECK(e != nullptr, "hierarchy %s was accepted", hierarchy.c_str());
-      DDPH_CHILD_CHECK(std::string(ddph_error_message(e)).find(says) != std::string::npos,
-                       "hierarchy %s: '%s' lacks '%s'", hierarchy.c_str(), ddph_error_message(e),
-                       says.c_str());
-      ddph_error_free(e);
+      const ddph_test::OpenOutcome o = ddph_test::open_outcome(
+          yaml("{family: post_localsgd, name: model_averaging, options: {hierarchy: " + hierarchy +
+               "}, wrap: {family: debugging, name: noop}}"),
+          rank, world, dir + "/" + std::to_string(says.size()));
+      DDPH_CHILD_CHECK(o.code != DDPH_OK, "hierarchy %s was accepted", hierarchy.c_str());
+      DDPH_CHILD_CHECK(o.message.find(says) != std::string::npos, "hierarchy %s: '%s' lacks '%s'",
+                       hierarchy.c_str(), o.message.c_str(), says.c_str());
     }
     // A bucket without the parameters' data: an error naming the field.
     ddph_session_t* s = ddph_test::open_session(

@@ -11,24 +11,12 @@
 
 namespace {
 
+// The open's error text, prefixed "WRONG CODE " unless DDPH_INVALID_ARGUMENT;
+// "" when it opened.
 std::string open_error(const std::string& yaml, int rank, int world, const std::string& dir) {
-  ddph_session_options_t o{};
-  o.struct_size = sizeof o;
-  o.yaml_text = yaml.c_str();
-  o.rank = rank;
-  o.world_size = world;
-  const std::string rdv = "file://" + dir;
-  o.rendezvous = rdv.c_str();
-  ddph_session_t* s = nullptr;
-  ddph_error_t* e = ddph_session_open(&o, &s);
-  if (e == nullptr) {
-    ddph_session_close(s);
-    return "";
-  }
-  std::string msg = std::string(ddph_error_code(e) == DDPH_INVALID_ARGUMENT ? "" : "WRONG CODE ") +
-                    ddph_error_message(e);
-  ddph_error_free(e);
-  return msg;
+  const ddph_test::OpenOutcome o = ddph_test::open_outcome(yaml, rank, world, dir);
+  if (o.code == DDPH_OK) return "";
+  return (o.code == DDPH_INVALID_ARGUMENT ? "" : "WRONG CODE ") + o.message;
 }
 
 TEST(RankAgreement, DifferentHookConfigsFailEveryRankAtOpen) {

@@ -5,15 +5,10 @@
 
 namespace ddph_test {
 
-ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir) {
-  std::string error;
-  ddph_session_t* s = open_session(yaml, rank, world, dir, &error);
-  if (s == nullptr) std::fprintf(stderr, "[rank %d] ddph_session_open: %s\n", rank, error.c_str());
-  return s;
-}
-
-ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
-                             std::string* error) {
+namespace {
+// Opens; on failure *error holds the error and NULL comes back.
+ddph_session_t* try_open(const std::string& yaml, int rank, int world, const std::string& dir,
+                         ddph_error_t** error) {
   ddph_session_options_t o{};
   o.struct_size = sizeof o;
   o.yaml_text = yaml.c_str();
@@ -22,13 +17,45 @@ ddph_session_t* open_session(const std::string& yaml, int rank, int world, const
   const std::string rdv = "file://" + dir;
   o.rendezvous = rdv.c_str();
   ddph_session_t* s = nullptr;
-  if (ddph_error_t* e = ddph_session_open(&o, &s)) {
-    *error = ddph_error_message(e);
+  *error = ddph_session_open(&o, &s);
+  return s;
+}
+}  // namespace
+
+ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir) {
+  ddph_error_t* e = nullptr;
+  ddph_session_t* s = try_open(yaml, rank, world, dir, &e);
+  if (e != nullptr) {
+    std::fprintf(stderr, "[rank %d] ddph_session_open: %s\n", rank, ddph_error_message(e));
     ddph_error_free(e);
     return nullptr;
   }
-  error->clear();
   return s;
+}
+
+ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
+                             std::string* error) {
+  ddph_error_t* e = nullptr;
+  ddph_session_t* s = try_open(yaml, rank, world, dir, &e);
+  error->clear();
+  if (e != nullptr) {
+    *error = ddph_error_message(e);
+    ddph_error_free(e);
+  }
+  return s;
+}
+
+OpenOutcome open_outcome(const std::string& yaml, int rank, int world, const std::string& dir) {
+  ddph_error_t* e = nullptr;
+  ddph_session_t* s = try_open(yaml, rank, world, dir, &e);
+  OpenOutcome out;
+  if (e != nullptr) {
+    out.code = ddph_error_code(e);
+    out.message = ddph_error_message(e);
+    ddph_error_free(e);
+  }
+  ddph_session_close(s);  // NULL-safe
+  return out;
 }
 
 FloatBucket::FloatBucket(std::vector<float>& data, uint64_t index, uint64_t step, bool is_last) {

@@ -13,10 +13,19 @@ namespace ddph_test {
 // Opens a session from YAML text with a file store in dir; NULL and a
 // printed message on failure.
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir);
+
 // The same, printing nothing: on failure NULL, with the error's text in
 // *error (for tests of the message).
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
                              std::string* error);
+
+// What ddph_session_open says to YAML text (file store in dir): its code and
+// message, or DDPH_OK and "" when it opens (the session is closed again).
+struct OpenOutcome {
+  ddph_code_t code = DDPH_OK;
+  std::string message;
+};
+OpenOutcome open_outcome(const std::string& yaml, int rank, int world, const std::string& dir);
 
 // A float32 bucket over data, with one parameter view per `param_sizes` entry.
 struct FloatBucket {
