@@ -19,6 +19,7 @@ packages=(
   binutils                                  # nm, for the exported-symbol test
   abigail-tools                             # abidiff, for the ABI stability test
   clang-14                                  # libFuzzer and sanitizers (tests/fuzz)
+  libopenmpi-dev openmpi-bin                # MPI communicator (plugins/comm_mpi) and mpirun
 )
 missing=()
 for p in "${packages[@]}"; do
