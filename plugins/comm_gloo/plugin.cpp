@@ -7,11 +7,12 @@
 #include <cstring>
 #include <memory>
 
+#include "core/comm_init.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "core/options.h"
+#include "core/rendezvous/gloo_store.h"
 #include "plugins/comm_gloo/comm_table.h"
-#include "plugins/comm_gloo/store_adapters.h"
 
 namespace ddph {
 namespace comm_gloo {
@@ -37,36 +38,6 @@ std::string string_option(const Options& options, const ddph_comm_init_t& init, 
   return fallback;
 }
 
-void check_init(const ddph_comm_init_t* init) {
-  DDPH_CHECK(init != nullptr, DDPH_INVALID_ARGUMENT, "comm_gloo create: init is NULL");
-  DDPH_CHECK(init->struct_size >= DDPH_COMM_INIT_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
-             "comm_gloo create: init.struct_size " << init->struct_size
-                                                   << " is smaller than the v1.0 size "
-                                                   << DDPH_COMM_INIT_SIZE_V1_0);
-  DDPH_CHECK(init->world_size >= 1, DDPH_INVALID_ARGUMENT,
-             "comm_gloo create: init.world_size " << init->world_size << " must be >= 1");
-  DDPH_CHECK(init->rank >= 0 && init->rank < init->world_size, DDPH_INVALID_ARGUMENT,
-             "comm_gloo create: init.rank " << init->rank << " is outside [0, " << init->world_size
-                                            << ")");
-  DDPH_CHECK(init->timeout_ms > 0, DDPH_INVALID_ARGUMENT,
-             "comm_gloo create: init.timeout_ms " << init->timeout_ms << " must be > 0");
-  DDPH_CHECK(
-      init->num_options == 0 || init->options != nullptr, DDPH_INVALID_ARGUMENT,
-      "comm_gloo create: init.options is NULL but init.num_options is " << init->num_options);
-  if (init->store != nullptr) {
-    const ddph_store_t* s = init->store;
-    DDPH_CHECK(s->struct_size >= DDPH_STORE_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
-               "comm_gloo create: init.store->struct_size "
-                   << s->struct_size << " is smaller than the v1.0 size " << DDPH_STORE_SIZE_V1_0);
-    DDPH_CHECK(s->set != nullptr && s->get != nullptr, DDPH_INVALID_ARGUMENT,
-               "comm_gloo create: init.store->set and init.store->get must both be set");
-  } else {
-    DDPH_CHECK(init->rendezvous != nullptr && init->rendezvous[0] != '\0', DDPH_INVALID_ARGUMENT,
-               "comm_gloo create: neither init.rendezvous nor init.store is set");
-    check_rendezvous_url(init->rendezvous);
-  }
-}
-
 ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
   // A host that calls create without going through ddph_plugin_entry still
   // gets proper error objects, made with its own table.
@@ -80,7 +51,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
   return guard([&] {
     DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "comm_gloo create: out is NULL");
     *out = nullptr;
-    check_init(init);
+    check_comm_init(init, "comm_gloo create", Rendezvous::kRequired);
     Options options(init->options, init->num_options);
     CommConfig config;
     config.rank = init->rank;
@@ -92,12 +63,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
     DDPH_CHECK(!config.hostname.empty() || !config.iface.empty(), DDPH_INVALID_ARGUMENT,
                "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
 
-    // The host's store wins over a URL: the loader passes one or the other.
-    std::shared_ptr<::gloo::rendezvous::Store> store;
-    if (init->store != nullptr)
-      store.reset(new HostStore(init->store, config.timeout));
-    else
-      store = open_url_store(init->rendezvous, config.rank);
+    std::shared_ptr<::gloo::rendezvous::Store> store = rendezvous::open_init_store(*init);
     *out = make_comm_table(std::make_unique<Communicator>(config, std::move(store)));
   });
 }

@@ -1,72 +1,16 @@
-#include "plugins/comm_gloo/store_adapters.h"
+#include "core/rendezvous/gloo_store.h"
 
-#include <errno.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/redis_store.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "core/error.h"
-#include "plugins/comm_gloo/errors.h"
+#include "core/rendezvous_url.h"
 
 namespace ddph {
-namespace comm_gloo {
+namespace rendezvous {
 namespace {
-
-constexpr const char kFileScheme[] = "file://";
-constexpr const char kRedisScheme[] = "redis://";
-constexpr int kDefaultRedisPort = 6379;
-
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
-
-struct RedisAddress {
-  std::string host;
-  int port;
-};
-
-RedisAddress parse_redis(const std::string& url) {
-  std::string rest = url.substr(sizeof kRedisScheme - 1);
-  if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  RedisAddress a{rest, kDefaultRedisPort};
-  size_t colon = rest.rfind(':');
-  if (colon != std::string::npos) {
-    a.host = rest.substr(0, colon);
-    std::string port = rest.substr(colon + 1);
-    char* end = nullptr;
-    long p = std::strtol(port.c_str(), &end, 10);
-    DDPH_CHECK(
-        !port.empty() && *end == '\0' && p >= 1 && p <= 65535, DDPH_INVALID_ARGUMENT,
-        "init.rendezvous '" << url << "': port '" << port << "' is not a number in [1, 65535]");
-    a.port = int(p);
-  }
-  DDPH_CHECK(!a.host.empty(), DDPH_INVALID_ARGUMENT,
-             "init.rendezvous '" << url << "': no host (expected redis://HOST:PORT)");
-  return a;
-}
-
-std::string file_dir(const std::string& url) {
-  std::string dir = url.substr(sizeof kFileScheme - 1);
-  DDPH_CHECK(
-      !dir.empty() && dir[0] == '/', DDPH_INVALID_ARGUMENT,
-      "init.rendezvous '" << url << "': a file store needs an absolute path (file:///abs/dir)");
-  return dir;
-}
-
-// mkdir -p; ranks race to create it, so EEXIST is success.
-void make_dirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0777) != 0 && errno != EEXIST)
-      DDPH_FAIL(DDPH_COMM_FAILURE,
-                "rendezvous: cannot create directory '" << part << "': " << strerror(errno));
-  }
-}
 
 // gloo's FileStore and RedisStore measure a wait in whole seconds and give
 // up only once that count exceeds the timeout: a 2000 ms wait ends after 3 s.
@@ -140,34 +84,31 @@ std::vector<char> HostStore::get_within(const std::string& key, std::chrono::mil
   return value;
 }
 
-void check_rendezvous_url(const std::string& url) {
-  if (starts_with(url, kFileScheme)) {
-    file_dir(url);
-  } else if (starts_with(url, kRedisScheme)) {
-    parse_redis(url);
-  } else {
-    DDPH_FAIL(DDPH_INVALID_ARGUMENT, "init.rendezvous '"
-                                         << url
-                                         << "' is not a supported URL (expected "
-                                            "file:///abs/dir or redis://host:port)");
-  }
-}
-
 std::unique_ptr<::gloo::rendezvous::Store> open_url_store(const std::string& url, int rank) {
-  check_rendezvous_url(url);
+  const RendezvousUrl parsed = parse_rendezvous_url(url);
   std::unique_ptr<::gloo::rendezvous::Store> store;
-  if (starts_with(url, kFileScheme)) {
-    std::string dir = file_dir(url);
-    make_dirs(dir);
-    gloo_call("rendezvous (file store)", rank,
-              [&] { store.reset(new ::gloo::rendezvous::FileStore(dir)); });
-  } else {
-    RedisAddress a = parse_redis(url);
-    gloo_call("rendezvous (redis store)", rank,
-              [&] { store.reset(new ::gloo::rendezvous::RedisStore(a.host, a.port)); });
+  const char* what = parsed.kind == RendezvousUrl::kFile ? "file store" : "redis store";
+  try {
+    if (parsed.kind == RendezvousUrl::kFile) {
+      make_rendezvous_dirs(parsed.dir);
+      store.reset(new ::gloo::rendezvous::FileStore(parsed.dir));
+    } else {
+      store.reset(new ::gloo::rendezvous::RedisStore(parsed.host, parsed.port));
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    DDPH_FAIL(DDPH_COMM_FAILURE,
+              "rendezvous (" << what << ") on rank " << rank << ": gloo: " << e.what());
   }
   return std::unique_ptr<::gloo::rendezvous::Store>(new WholeSecondWaitStore(std::move(store)));
 }
 
-}  // namespace comm_gloo
+std::shared_ptr<::gloo::rendezvous::Store> open_init_store(const ddph_comm_init_t& init) {
+  if (init.store != nullptr)
+    return std::make_shared<HostStore>(init.store, std::chrono::milliseconds(init.timeout_ms));
+  return open_url_store(init.rendezvous, init.rank);
+}
+
+}  // namespace rendezvous
 }  // namespace ddph

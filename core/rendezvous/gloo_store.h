@@ -1,5 +1,7 @@
-// The rendezvous stores comm_gloo connects through: gloo's FileStore and
-// RedisStore chosen by URL, or the host's ddph_store_t table.
+// The rendezvous store a communicator meets its peers through, as a gloo
+// store: gloo's FileStore or RedisStore for a comm.rendezvous URL, or the
+// host's ddph_store_t table. Shared by the engines that rendezvous through a
+// store (comm_gloo for its addresses, comm_nccl for its unique id).
 #pragma once
 
 #include <ddph/ddph.h>
@@ -8,9 +10,10 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ddph {
-namespace comm_gloo {
+namespace rendezvous {
 
 // Adapts a host ddph_store_t to gloo. Every wait is bounded: a call without
 // a timeout uses default_timeout (the communicator's), so a missing rank
@@ -30,14 +33,14 @@ class HostStore : public ::gloo::rendezvous::Store {
   std::chrono::milliseconds default_timeout_;
 };
 
-// Checks a rendezvous URL ("file:///abs/dir" or "redis://host[:port]") and
-// throws DDPH_INVALID_ARGUMENT naming init.rendezvous if it is malformed.
-// Touches nothing.
-void check_rendezvous_url(const std::string& url);
-
-// Opens the store a URL names (creating a file store's directory). Failing
-// to reach it is DDPH_COMM_FAILURE.
+// Opens the store a URL names (creating a file store's directory). A
+// malformed URL is DDPH_INVALID_ARGUMENT; failing to reach the store is
+// DDPH_COMM_FAILURE naming rank.
 std::unique_ptr<::gloo::rendezvous::Store> open_url_store(const std::string& url, int rank);
 
-}  // namespace comm_gloo
+// The store init names: the host's store wins over a URL (the loader passes
+// one or the other). init must have passed check_comm_init.
+std::shared_ptr<::gloo::rendezvous::Store> open_init_store(const ddph_comm_init_t& init);
+
+}  // namespace rendezvous
 }  // namespace ddph

@@ -1,0 +1,19 @@
+// The checks every comm plugin's create() makes on what the loader or a host
+// handed it, so that each backend refuses a bad init with the same words.
+#pragma once
+
+#include <ddph/ddph.h>
+
+namespace ddph {
+
+enum class Rendezvous {
+  kRequired,  // init.store or a file:// / redis:// init.rendezvous must be set (Gloo, NCCL)
+  kNone,      // the engine finds its peers itself (MPI); both may be unset
+};
+
+// Throws DDPH_INVALID_ARGUMENT naming `who` (e.g. "comm_gloo create") and the
+// field at fault: struct size, world size, rank, timeout, options, the
+// store's table, or a malformed rendezvous URL.
+void check_comm_init(const ddph_comm_init_t* init, const char* who, Rendezvous rendezvous);
+
+}  // namespace ddph
