@@ -10,10 +10,10 @@
 #include "core/hook.h"
 #include "core/options.h"
 #include "core/tensor.h"
-#include "plugins/post_localsgd/groups.h"
+#include "core/rank_groups.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/step_counter.h"
-#include "plugins/post_localsgd/sub_comms.h"
+#include "core/group_comm.h"
 
 namespace ddph {
 namespace post_localsgd {

@@ -1,6 +1,6 @@
 // Subgroups as colors (the smallest rank of each group), checked against
 // groups written out by hand.
-#include "plugins/post_localsgd/groups.h"
+#include "core/rank_groups.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 
 namespace {
 
-using ddph::post_localsgd::groups_by_host;
-using ddph::post_localsgd::groups_from_list;
-using ddph::post_localsgd::groups_of_size;
+using ddph::groups_by_host;
+using ddph::groups_from_list;
+using ddph::groups_of_size;
 using V = std::vector<int>;
 
 std::string error_of(void (*fn)()) {
