@@ -1,0 +1,123 @@
+// The collectives of ddph_comm_t on MPI's nonblocking collectives. Each
+// checks its arguments fully before calling MPI, copies its input into this
+// communicator's staging buffer, waits within the timeout, and copies the
+// result out (see communicator.h for why MPI never sees the caller's
+// buffers).
+//
+// Bytes sent are counted with the usual bandwidth-optimal algorithms'
+// per-rank payload (docs/mpi.md): allreduce 2(p-1)/p of the buffer,
+// reduce_scatter and allgather (p-1) blocks, broadcast (p-1) buffers from
+// the root.
+#include <cstring>
+
+#include "core/error.h"
+#include "core/kernels/divide.h"
+#include "plugins/comm_mpi/communicator.h"
+#include "plugins/comm_mpi/mpi_types.h"
+
+namespace ddph {
+namespace comm_mpi {
+
+void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+  const char* what = "allreduce";
+  check_op(op, what);
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, send.numel, what, "recv", "recv has send's numel");
+  check_mpi_count(send.numel, what, "send numel");
+  const bool in_place = send.data == recv.data;
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send and recv overlap without being the same buffer");
+  reap_sends(what);
+  check_not_broken(what);
+  if (send.numel == 0) return;
+  char* stage = send_stage_.get(send.bytes());
+  std::memcpy(stage, send.data, send.bytes());
+  // DDPH_AVG: PyTorch's divide-first numerics, then a SUM.
+  if (op == DDPH_AVG) divide_inplace(send.dtype, stage, send.numel, size_);
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(MPI_IN_PLACE, stage, int(send.numel), mpi_datatype(send.dtype),
+                       mpi_op(send.dtype, op), comm_, &req),
+        "MPI_Iallreduce", what);
+  wait(&req, what, {&send_stage_});
+  std::memcpy(recv.data, stage, recv.bytes());
+  count(2 * uint64_t(size_ - 1) * send.bytes() / uint64_t(size_));
+}
+
+void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+  const char* what = "reduce_scatter";
+  check_op(op, what);
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(send, size_t(size_) * recv.numel, what, "send", "size() * recv numel");
+  check_mpi_count(recv.numel, what, "recv numel");
+  reap_sends(what);
+  check_not_broken(what);
+  if (recv.numel == 0) return;
+  char* in = send_stage_.get(send.bytes());
+  char* out = recv_stage_.get(recv.bytes());
+  std::memcpy(in, send.data, send.bytes());
+  if (op == DDPH_AVG) divide_inplace(send.dtype, in, send.numel, size_);
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Ireduce_scatter_block(in, out, int(recv.numel), mpi_datatype(send.dtype),
+                                  mpi_op(send.dtype, op), comm_, &req),
+        "MPI_Ireduce_scatter_block", what);
+  wait(&req, what, {&send_stage_, &recv_stage_});
+  std::memcpy(recv.data, out, recv.bytes());
+  count(uint64_t(size_ - 1) * recv.bytes());
+}
+
+void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
+  const char* what = "allgather";
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, size_t(size_) * send.numel, what, "recv", "size() * send numel");
+  check_mpi_count(send.numel, what, "send numel");
+  reap_sends(what);
+  check_not_broken(what);
+  if (send.numel == 0) return;
+  char* in = send_stage_.get(send.bytes());
+  char* out = recv_stage_.get(recv.bytes());
+  std::memcpy(in, send.data, send.bytes());
+  MPI_Request req = MPI_REQUEST_NULL;
+  const MPI_Datatype type = mpi_datatype(send.dtype);
+  check(MPI_Iallgather(in, int(send.numel), type, out, int(send.numel), type, comm_, &req),
+        "MPI_Iallgather", what);
+  wait(&req, what, {&send_stage_, &recv_stage_});
+  std::memcpy(recv.data, out, recv.bytes());
+  count(uint64_t(size_ - 1) * send.bytes());
+}
+
+void Communicator::broadcast(DLTensor* buf_t, int root) {
+  const char* what = "broadcast";
+  HostBuf buf = check_tensor(buf_t, what, "buf");
+  DDPH_CHECK(root >= 0 && root < size_, DDPH_INVALID_ARGUMENT,
+             what << ": root " << root << " is outside [0, " << size_ << ")");
+  check_mpi_count(buf.numel, what, "buf numel");
+  reap_sends(what);
+  check_not_broken(what);
+  if (buf.numel == 0) return;
+  char* stage = send_stage_.get(buf.bytes());
+  if (rank_ == root) std::memcpy(stage, buf.data, buf.bytes());
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Ibcast(stage, int(buf.numel), mpi_datatype(buf.dtype), root, comm_, &req), "MPI_Ibcast",
+        what);
+  wait(&req, what, {&send_stage_});
+  if (rank_ != root) std::memcpy(buf.data, stage, buf.bytes());
+  if (rank_ == root) count(uint64_t(size_ - 1) * buf.bytes());
+}
+
+void Communicator::barrier() {
+  const char* what = "barrier";
+  reap_sends(what);
+  check_not_broken(what);
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier", what);
+  wait(&req, what, {});
+}
+
+}  // namespace comm_mpi
+}  // namespace ddph

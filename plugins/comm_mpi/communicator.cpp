@@ -1,0 +1,143 @@
+#include "plugins/comm_mpi/communicator.h"
+
+#include <sched.h>
+
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/host.h"
+#include "plugins/comm_mpi/mpi_check.h"
+#include "plugins/comm_mpi/mpi_runtime.h"
+
+namespace ddph {
+namespace comm_mpi {
+
+char* Staging::get(size_t bytes) {
+  if (mem_->size() < bytes) mem_->resize(bytes);
+  return mem_->data();
+}
+
+void Staging::abandon() {
+  // Intentionally leaked: the abandoned operation may still write here.
+  (void)mem_.release();
+  mem_ = std::make_unique<std::vector<char>>();
+}
+
+Communicator::Communicator(MPI_Comm comm, std::chrono::milliseconds timeout,
+                           std::shared_ptr<std::atomic<uint64_t>> bytes)
+    : comm_(comm), timeout_(timeout), bytes_(std::move(bytes)) {
+  MPICHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "comm_mpi: new communicator");
+  MPICHECK(MPI_Comm_rank(comm_, &rank_), "comm_mpi: new communicator");
+  MPICHECK(MPI_Comm_size(comm_, &size_), "comm_mpi: new communicator");
+}
+
+Communicator::~Communicator() {
+  bool healthy;
+  {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    healthy = broken_.empty();
+  }
+  try {
+    // Posted sends must complete before the buffers and the communicator go.
+    if (healthy) drain_sends("destroy");
+  } catch (...) {
+    // destroy cannot report; the peer's recv fails instead.
+  }
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  if (!broken_.empty()) {
+    // Operations are still posted on it: leave the communicator and the
+    // staging of unfinished sends to MPI rather than free them under it.
+    for (auto& s : pending_sends_) s->data.abandon();
+    return;
+  }
+  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
+}
+
+std::string Communicator::where(const char* what) const {
+  std::ostringstream os;
+  os << what << " on rank " << rank_ << " of " << size_;
+  return os.str();
+}
+
+void Communicator::check_not_broken(const char* what) {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  DDPH_CHECK(broken_.empty(), DDPH_COMM_FAILURE,
+             where(what) << ": communicator is broken since " << broken_);
+}
+
+void Communicator::break_with(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    if (!broken_.empty()) return;
+    broken_ = reason;
+  }
+  log(DDPH_LOG_ERROR, "comm_mpi", "communicator broken: " + reason);
+}
+
+void Communicator::check(int rc, const char* call, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  try {
+    throw_mpi_error(rc, call, where(what));
+  } catch (const Error& e) {
+    break_with(std::string(code_name(e.code())) + ": " + e.what());
+    throw;
+  }
+}
+
+void Communicator::check_peer(int peer, const char* what) const {
+  DDPH_CHECK(peer >= 0 && peer < size_, DDPH_INVALID_ARGUMENT,
+             what << ": peer " << peer << " is outside [0, " << size_ << ")");
+  DDPH_CHECK(peer != rank_, DDPH_INVALID_ARGUMENT,
+             what << ": peer " << peer << " is this rank itself");
+}
+
+void Communicator::wait(MPI_Request* req, const char* what,
+                        std::initializer_list<Staging*> staging) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const auto deadline = start + timeout_;
+  // MPI makes progress only inside MPI calls (no progress thread), so poll
+  // hard at first; back off once the wait is clearly a long one, so that a
+  // rank waiting for a slow peer leaves the CPU to it.
+  for (uint64_t polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Test(req, &done, MPI_STATUS_IGNORE), "MPI_Test", what);
+    if (done) return;
+    if (polls % 64 != 63) continue;
+    const auto now = clock::now();
+    if (now >= deadline) {
+      for (Staging* s : staging) s->abandon();
+      std::ostringstream os;
+      os << where(what) << ": timed out after " << timeout_.count() << " ms waiting for the "
+         << size_ << " ranks of this MPI communicator (a peer is missing, dead or in another "
+         << "collective); MPI cannot cancel it, so this communicator is unusable from now on";
+      break_with(std::string("DDPH_TIMEOUT: ") + os.str());
+      throw Error(DDPH_TIMEOUT, os.str());
+    }
+    if (now - start > std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    else if (now - start > std::chrono::milliseconds(1))
+      sched_yield();
+  }
+}
+
+void Communicator::drain_sends(const char* what) {
+  while (!pending_sends_.empty()) {
+    PendingSend& s = *pending_sends_.front();
+    check_not_broken(what);
+    wait(&s.request, what, {&s.data});
+    pending_sends_.pop_front();
+  }
+}
+
+void Communicator::reap_sends(const char* what) {
+  for (auto it = pending_sends_.begin(); it != pending_sends_.end();) {
+    int done = 0;
+    check(MPI_Test(&(*it)->request, &done, MPI_STATUS_IGNORE), "MPI_Test", what);
+    it = done ? pending_sends_.erase(it) : it + 1;
+  }
+}
+
+}  // namespace comm_mpi
+}  // namespace ddph

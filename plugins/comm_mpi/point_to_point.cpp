@@ -1,0 +1,144 @@
+// send/recv, alltoallv and split: the operations that address peers one by
+// one, on the same staging and timeout rules as the collectives.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "plugins/comm_mpi/communicator.h"
+#include "plugins/comm_mpi/mpi_types.h"
+
+namespace ddph {
+namespace comm_mpi {
+namespace {
+
+// Point-to-point messages and collectives never match each other in MPI;
+// one tag keeps sends to a peer in order (MPI's non-overtaking rule).
+constexpr int kP2PTag = 0;
+// Bounds the memory held by posted sends nobody has received yet.
+constexpr size_t kMaxPendingSends = 64;
+
+}  // namespace
+
+void Communicator::send(const DLTensor* buf_t, int peer) {
+  const char* what = "send";
+  HostBuf buf = check_tensor(buf_t, what, "buf");
+  check_peer(peer, what);
+  check_mpi_count(buf.numel, what, "buf numel");
+  check_not_broken(what);
+  if (buf.numel == 0) return;
+  reap_sends(what);
+  if (pending_sends_.size() >= kMaxPendingSends) {
+    // Wait for the oldest only: that keeps memory bounded.
+    PendingSend& oldest = *pending_sends_.front();
+    wait(&oldest.request, what, {&oldest.data});
+    pending_sends_.pop_front();
+  }
+  auto pending = std::make_unique<PendingSend>();
+  pending->peer = peer;
+  char* stage = pending->data.get(buf.bytes());
+  std::memcpy(stage, buf.data, buf.bytes());
+  check(MPI_Isend(stage, int(buf.numel), mpi_datatype(buf.dtype), peer, kP2PTag, comm_,
+                  &pending->request),
+        "MPI_Isend", what);
+  pending_sends_.push_back(std::move(pending));
+  count(buf.bytes());
+}
+
+void Communicator::recv(DLTensor* buf_t, int peer) {
+  const char* what = "recv";
+  HostBuf buf = check_tensor(buf_t, what, "buf");
+  check_peer(peer, what);
+  check_mpi_count(buf.numel, what, "buf numel");
+  check_not_broken(what);
+  if (buf.numel == 0) return;
+  reap_sends(what);
+  char* stage = recv_stage_.get(buf.bytes());
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Irecv(stage, int(buf.numel), mpi_datatype(buf.dtype), peer, kP2PTag, comm_, &req),
+        "MPI_Irecv", what);
+  wait(&req, what, {&recv_stage_});
+  std::memcpy(buf.data, stage, buf.bytes());
+}
+
+void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
+                             const int64_t* recv_counts) {
+  const char* what = "alltoallv";
+  HostBuf send = check_tensor(send_t, what, "send");
+  HostBuf recv = check_tensor(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
+             what << ": send_counts and recv_counts must both be set");
+  DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
+  const size_t world = size_t(size_);
+  std::vector<int> scounts(world), sdispls(world), rcounts(world), rdispls(world);
+  int64_t send_total = 0, recv_total = 0;
+  for (size_t p = 0; p < world; ++p) {
+    DDPH_CHECK(send_counts[p] >= 0 && recv_counts[p] >= 0, DDPH_INVALID_ARGUMENT,
+               what << ": counts for rank " << p << " are negative (send " << send_counts[p]
+                    << ", recv " << recv_counts[p] << ")");
+    // Offsets are MPI ints too: check the running totals before each block.
+    check_mpi_count(size_t(send_total), what, "a send offset");
+    check_mpi_count(size_t(recv_total), what, "a recv offset");
+    check_mpi_count(size_t(send_counts[p]), what, "a send count");
+    check_mpi_count(size_t(recv_counts[p]), what, "a recv count");
+    sdispls[p] = int(send_total);
+    rdispls[p] = int(recv_total);
+    scounts[p] = int(send_counts[p]);
+    rcounts[p] = int(recv_counts[p]);
+    send_total += send_counts[p];
+    recv_total += recv_counts[p];
+  }
+  DDPH_CHECK(size_t(send_total) == send.numel, DDPH_INVALID_ARGUMENT,
+             what << ": send_counts sum to " << send_total << ", but send has " << send.numel
+                  << " elements");
+  DDPH_CHECK(size_t(recv_total) == recv.numel, DDPH_INVALID_ARGUMENT,
+             what << ": recv_counts sum to " << recv_total << ", but recv has " << recv.numel
+                  << " elements");
+  DDPH_CHECK(send_counts[size_t(rank_)] == recv_counts[size_t(rank_)], DDPH_INVALID_ARGUMENT,
+             what << ": this rank's own block is " << send_counts[size_t(rank_)]
+                  << " elements in send_counts but " << recv_counts[size_t(rank_)]
+                  << " in recv_counts");
+  reap_sends(what);
+  check_not_broken(what);
+  const size_t es = dtype_size(send.dtype);
+  // Never a NULL buffer, even for empty tensors: MPI may reject one.
+  char* in = send_stage_.get(std::max<size_t>(send.bytes(), 1));
+  char* out = recv_stage_.get(std::max<size_t>(recv.bytes(), 1));
+  std::memcpy(in, send.data, send.bytes());
+  const MPI_Datatype type = mpi_datatype(send.dtype);
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Ialltoallv(in, scounts.data(), sdispls.data(), type, out, rcounts.data(),
+                       rdispls.data(), type, comm_, &req),
+        "MPI_Ialltoallv", what);
+  wait(&req, what, {&send_stage_, &recv_stage_});
+  std::memcpy(recv.data, out, recv.bytes());
+  count(uint64_t(send_total - send_counts[size_t(rank_)]) * es);
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  const char* what = "split";
+  reap_sends(what);
+  check_not_broken(what);
+  // MPI_Comm_split blocks without a timeout. An allgather of every rank's
+  // (color, key) first, within the timeout, proves that all ranks have
+  // arrived, so the split that follows cannot wait on a missing one.
+  std::vector<int64_t> mine = {color, key}, all(2 * size_t(size_));
+  int64_t two = 2, many = int64_t(all.size());
+  DLTensor send_t{mine.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &two, nullptr, 0};
+  DLTensor recv_t{all.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &many, nullptr, 0};
+  allgather(&send_t, &recv_t);
+  MPI_Comm sub = MPI_COMM_NULL;
+  check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split",
+        what);
+  if (sub == MPI_COMM_NULL) return nullptr;
+  try {
+    return std::make_unique<Communicator>(sub, timeout_, bytes_);
+  } catch (...) {
+    MPI_Comm_free(&sub);
+    throw;
+  }
+}
+
+}  // namespace comm_mpi
+}  // namespace ddph

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `ddph train --config configs/mpi.yaml` under mpirun: every process is one
+# rank (rank and world from the launcher), the ranks end bit-identical, and
+# the whole-training-set loss equals the same job's over Gloo (3 local ranks)
+# to 1e-4 relative: the same averages, summed in another order.
+#   train_under_mpirun.sh DDPH_BINARY SOURCE_DIR MPIRUN [MPIRUN_FLAG ...]
+# The MPIRUN command line must start 3 ranks.
+set -euo pipefail
+ddph=$1 src=$2
+shift 2
+mpirun=("$@")
+steps=300
+flags=(--steps "$steps" --log-every "$steps" --seed 7)
+
+loss_of() {  # prints the train-set loss of a run's output, after checking it
+  echo "$1" | grep -q "parameters bit-identical on all 3 ranks" || {
+    echo "$1" >&2
+    echo "FAIL: not 3 ranks with identical parameters" >&2
+    exit 1
+  }
+  echo "$1" | sed -n 's/^train-set loss \([0-9.e+-]*\).*/\1/p'
+}
+
+mpi_out=$("${mpirun[@]}" "$ddph" train --config "$src/configs/mpi.yaml" "${flags[@]}")
+echo "$mpi_out"
+gloo_out=$("$ddph" train --config "$src/configs/allreduce.yaml" --world 3 "${flags[@]}")
+mpi_loss=$(loss_of "$mpi_out")
+gloo_loss=$(loss_of "$gloo_out")
+echo "train-set loss: mpi $mpi_loss, gloo $gloo_loss"
+awk -v a="$gloo_loss" -v b="$mpi_loss" 'BEGIN {
+  if (!(a > 0 && b > 0)) { print "FAIL: no loss parsed"; exit 1 }
+  d = (b - a) / a; if (d < 0) d = -d
+  printf "relative difference %.2e\n", d
+  if (d > 1e-4) { print "FAIL: the MPI run ends elsewhere than the Gloo run"; exit 1 }
+}'
