@@ -24,6 +24,7 @@
 #include "loader/tool/bench_params.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/hook_needs.h"
+#include "loader/tool/mpi_launcher.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
@@ -278,6 +279,22 @@ int cmd_bench(int argc, char** argv) {
       return 2;
     }
   }
+  // MPI jobs under mpirun: this process is one rank, placed by the launcher.
+  LauncherPlacement mpi;
+  try {
+    for (size_t c = 0; c < o.configs.size(); ++c) {
+      LauncherPlacement p = mpi_launcher_placement(o.configs[c]);
+      if (c > 0 && p.found != mpi.found)
+        throw std::runtime_error(
+            "under an MPI launcher every --config must use comm.backend mpi, or none (" +
+            o.configs[c] + " differs from " + o.configs[0] + ")");
+      mpi = p;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph bench: %s\n", e.what());
+    return 2;
+  }
+  if (mpi.found) o.world = mpi.world;
   std::string dir;
   try {
     dir = make_temp_dir("ddph-bench");
@@ -288,6 +305,11 @@ int cmd_bench(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddph bench: %s\n", e.what());
     return 2;
+  }
+  if (mpi.found) {
+    const int rc = run_rank(o, labels, dir, mpi.rank);
+    remove_tree(dir);
+    return rc;
   }
   // Forked, not exec'd: no thread exists yet in this process, and the
   // children need nothing but the parsed options.

@@ -20,6 +20,7 @@
 #include "loader/tool/bench_label.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/hook_needs.h"
+#include "loader/tool/mpi_launcher.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
@@ -70,7 +71,9 @@ const char kUsage[] =
     "(mixed precision). A hook that takes the parameters (hook_then_optimizer)\n"
     "steps them itself, with its own optimizer options, instead of --lr/--momentum.\n"
     "--final-average: average the parameters over the ranks after the last step\n"
-    "(local SGD, where the ranks' parameters drift apart between averages).\n";
+    "(local SGD, where the ranks' parameters drift apart between averages).\n"
+    "A config with comm.backend mpi under mpirun runs one rank per process, rank\n"
+    "and world from the launcher (--world is then ignored).\n";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
@@ -419,7 +422,19 @@ int cmd_train(int argc, char** argv) {
     return 2;
   }
   if (o.help) return std::printf("%s", kUsage), 0;
-  if (o.rank < 0) return launch_local(o);
+  if (o.rank < 0) {
+    // An MPI job under mpirun: this process is one rank, placed by the launcher.
+    LauncherPlacement mpi;
+    try {
+      mpi = mpi_launcher_placement(o.config);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddph train: %s\n", e.what());
+      return 2;
+    }
+    if (!mpi.found) return launch_local(o);
+    o.rank = mpi.rank;
+    o.world = mpi.world;
+  }
   try {
     return run_rank(o);
   } catch (const std::exception& e) {
