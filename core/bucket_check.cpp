@@ -5,7 +5,7 @@
 
 namespace ddph {
 
-DType check_bucket(const ddph_bucket_t* b) {
+DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
   DDPH_CHECK(b != nullptr, DDPH_INVALID_ARGUMENT, "bucket is NULL");
   DDPH_CHECK(b->struct_size >= DDPH_BUCKET_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
              "bucket.struct_size is " << b->struct_size << ", smaller than the v1.0 size "
@@ -30,10 +30,16 @@ DType check_bucket(const ddph_bucket_t* b) {
   DDPH_CHECK(uint64_t(n) <= uint64_t(INT64_MAX) / dtype_size(dtype), DDPH_INVALID_ARGUMENT,
              "bucket.buffer.shape[0] is " << n << ": " << dtype_name(dtype)
                                           << " elements of that many bytes overflow");
-  DDPH_CHECK(buf.device.device_type == kDLCPU || buf.device.device_type == kDLCUDAHost,
-             DDPH_UNSUPPORTED,
-             "bucket.buffer.device type " << int(buf.device.device_type)
-                                          << " is not supported by this build (CPU only)");
+  const DLDeviceType device = buf.device.device_type;
+  const bool on_cuda = device == kDLCUDA;
+  DDPH_CHECK(device == kDLCPU || device == kDLCUDAHost || on_cuda, DDPH_UNSUPPORTED,
+             "bucket.buffer.device type " << int(device)
+                                          << " is not supported (kDLCPU, kDLCUDAHost, kDLCUDA)");
+  DDPH_CHECK(!on_cuda || memory == BucketMemory::kHostOrCuda, DDPH_UNSUPPORTED,
+             "bucket.buffer is CUDA memory (device " << buf.device.device_id
+                                                     << "), but this hook runs on host memory "
+                                                        "only (docs/cuda.md lists the hooks "
+                                                        "with a CUDA path)");
   DDPH_CHECK(b->num_params == 0 || b->params != nullptr, DDPH_INVALID_ARGUMENT,
              "bucket.params is NULL but bucket.num_params is " << b->num_params);
   for (size_t i = 0; i < b->num_params; ++i) {

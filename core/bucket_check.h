@@ -9,9 +9,18 @@
 
 namespace ddph {
 
+// Where a hook (or the loader, for the hooks it will hand the bucket to)
+// accepts a bucket's buffer.
+enum class BucketMemory {
+  kHost,        // kDLCPU and kDLCUDAHost
+  kHostOrCuda,  // also kDLCUDA: hooks with a CUDA path (docs/cuda.md)
+};
+
 // Throws DDPH_INVALID_ARGUMENT naming the offending field (or
-// DDPH_UNSUPPORTED for a dtype or device ddphooks cannot reduce). Returns the
-// buffer's dtype.
-DType check_bucket(const ddph_bucket_t* bucket);
+// DDPH_UNSUPPORTED for a dtype or device the caller cannot reduce). Returns
+// the buffer's dtype. The default is the loader's check at submit time, which
+// lets CUDA buckets through to the hook, whose own check decides.
+DType check_bucket(const ddph_bucket_t* bucket,
+                   BucketMemory memory = BucketMemory::kHostOrCuda);
 
 }  // namespace ddph

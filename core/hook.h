@@ -53,8 +53,24 @@ class Hook {
   std::atomic<uint64_t> bytes_in_{0}, bytes_out_{0};
 };
 
-// Checks the init struct common to all hooks (host, comm, inner).
+// Checks the init struct common to all hooks (host, comm, inner). A
+// DDPH_HOOK_MAKES_INNER wrapper needs make_inner, or, from a loader older
+// than 1.2, an inner hook made on init.comm.
 void check_hook_init(const ddph_hook_init_t* init, uint32_t flags);
+// Whether init offers make_inner (ABI 1.2).
+bool can_make_inner(const ddph_hook_init_t& init);
+
+// Whether hook class T has a CUDA path: it declares
+// `static constexpr bool kRunsOnCuda = true;`. Hooks without one are refused
+// CUDA buckets before run() sees them.
+template <class T, class = void>
+struct RunsOnCuda {
+  static constexpr bool value = false;
+};
+template <class T>
+struct RunsOnCuda<T, decltype(void(T::kRunsOnCuda))> {
+  static constexpr bool value = T::kRunsOnCuda;
+};
 
 template <class T>
 struct HookFunctions {
@@ -71,7 +87,8 @@ struct HookFunctions {
     return guard([&] {
       DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "run_bucket: state is NULL");
       DDPH_CHECK(done != nullptr, DDPH_INVALID_ARGUMENT, "run_bucket: done callback is NULL");
-      DType dtype = check_bucket(bucket);
+      DType dtype = check_bucket(
+          bucket, RunsOnCuda<T>::value ? BucketMemory::kHostOrCuda : BucketMemory::kHost);
       static_cast<Hook*>(state)->run(*bucket, dtype, Completion(done, user));
     });
   }

@@ -9,6 +9,8 @@ namespace {
 class NoopHook : public Hook {
  public:
   static constexpr uint32_t kFlags = 0;
+  // Touches no memory, so any device will do.
+  static constexpr bool kRunsOnCuda = true;
   explicit NoopHook(const ddph_hook_init_t&) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {

@@ -10,6 +10,8 @@ namespace {
 class AllreduceHook : public Hook {
  public:
   static constexpr uint32_t kFlags = 0;
+  // The communicator enqueues on the bucket's stream (comm_nccl).
+  static constexpr bool kRunsOnCuda = true;
   explicit AllreduceHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {

@@ -75,9 +75,10 @@ struct Bucket {
   }
 };
 
+// What a hook without a CUDA path says to b.
 std::string refusal(const ddph_bucket_t* b, ddph_code_t* code) {
   try {
-    ddph::check_bucket(b);
+    ddph::check_bucket(b, ddph::BucketMemory::kHost);
   } catch (const ddph::Error& e) {
     *code = e.code();
     return e.what();
@@ -124,6 +125,23 @@ TEST(BucketCheck, DataPtrOfAnEmptyTensorWithoutDataIsNull) {
   x.b.buffer.byte_offset = 8;
   EXPECT_EQ(ddph::check_bucket(&x.b), DType::F32);
   EXPECT_EQ(ddph::data_ptr(x.b.buffer), nullptr);
+}
+
+TEST(BucketCheck, CudaBucketsPassOnlyWhereTheCallerHasACudaPath) {
+  Bucket x;
+  x.b.buffer.device = {kDLCUDA, 1};
+  EXPECT_EQ(ddph::check_bucket(&x.b, ddph::BucketMemory::kHostOrCuda), DType::F32);
+  ddph_code_t code = DDPH_OK;
+  EXPECT_NE(refusal(&x.b, &code).find("host memory only"), std::string::npos);
+  EXPECT_EQ(code, DDPH_UNSUPPORTED);
+  x.b.buffer.device = {kDLVulkan, 0};
+  try {
+    ddph::check_bucket(&x.b, ddph::BucketMemory::kHostOrCuda);
+    ADD_FAILURE() << "a Vulkan buffer was accepted";
+  } catch (const ddph::Error& e) {
+    EXPECT_EQ(e.code(), DDPH_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("device type 7"), std::string::npos) << e.what();
+  }
 }
 
 TEST(BucketCheck, EachDefectIsRefusedNamingItsField) {

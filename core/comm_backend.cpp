@@ -1,0 +1,110 @@
+// C trampolines: every entry checks ctx and turns exceptions into errors.
+#include "core/comm_backend.h"
+
+#include "core/error.h"
+
+namespace ddph {
+namespace {
+
+// The table and its backend in one allocation, so ctx frees both.
+struct Handle {
+  ddph_comm_t table;
+  std::unique_ptr<CommBackend> comm;
+};
+
+CommBackend& comm_of(void* ctx, const char* what) {
+  DDPH_CHECK(ctx != nullptr, DDPH_INVALID_ARGUMENT, what << ": ctx is NULL");
+  return *static_cast<Handle*>(ctx)->comm;
+}
+
+int rank_fn(void* ctx) {
+  return ctx ? static_cast<Handle*>(ctx)->comm->rank() : -1;
+}
+int size_fn(void* ctx) {
+  return ctx ? static_cast<Handle*>(ctx)->comm->size() : -1;
+}
+
+ddph_error_t* allreduce_fn(void* ctx, const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                           void* stream) {
+  return guard([&] { comm_of(ctx, "allreduce").allreduce(send, recv, op, stream); });
+}
+
+ddph_error_t* allgather_fn(void* ctx, const DLTensor* send, DLTensor* recv, void* stream) {
+  return guard([&] { comm_of(ctx, "allgather").allgather(send, recv, stream); });
+}
+
+ddph_error_t* reduce_scatter_fn(void* ctx, const DLTensor* send, DLTensor* recv,
+                                ddph_reduce_op_t op, void* stream) {
+  return guard([&] { comm_of(ctx, "reduce_scatter").reduce_scatter(send, recv, op, stream); });
+}
+
+ddph_error_t* broadcast_fn(void* ctx, DLTensor* buf, int root, void* stream) {
+  return guard([&] { comm_of(ctx, "broadcast").broadcast(buf, root, stream); });
+}
+
+ddph_error_t* barrier_fn(void* ctx) {
+  return guard([&] { comm_of(ctx, "barrier").barrier(); });
+}
+
+ddph_error_t* send_fn(void* ctx, const DLTensor* buf, int peer, void* stream) {
+  return guard([&] { comm_of(ctx, "send").send(buf, peer, stream); });
+}
+
+ddph_error_t* recv_fn(void* ctx, DLTensor* buf, int peer, void* stream) {
+  return guard([&] { comm_of(ctx, "recv").recv(buf, peer, stream); });
+}
+
+ddph_error_t* alltoallv_fn(void* ctx, const DLTensor* send, const int64_t* send_counts,
+                           DLTensor* recv, const int64_t* recv_counts, void* stream) {
+  return guard([&] {
+    comm_of(ctx, "alltoallv").alltoallv(send, send_counts, recv, recv_counts, stream);
+  });
+}
+
+ddph_error_t* split_fn(void* ctx, int color, int key, ddph_comm_t** out) {
+  return guard([&] {
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "split: out is NULL");
+    *out = nullptr;
+    std::unique_ptr<CommBackend> sub = comm_of(ctx, "split").split(color, key);
+    if (sub) *out = make_comm_table(std::move(sub));
+  });
+}
+
+uint64_t bytes_sent_fn(void* ctx) {
+  return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent() : 0;
+}
+
+void destroy_fn(void* ctx) {
+  try {
+    delete static_cast<Handle*>(ctx);
+  } catch (...) {
+    // Never let teardown throw across the ABI.
+  }
+}
+
+}  // namespace
+
+ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend) {
+  auto* h = new Handle{};
+  const bool counts = backend->counts_bytes();
+  h->comm = std::move(backend);
+  ddph_comm_t& t = h->table;
+  t.struct_size = sizeof t;
+  t.ctx = h;
+  t.rank = &rank_fn;
+  t.size = &size_fn;
+  t.allreduce = &allreduce_fn;
+  t.allgather = &allgather_fn;
+  t.reduce_scatter = &reduce_scatter_fn;
+  t.broadcast = &broadcast_fn;
+  t.barrier = &barrier_fn;
+  t.send = &send_fn;
+  t.recv = &recv_fn;
+  t.split = &split_fn;
+  t.bytes_sent = counts ? &bytes_sent_fn : nullptr;
+  t.destroy = &destroy_fn;
+  t.alltoallv = &alltoallv_fn;
+  return &h->table;
+}
+
+}  // namespace ddph

@@ -1,0 +1,42 @@
+// Writing a communicator in C++: derive from ddph::CommBackend, then expose it
+// as a ddph_comm_t with make_comm_table(). The table's functions check ctx
+// and turn exceptions into C errors, so no backend repeats those trampolines.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace ddph {
+
+class CommBackend {
+ public:
+  virtual ~CommBackend() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The collectives of ddph_comm_t, with its contracts (ddph.h). They may
+  // throw ddph::Error. `stream` is the caller's cudaStream_t or NULL.
+  virtual void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                         void* stream) = 0;
+  virtual void allgather(const DLTensor* send, DLTensor* recv, void* stream) = 0;
+  virtual void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                              void* stream) = 0;
+  virtual void broadcast(DLTensor* buf, int root, void* stream) = 0;
+  virtual void barrier() = 0;
+  virtual void send(const DLTensor* buf, int peer, void* stream) = 0;
+  virtual void recv(DLTensor* buf, int peer, void* stream) = 0;
+  virtual void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
+                         const int64_t* recv_counts, void* stream) = 0;
+  // NULL when this rank joins no group (negative color).
+  virtual std::unique_ptr<CommBackend> split(int color, int key) = 0;
+  // Whether bytes_sent() measures anything; the table's bytes_sent is NULL
+  // when it does not, so stats report "unknown" rather than 0.
+  virtual bool counts_bytes() const { return false; }
+  virtual uint64_t bytes_sent() { return 0; }
+};
+
+// A table owning backend; its destroy frees both.
+ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend);
+
+}  // namespace ddph

@@ -1,0 +1,218 @@
+// The collectives. DDPH_AVG divides first (in the buffer's dtype, with the
+// CPU kernels' numerics) and then sums, as ddph.h defines it.
+#include <vector>
+
+#include "core/error.h"
+#include "core/kernels/cuda/elementwise_cuda.h"
+#include "plugins/comm_nccl/communicator.h"
+#include "plugins/comm_nccl/nccl_check.h"
+#include "plugins/comm_nccl/nccl_types.h"
+
+namespace ddph {
+namespace comm_nccl {
+
+template <class Enqueue>
+void Communicator::run(const char* what, std::initializer_list<Arg> args, void* stream,
+                       Enqueue&& enqueue) {
+  DeviceScope device(config_.device);
+  bool on_cuda = false;
+  for (const Arg& a : args) on_cuda = on_cuda || a.buf->on_cuda();
+  if (on_cuda) {
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    nccl_check(comm_->with(what, [&](ncclComm_t c) { return enqueue(c, s); }), what);
+    comm_->wait_ready(what, deadline());
+    watchdog_->track(s, what);
+    return;
+  }
+  // Host memory: NCCL reaches only device memory, so stage through
+  // stream-ordered allocations (the runtime's pool keeps them for reuse).
+  std::vector<void*> host;
+  for (const Arg& a : args) host.push_back(a.buf->data);
+  auto restore = [&] {
+    size_t i = 0;
+    for (const Arg& a : args) {
+      if (a.buf->data != host[i] && a.buf->data != nullptr) cudaFreeAsync(a.buf->data, staging_);
+      a.buf->data = host[i++];
+    }
+  };
+  try {
+    size_t i = 0;
+    for (const Arg& a : args) {
+      void* d = nullptr;
+      if (a.buf->bytes() > 0) {
+        DDPH_CUDA(cudaMallocAsync(&d, a.buf->bytes(), staging_));
+        a.buf->data = d;
+        if (a.in)
+          DDPH_CUDA(cudaMemcpyAsync(d, host[i], a.buf->bytes(), cudaMemcpyHostToDevice, staging_));
+      }
+      ++i;
+    }
+    nccl_check(comm_->with(what, [&](ncclComm_t c) { return enqueue(c, staging_); }), what);
+    comm_->wait_ready(what, deadline());
+    i = 0;
+    for (const Arg& a : args) {
+      if (a.out && a.buf->bytes() > 0)
+        DDPH_CUDA(cudaMemcpyAsync(host[i], a.buf->data, a.buf->bytes(), cudaMemcpyDeviceToHost,
+                                  staging_));
+      ++i;
+    }
+    restore();
+    wait_staging(what);
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
+                             void* stream) {
+  const char* what = "allreduce";
+  check_op(op, what);
+  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, send.numel, what, "recv", "send numel");
+  if (send.numel == 0) return;
+  const bool in_place = send.data == recv.data;
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send and recv overlap without being the same buffer");
+  const int world = size();
+  if (in_place) {
+    run(what, {{&recv, true, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
+      if (op == DDPH_AVG) DDPH_CUDA(cuda::divide_inplace(recv.dtype, recv.data, recv.numel, world, s));
+      return ncclAllReduce(recv.data, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c,
+                           s);
+    });
+    return;
+  }
+  run(what, {{&send, true, false}, {&recv, false, true}}, stream,
+      [&](ncclComm_t c, cudaStream_t s) {
+        const void* from = send.data;
+        if (op == DDPH_AVG) {
+          // send is the caller's: divide a copy of it, in recv.
+          DDPH_CUDA(cudaMemcpyAsync(recv.data, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
+          DDPH_CUDA(cuda::divide_inplace(recv.dtype, recv.data, recv.numel, world, s));
+          from = recv.data;
+        }
+        return ncclAllReduce(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c,
+                             s);
+      });
+}
+
+void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* stream) {
+  const char* what = "allgather";
+  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(recv, send.numel * size_t(size()), what, "recv", "size() * send numel");
+  if (send.numel == 0) return;
+  DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
+  run(what, {{&send, true, false}, {&recv, false, true}}, stream,
+      [&](ncclComm_t c, cudaStream_t s) {
+        return ncclAllGather(send.data, recv.data, send.numel, nccl_type(send.dtype), c, s);
+      });
+}
+
+void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
+                                  void* stream) {
+  const char* what = "reduce_scatter";
+  check_op(op, what);
+  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_numel(send, recv.numel * size_t(size()), what, "send", "size() * recv numel");
+  if (recv.numel == 0) return;
+  DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
+  const int world = size();
+  run(what, {{&send, true, false}, {&recv, false, true}}, stream,
+      [&](ncclComm_t c, cudaStream_t s) {
+        const void* from = send.data;
+        void* divided = nullptr;
+        if (op == DDPH_AVG) {
+          DDPH_CUDA(cudaMallocAsync(&divided, send.bytes(), s));
+          DDPH_CUDA(cudaMemcpyAsync(divided, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
+          DDPH_CUDA(cuda::divide_inplace(send.dtype, divided, send.numel, world, s));
+          from = divided;
+        }
+        ncclResult_t r =
+            ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c, s);
+        // Stream-ordered: freed after the reduce-scatter has read it.
+        if (divided != nullptr) cudaFreeAsync(divided, s);
+        return r;
+      });
+}
+
+void Communicator::broadcast(DLTensor* buf_t, int root, void* stream) {
+  const char* what = "broadcast";
+  CommBuf buf = check(buf_t, what, "buf");
+  DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
+             what << ": root " << root << " is outside [0, " << size() << ")");
+  if (buf.numel == 0) return;
+  run(what, {{&buf, true, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
+    return ncclBroadcast(buf.data, buf.data, buf.numel, nccl_type(buf.dtype), root, c, s);
+  });
+}
+
+void Communicator::barrier() {
+  // A one-element allreduce through the staging path, which waits.
+  int32_t token = 0;
+  int64_t shape = 1;
+  DLTensor t{};
+  t.data = &token;
+  t.device = {kDLCPU, 0};
+  t.ndim = 1;
+  t.dtype = {kDLInt, 32, 1};
+  t.shape = &shape;
+  allreduce(&t, &t, DDPH_SUM, nullptr);
+}
+
+void Communicator::send(const DLTensor* buf_t, int peer, void* stream) {
+  const char* what = "send";
+  CommBuf buf = check(buf_t, what, "buf");
+  check_peer(peer, rank(), size(), what);
+  run(what, {{&buf, true, false}}, stream, [&](ncclComm_t c, cudaStream_t s) {
+    return ncclSend(buf.data, buf.numel, nccl_type(buf.dtype), peer, c, s);
+  });
+}
+
+void Communicator::recv(DLTensor* buf_t, int peer, void* stream) {
+  const char* what = "recv";
+  CommBuf buf = check(buf_t, what, "buf");
+  check_peer(peer, rank(), size(), what);
+  run(what, {{&buf, false, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
+    return ncclRecv(buf.data, buf.numel, nccl_type(buf.dtype), peer, c, s);
+  });
+}
+
+void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
+                             const int64_t* recv_counts, void* stream) {
+  const char* what = "alltoallv";
+  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
+  check_same_dtype(send, recv, what);
+  check_alltoallv_counts(send, send_counts, recv, recv_counts, size());
+  const int me = rank();
+  DDPH_CHECK(send_counts[me] == recv_counts[me], DDPH_INVALID_ARGUMENT,
+             what << ": rank " << me << " sends itself " << send_counts[me]
+                  << " elements but expects " << recv_counts[me]);
+  const size_t es = dtype_size(send.dtype);
+  run(what, {{&send, true, false}, {&recv, false, true}}, stream,
+      [&](ncclComm_t c, cudaStream_t s) {
+        const ncclDataType_t type = nccl_type(send.dtype);
+        char* sp = static_cast<char*>(send.data);
+        char* rp = static_cast<char*>(recv.data);
+        // One group: NCCL matches the sends and receives of all peers at once.
+        DDPH_NCCL(ncclGroupStart());
+        for (int p = 0; p < size(); ++p) {
+          if (p != me) {
+            if (send_counts[p] > 0) DDPH_NCCL(ncclSend(sp, size_t(send_counts[p]), type, p, c, s));
+            if (recv_counts[p] > 0) DDPH_NCCL(ncclRecv(rp, size_t(recv_counts[p]), type, p, c, s));
+          } else if (send_counts[p] > 0) {
+            DDPH_CUDA(cudaMemcpyAsync(rp, sp, size_t(send_counts[p]) * es,
+                                      cudaMemcpyDeviceToDevice, s));
+          }
+          sp += size_t(send_counts[p]) * es;
+          rp += size_t(recv_counts[p]) * es;
+        }
+        return ncclGroupEnd();
+      });
+}
+
+}  // namespace comm_nccl
+}  // namespace ddph

@@ -1,0 +1,150 @@
+#include "plugins/comm_nccl/communicator.h"
+
+#include <gloo/rendezvous/prefix_store.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "plugins/comm_nccl/nccl_check.h"
+
+namespace ddph {
+namespace comm_nccl {
+namespace {
+
+constexpr char kUniqueIdKey[] = "nccl-unique-id";
+
+ncclConfig_t nonblocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  // Calls return at once (ncclInProgress) and we poll with a deadline, so a
+  // missing peer is a timeout, never a hang inside NCCL.
+  config.blocking = 0;
+  return config;
+}
+
+}  // namespace
+
+DeviceScope::DeviceScope(int device) {
+  DDPH_CUDA(cudaGetDevice(&previous_));
+  if (previous_ != device) DDPH_CUDA(cudaSetDevice(device));
+}
+
+DeviceScope::~DeviceScope() {
+  int now = -1;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+}
+
+std::unique_ptr<Communicator> Communicator::connect(const NcclConfig& config,
+                                                    ::gloo::rendezvous::Store& store) {
+  DeviceScope device(config.device);
+  ncclUniqueId id;
+  // gloo's stores throw their own exceptions; say which step failed.
+  try {
+    if (config.rank == 0) {
+      DDPH_NCCL(ncclGetUniqueId(&id));
+      store.set(kUniqueIdKey, std::vector<char>(id.internal, id.internal + sizeof id.internal));
+    } else {
+      store.wait({kUniqueIdKey}, config.timeout);
+      std::vector<char> bytes = store.get(kUniqueIdKey);
+      DDPH_CHECK(bytes.size() == sizeof id.internal, DDPH_COMM_FAILURE,
+                 "comm_nccl: the unique id in the store has " << bytes.size()
+                                                              << " bytes, expected "
+                                                              << sizeof id.internal);
+      std::memcpy(id.internal, bytes.data(), sizeof id.internal);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    const std::string text = e.what();
+    const bool timed_out = text.find("imeout") != std::string::npos;
+    DDPH_FAIL(timed_out ? DDPH_TIMEOUT : DDPH_COMM_FAILURE,
+              "comm_nccl rank " << config.rank << ": exchanging the NCCL unique id through the "
+                                << "rendezvous store failed: " << text);
+  }
+  ncclComm_t comm = nullptr;
+  ncclConfig_t nccl_config = nonblocking_config();
+  DDPH_NCCL(ncclCommInitRankConfig(&comm, config.world, id, config.rank, &nccl_config));
+  std::unique_ptr<Communicator> made(new Communicator(config, comm));
+  made->comm_->wait_ready("ncclCommInitRankConfig (waiting for every rank to join)",
+                          made->deadline());
+  return made;
+}
+
+Communicator::Communicator(const NcclConfig& config, ncclComm_t comm)
+    : config_(config), comm_(std::make_shared<GuardedComm>(comm)) {
+  DDPH_CUDA(cudaStreamCreateWithFlags(&staging_, cudaStreamNonBlocking));
+  watchdog_ = std::make_unique<Watchdog>(comm_, config_.device, config_.timeout);
+}
+
+Communicator::~Communicator() {
+  try {
+    DeviceScope device(config_.device);
+    watchdog_.reset();  // no abort can race the teardown below
+    if (ncclComm_t c = comm_->release()) {
+      // Finalize flushes what is still enqueued; if that cannot finish in
+      // time, abort rather than hang the host's teardown.
+      GuardedComm finishing(c);
+      const bool pending = nccl_check(ncclCommFinalize(c), "ncclCommFinalize");
+      if (pending) finishing.wait_ready("ncclCommFinalize", deadline());
+      if (ncclComm_t still = finishing.release()) ncclCommDestroy(still);
+    }
+    if (staging_ != nullptr) cudaStreamDestroy(staging_);
+  } catch (...) {
+    // Teardown never throws; an aborted communicator is already freed.
+  }
+}
+
+std::chrono::steady_clock::time_point Communicator::deadline() const {
+  return std::chrono::steady_clock::now() + config_.timeout;
+}
+
+CommBuf Communicator::check(const DLTensor* t, const char* what, const char* arg) const {
+  CommBuf b = check_comm_tensor(t, what, arg, "nccl", CommMemory::kHostOrDevice);
+  DDPH_CHECK(!b.on_cuda() || b.device.device_id == config_.device, DDPH_INVALID_ARGUMENT,
+             what << ": " << arg << " is on CUDA device " << b.device.device_id
+                  << " but this communicator uses device " << config_.device);
+  return b;
+}
+
+void Communicator::wait_staging(const char* what) {
+  const auto until = deadline();
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(staging_);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) DDPH_CUDA(state);
+    // Let an asynchronous NCCL error end the wait early.
+    comm_->wait_ready(what, until);
+    if (std::chrono::steady_clock::now() > until) {
+      const std::string why = std::string(what) + " did not complete within " +
+                              std::to_string(config_.timeout.count()) + " ms";
+      comm_->abort(DDPH_TIMEOUT, why);
+      DDPH_FAIL(DDPH_TIMEOUT, "comm_nccl " << why);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+std::unique_ptr<CommBackend> Communicator::split(int color, int key) {
+  DeviceScope device(config_.device);
+  ncclComm_t child = nullptr;
+  ncclConfig_t nccl_config = nonblocking_config();
+  const int nccl_color = color < 0 ? NCCL_SPLIT_NOCOLOR : color;
+  comm_->with("split", [&](ncclComm_t c) {
+    return DDPH_NCCL(ncclCommSplit(c, nccl_color, key, &child, &nccl_config));
+  });
+  comm_->wait_ready("ncclCommSplit", deadline());
+  if (child == nullptr) return nullptr;
+  // The child's own size and rank, as NCCL ordered it (by key, then rank).
+  NcclConfig sub = config_;
+  std::unique_ptr<Communicator> made(new Communicator(sub, child));
+  made->comm_->wait_ready("ncclCommSplit (child)", deadline());
+  made->comm_->with("split", [&](ncclComm_t c) {
+    DDPH_NCCL(ncclCommCount(c, &made->config_.world));
+    return DDPH_NCCL(ncclCommUserRank(c, &made->config_.rank));
+  });
+  return made;
+}
+
+}  // namespace comm_nccl
+}  // namespace ddph

@@ -1,0 +1,91 @@
+// One NCCL communicator: ddph_comm_t's collectives on CUDA memory, enqueued
+// on the caller's stream without waiting, and on host memory staged through
+// the GPU (for the loader's own small control messages) with a bounded wait.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gloo/rendezvous/store.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "core/comm_args.h"
+#include "core/comm_backend.h"
+#include "plugins/comm_nccl/guarded_comm.h"
+#include "plugins/comm_nccl/watchdog.h"
+
+namespace ddph {
+namespace comm_nccl {
+
+struct NcclConfig {
+  int rank = 0, world = 1;
+  int device = 0;  // the CUDA device this rank uses
+  std::chrono::milliseconds timeout{30000};
+};
+
+class Communicator : public CommBackend {
+ public:
+  // Collective: rank 0 makes the unique id and publishes it in store (under
+  // the session's prefix), the others read it, all call
+  // ncclCommInitRankConfig in non-blocking mode and wait up to the timeout.
+  static std::unique_ptr<Communicator> connect(const NcclConfig& config,
+                                               ::gloo::rendezvous::Store& store);
+  ~Communicator() override;
+
+  int rank() const override { return config_.rank; }
+  int size() const override { return config_.world; }
+  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                 void* stream) override;
+  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
+  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                      void* stream) override;
+  void broadcast(DLTensor* buf, int root, void* stream) override;
+  void barrier() override;
+  void send(const DLTensor* buf, int peer, void* stream) override;
+  void recv(DLTensor* buf, int peer, void* stream) override;
+  void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
+                 const int64_t* recv_counts, void* stream) override;
+  std::unique_ptr<CommBackend> split(int color, int key) override;
+
+ private:
+  Communicator(const NcclConfig& config, ncclComm_t comm);
+
+  // One buffer of an operation: what it reads (`in`) and writes (`out`).
+  struct Arg {
+    CommBuf* buf;
+    bool in, out;
+  };
+  // Runs enqueue(stream) with every Arg's data on the device. CUDA buffers:
+  // on the caller's stream, watched, not waited for. Host buffers: copied to
+  // pool memory on the staging stream, enqueued there, copied back, and
+  // waited for up to the timeout. enqueue sees the device pointers in
+  // place of the host ones.
+  template <class Enqueue>
+  void run(const char* what, std::initializer_list<Arg> args, void* stream, Enqueue&& enqueue);
+  // Waits for the staging stream up to the timeout, aborting on expiry.
+  void wait_staging(const char* what);
+  std::chrono::steady_clock::time_point deadline() const;
+  CommBuf check(const DLTensor* t, const char* what, const char* arg) const;
+
+  NcclConfig config_;
+  std::shared_ptr<GuardedComm> comm_;
+  cudaStream_t staging_ = nullptr;
+  std::unique_ptr<Watchdog> watchdog_;
+};
+
+// Makes `device` current on the calling thread while alive. The session
+// calls collectives from its worker thread, whose current device is unknown.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace comm_nccl
+}  // namespace ddph

@@ -1,0 +1,89 @@
+// libddph_comm_nccl.so: the GPU communicator (NCCL from the CUDA toolkit).
+#include "core/plugin.h"
+
+#include <cuda_runtime_api.h>
+#include <gloo/rendezvous/prefix_store.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "core/comm_init.h"
+#include "core/error.h"
+#include "core/host.h"
+#include "core/options.h"
+#include "core/rendezvous/gloo_store.h"
+#include "plugins/comm_nccl/communicator.h"
+#include "plugins/comm_nccl/nccl_check.h"
+
+namespace ddph {
+namespace comm_nccl {
+namespace {
+
+const ddph_option_spec_t kOptions[] = {
+    spec_int("device", "-1",
+             "CUDA device of this rank; -1 takes LOCAL_RANK (torchrun), then "
+             "OMPI_COMM_WORLD_LOCAL_RANK (mpirun), then rank modulo the device count",
+             -1, 1023),
+};
+
+// The device a rank uses when the YAML does not name one: the launcher's
+// local rank where it gives one, as PyTorch scripts do.
+int pick_device(int64_t option, int rank) {
+  int count = 0;
+  DDPH_CUDA(cudaGetDeviceCount(&count));
+  DDPH_CHECK(count > 0, DDPH_UNSUPPORTED, "comm_nccl: no CUDA device is visible");
+  int device = int(option);
+  if (device < 0) {
+    const char* local = std::getenv("LOCAL_RANK");
+    if (local == nullptr) local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    device = local != nullptr ? std::atoi(local) % count : rank % count;
+  }
+  DDPH_CHECK(device < count, DDPH_INVALID_ARGUMENT,
+             "comm_nccl: option device " << device << " is not below the " << count
+                                         << " visible CUDA devices");
+  return device;
+}
+
+ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
+  if (host() == nullptr && init != nullptr && init->struct_size >= DDPH_COMM_INIT_SIZE_V1_0)
+    set_host(init->host);
+  if (host() == nullptr) {
+    if (out != nullptr) *out = nullptr;
+    return nullptr;
+  }
+  return guard([&] {
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "comm_nccl create: out is NULL");
+    *out = nullptr;
+    check_comm_init(init, "comm_nccl create", Rendezvous::kRequired);
+    Options options(init->options, init->num_options);
+    NcclConfig config;
+    config.rank = init->rank;
+    config.world = init->world_size;
+    config.timeout = std::chrono::milliseconds(init->timeout_ms);
+    config.device = pick_device(init->num_options > 0 ? options.get_int("device") : -1, init->rank);
+    std::shared_ptr<::gloo::rendezvous::Store> store = rendezvous::open_init_store(*init);
+    ::gloo::rendezvous::PrefixStore scoped(init->prefix != nullptr ? init->prefix : "", *store);
+    *out = make_comm_table(Communicator::connect(config, scoped));
+  });
+}
+
+const ddph_comm_factory_t kFactory = [] {
+  ddph_comm_factory_t f{};
+  f.struct_size = sizeof f;
+  f.backend = "nccl";
+  f.summary =
+      "NCCL on CUDA tensors (enqueued on the bucket's stream); host tensors are staged through "
+      "the GPU; rendezvous via file://, redis:// or the host's store";
+  f.options = kOptions;
+  f.num_options = sizeof kOptions / sizeof kOptions[0];
+  f.create = &create;
+  return f;
+}();
+
+const ddph_comm_factory_t* const kComms[] = {&kFactory};
+
+}  // namespace
+}  // namespace comm_nccl
+}  // namespace ddph
+
+DDPH_DEFINE_PLUGIN("comm_nccl", "0.1.0", nullptr, 0, ::ddph::comm_nccl::kComms, 1)

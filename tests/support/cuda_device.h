@@ -1,0 +1,66 @@
+// For the GPU tests: whether a CUDA device is usable, and device memory that
+// frees itself. Without a device, each GPU test skips with the one-line
+// reason (libcudart loads the driver lazily, so the binary starts anywhere).
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace ddph_test {
+
+// "" when a device is usable, else why not. Asked once.
+inline const std::string& no_cuda_device_reason() {
+  static const std::string reason = [] {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
+    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
+    return std::string();
+  }();
+  return reason;
+}
+
+#define DDPH_SKIP_WITHOUT_GPU()                                                 \
+  do {                                                                          \
+    if (!::ddph_test::no_cuda_device_reason().empty())                          \
+      GTEST_SKIP() << ::ddph_test::no_cuda_device_reason();                     \
+  } while (0)
+
+// n elements of device memory, optionally a copy of a host vector.
+template <class T>
+class DeviceVec {
+ public:
+  explicit DeviceVec(size_t n) : n_(n) {
+    if (n_ == 0) return;
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(p_, 0, n_ * sizeof(T)), cudaSuccess);
+  }
+  explicit DeviceVec(const std::vector<T>& v) : DeviceVec(v.size()) {
+    if (n_ != 0) {
+      EXPECT_EQ(cudaMemcpy(p_, v.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  ~DeviceVec() {
+    if (p_ != nullptr) cudaFree(p_);
+  }
+  DeviceVec(const DeviceVec&) = delete;
+  DeviceVec& operator=(const DeviceVec&) = delete;
+  T* get() { return p_; }
+  size_t size() const { return n_; }
+  std::vector<T> to_host() const {
+    std::vector<T> out(n_);
+    if (n_ != 0) {
+      EXPECT_EQ(cudaMemcpy(out.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return out;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+}  // namespace ddph_test
