@@ -19,6 +19,10 @@ void Hook::allreduce_bucket(ddph_comm_t* comm, const ddph_bucket_t& bucket, DTyp
   comm_allreduce(comm, buf, op, bucket.stream);
 }
 
+bool can_make_inner(const ddph_hook_init_t& init) {
+  return init.struct_size >= DDPH_HOOK_INIT_SIZE_V1_2 && init.make_inner != nullptr;
+}
+
 void check_hook_init(const ddph_hook_init_t* init, uint32_t flags) {
   DDPH_CHECK(init != nullptr, DDPH_INVALID_ARGUMENT, "create: init is NULL");
   DDPH_CHECK(init->struct_size >= DDPH_HOOK_INIT_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
@@ -31,7 +35,11 @@ void check_hook_init(const ddph_hook_init_t* init, uint32_t flags) {
                                               << DDPH_COMM_SIZE_V1_0);
   DDPH_CHECK(init->num_options == 0 || init->options != nullptr, DDPH_INVALID_ARGUMENT,
              "create: init.options is NULL but init.num_options is " << init->num_options);
-  if (flags & DDPH_HOOK_NEEDS_INNER) {
+  if ((flags & DDPH_HOOK_MAKES_INNER) && can_make_inner(*init)) {
+    DDPH_CHECK(init->inner == nullptr, DDPH_INVALID_ARGUMENT,
+               "create: this wrapper makes its inner hook through init.make_inner, but "
+               "init.inner is set too");
+  } else if (flags & DDPH_HOOK_NEEDS_INNER) {
     DDPH_CHECK(init->inner != nullptr && init->inner->hook != nullptr, DDPH_INVALID_ARGUMENT,
                "create: this hook wraps another one, but init.inner is NULL (name one with "
                "'wrap:' in the YAML)");

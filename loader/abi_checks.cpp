@@ -11,3 +11,12 @@ static_assert(DDPH_HOOK_SIZE_V1_0 == sizeof(ddph_hook_t), "v1.0 hook struct is c
 static_assert(DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t), "v1.0 host struct is complete");
 static_assert(DDPH_SESSION_OPTIONS_SIZE_V1_0 == sizeof(ddph_session_options_t),
               "v1.0 session options struct is complete");
+// 1.1 and 1.2 appended fields; the older sizes stay where plugins saw them.
+static_assert(DDPH_COMM_SIZE_V1_1 == DDPH_COMM_SIZE_V1_0 + sizeof(void*),
+              "1.1 appends alltoallv to ddph_comm_t");
+static_assert(DDPH_COMM_SIZE_V1_2 == sizeof(ddph_comm_t) &&
+                  DDPH_COMM_SIZE_V1_2 == DDPH_COMM_SIZE_V1_1 + sizeof(void*),
+              "1.2 appends bytes_sent_to to ddph_comm_t");
+static_assert(DDPH_HOOK_INIT_SIZE_V1_2 == sizeof(ddph_hook_init_t) &&
+                  DDPH_HOOK_INIT_SIZE_V1_2 == DDPH_HOOK_INIT_SIZE_V1_0 + 2 * sizeof(void*),
+              "1.2 appends make_inner and inner_ctx to ddph_hook_init_t");

@@ -69,10 +69,6 @@ struct Completion {
   }
 };
 
-void append_to_string(void* sink, const void* bytes, size_t n) {
-  if (n != 0) static_cast<std::string*>(sink)->append(static_cast<const char*>(bytes), n);
-}
-
 }  // namespace
 
 Placement resolve_placement(int32_t opt_rank, int32_t opt_world, const CommSpec& yaml) {
@@ -254,39 +250,15 @@ void Session::destroy_communicators() {
   comm_ = nullptr;
 }
 
-std::unique_ptr<ChainElement> Session::create_element(const ResolvedHook& resolved,
-                                                      HookChain& chain) {
-  // Innermost first: a wrapper's create() receives its created inner hook.
-  const ddph_hook_ref_t* inner = nullptr;
-  if (resolved.inner) {
-    chain.elements.push_back(create_element(*resolved.inner, chain));
-    inner = &chain.elements.back()->ref;
-  }
-  ddph_hook_init_t init{};
-  init.struct_size = sizeof init;
-  init.host = ddph_host();
-  init.comm = comm_;
-  init.options = resolved.options.data();
-  init.num_options = resolved.options.size();
-  init.inner = inner;
-  void* state = nullptr;
-  DDPH_CALL(resolved.hook->create(&init, &state));
-  auto element = std::make_unique<ChainElement>();
-  element->plugin = resolved.plugin;
-  element->ref.hook = resolved.hook;
-  element->ref.state = state;
-  return element;
-}
-
 void Session::create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes) {
   chains_.emplace_back();
   HookChain& chain = chains_.back();
   chain.is_rule = is_rule;
   chain.max_bytes = max_bytes;
-  // create_element appends inner elements as it goes; the outermost comes
-  // back last. Reverse so that elements read outer first.
+  // create_elements appends inner elements as it goes; the outermost comes
+  // last. Reverse so that elements read outer first.
   try {
-    chain.elements.push_back(create_element(resolved, chain));
+    create_elements(resolved, comm_, chain.elements);
   } catch (...) {
     std::reverse(chain.elements.begin(), chain.elements.end());  // so cleanup goes outer first
     throw;
@@ -295,12 +267,7 @@ void Session::create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t 
 }
 
 void Session::destroy_hooks() {
-  for (HookChain& chain : chains_) {
-    for (auto& element : chain.elements) {  // outer first: a wrapper may use its inner
-      if (element->ref.state != nullptr) element->ref.hook->destroy(element->ref.state);
-      element->ref.state = nullptr;
-    }
-  }
+  for (HookChain& chain : chains_) destroy_elements(chain.elements);  // outer first
   chains_.clear();
 }
 
@@ -408,17 +375,9 @@ void Session::save_state(ddph_write_fn write, void* sink) {
   // On the worker: [serialized] with run_bucket, after every queued bucket.
   worker_->run_and_wait([&] {
     try {
-      std::vector<StateRecord> records;
-      for (const HookChain& chain : chains_) {
-        for (const auto& element : chain.elements) {
-          const ddph_hook_t* hook = element->ref.hook;
-          if (hook->save_state == nullptr) continue;  // stateless hook
-          StateRecord r{element->plugin->family(), hook->name, {}};
-          DDPH_CALL(hook->save_state(element->ref.state, &append_to_string, &r.blob));
-          records.push_back(std::move(r));
-        }
-      }
-      blob = encode_state(records);
+      std::vector<const ChainElement*> hooks;
+      for (const HookChain& chain : chains_) append_stateful(chain.elements, hooks);
+      blob = save_states(hooks);
     } catch (...) {
       failure = std::current_exception();  // rethrown on the caller's thread
     }
@@ -429,39 +388,13 @@ void Session::save_state(ddph_write_fn write, void* sink) {
 
 void Session::load_state(const void* bytes, size_t n) {
   check_not_in_done("ddph_session_load_state");
-  std::vector<StateRecord> records = decode_state(bytes, n);
+  decode_state(bytes, n);  // a malformed blob is refused before waiting for the worker
   std::exception_ptr failure;
   worker_->run_and_wait([&] {
     try {
-      size_t next = 0;
-      // Check every record against the session's hooks before loading any.
-      std::vector<std::pair<const ChainElement*, const StateRecord*>> plan;
-      for (const HookChain& chain : chains_) {
-        for (const auto& element : chain.elements) {
-          const ddph_hook_t* hook = element->ref.hook;
-          if (hook->load_state == nullptr) continue;
-          DDPH_CHECK(next < records.size(), DDPH_INVALID_ARGUMENT,
-                     "state blob holds " << records.size()
-                                         << " hook states, but this session has more stateful "
-                                            "hooks (next: "
-                                         << element->plugin->family() << "/" << hook->name << ")");
-          const StateRecord& r = records[next++];
-          DDPH_CHECK(r.family == element->plugin->family() && r.hook == hook->name,
-                     DDPH_INVALID_ARGUMENT,
-                     "state blob record " << next - 1 << " is for hook " << r.family << "/"
-                                          << r.hook << ", but the session's hook there is "
-                                          << element->plugin->family() << "/" << hook->name);
-          plan.emplace_back(element.get(), &r);
-        }
-      }
-      DDPH_CHECK(next == records.size(), DDPH_INVALID_ARGUMENT,
-                 "state blob holds " << records.size() << " hook states, but this session has "
-                                     << next << " stateful hooks");
-      for (const auto& step : plan) {
-        const ddph_hook_ref_t& ref = step.first->ref;
-        DDPH_CALL(
-            ref.hook->load_state(ref.state, step.second->blob.data(), step.second->blob.size()));
-      }
+      std::vector<const ChainElement*> hooks;
+      for (const HookChain& chain : chains_) append_stateful(chain.elements, hooks);
+      load_states(hooks, bytes, n);
     } catch (...) {
       failure = std::current_exception();  // rethrown on the caller's thread
     }

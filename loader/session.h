@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/hook_chain.h"
 #include "loader/job.h"
 #include "loader/rank_agreement.h"
 #include "loader/worker.h"
@@ -18,15 +19,9 @@
 namespace ddph {
 namespace loader {
 
-// One created hook: table, state, and the ref a wrapper's init.inner points at.
-struct ChainElement {
-  const Plugin* plugin = nullptr;
-  ddph_hook_ref_t ref{};
-};
-
 // Outermost hook first. Rule chains match buckets of at most max_bytes.
 struct HookChain {
-  std::vector<std::unique_ptr<ChainElement>> elements;
+  ChainElements elements;
   bool is_rule = false;
   uint64_t max_bytes = 0;
 };
@@ -66,7 +61,6 @@ class Session {
   void create_communicator(const ddph_session_options_t& opts);
   void create_control_communicator();
   void destroy_communicators();
-  std::unique_ptr<ChainElement> create_element(const ResolvedHook& resolved, HookChain& chain);
   void create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes);
   const HookChain& chain_for(uint64_t bytes) const;
   void run_bucket(PendingBucket& pending);

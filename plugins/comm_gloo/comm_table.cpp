@@ -71,6 +71,10 @@ uint64_t bytes_sent_fn(void* ctx) {
   return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent() : 0;
 }
 
+uint64_t bytes_sent_to_fn(void* ctx, int peer) {
+  return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent_to(peer) : 0;
+}
+
 void destroy_fn(void* ctx) {
   try {
     delete static_cast<Handle*>(ctx);
@@ -100,6 +104,7 @@ ddph_comm_t* make_comm_table(std::unique_ptr<Communicator> comm) {
   t.bytes_sent = &bytes_sent_fn;
   t.destroy = &destroy_fn;
   t.alltoallv = &alltoallv_fn;
+  t.bytes_sent_to = &bytes_sent_to_fn;
   return &h->table;
 }
 

@@ -46,8 +46,9 @@ Communicator::Communicator(const CommConfig& config,
        << config_.timeout.count() << " ms)";
   const std::string what_text = what.str();
   gloo_call(what_text.c_str(), rank(), [&] { context->connectFullMesh(*prefix_store_, device_); });
-  wire_->track_new_sockets(before, FdSnapshot::take());
+  const std::vector<SocketEnds> ends = wire_->track_new_sockets(before, FdSnapshot::take());
   context_ = std::move(context);
+  attribute_sockets(ends);
   // connectFullMesh can return on one side of a pair before the other side
   // has finished its handshake; a rank that then closed at once (a session
   // that never communicates) broke its peers' rendezvous. A barrier makes

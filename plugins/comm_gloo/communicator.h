@@ -39,6 +39,9 @@ struct CommConfig {
   std::string prefix;    // store namespace of this session
   std::string hostname;  // address to listen on
   std::string iface;     // overrides hostname when non-empty
+  // The rank in the first communicator (the one split from nothing) of each
+  // rank here; empty there, meaning the identity.
+  std::vector<int> world_ranks;
 };
 
 class Communicator {
@@ -76,6 +79,9 @@ class Communicator {
 
   // [thread-safe]
   uint64_t bytes_sent() { return wire_->total(); }
+  // Bytes sent to the process that is rank peer here, by this communicator
+  // and those sharing its count; 0 for this rank or one out of range.
+  uint64_t bytes_sent_to(int peer);
 
  private:
   // Runs a gloo call for collective `what`: fails fast when broken, turns
@@ -100,6 +106,12 @@ class Communicator {
                 const HostBuf& out, const std::vector<Span>& recvs);
   // Waits (within the timeout) until every buffered send is on the wire.
   void drain_sends(const char* what);
+  // Learns which tracked socket leads to which rank: every rank publishes
+  // its sockets' ends through the store (endpoints.cpp). Collective.
+  void attribute_sockets(const std::vector<SocketEnds>& ends);
+  int world_rank(int rank) const {
+    return config_.world_ranks.empty() ? rank : config_.world_ranks[size_t(rank)];
+  }
 
   CommConfig config_;
   std::shared_ptr<::gloo::rendezvous::Store> store_;         // the URL's or the host's store

@@ -34,6 +34,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   CommConfig sub = config_;
   sub.rank = int(std::find(members.begin(), members.end(), rank()) - members.begin());
   sub.world = int(members.size());
+  sub.world_ranks.clear();
+  for (int m : members) sub.world_ranks.push_back(world_rank(m));
   sub.prefix = config_.prefix + "/split" + std::to_string(seq) + "/color" + std::to_string(color);
   return std::make_unique<Communicator>(sub, store_, wire_);
 }

@@ -1,5 +1,6 @@
 #include "plugins/comm_gloo/wire_bytes.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <linux/tcp.h>  // struct tcp_info with tcpi_bytes_sent (glibc's lacks it)
 #include <netinet/in.h>
@@ -36,6 +37,29 @@ bool is_established_tcp(int fd) {
          info.tcpi_state == 1 /* TCP_ESTABLISHED */;
 }
 
+// "address:port" of one end of a socket (peer: the other side's).
+bool end_name(int fd, bool peer, std::string* out) {
+  struct sockaddr_storage ss {};
+  socklen_t len = sizeof ss;
+  auto* sa = reinterpret_cast<struct sockaddr*>(&ss);
+  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) return false;
+  char text[INET6_ADDRSTRLEN] = {0};
+  unsigned port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<struct sockaddr_in*>(&ss);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) == nullptr) return false;
+    port = ntohs(in->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<struct sockaddr_in6*>(&ss);
+    if (inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text) == nullptr) return false;
+    port = ntohs(in6->sin6_port);
+  } else {
+    return false;
+  }
+  *out = std::string(text) + ":" + std::to_string(port);
+  return true;
+}
+
 }  // namespace
 
 FdSnapshot FdSnapshot::take() {
@@ -54,26 +78,45 @@ FdSnapshot FdSnapshot::take() {
   return snap;
 }
 
-void WireBytes::track_new_sockets(const FdSnapshot& before, const FdSnapshot& after) {
+std::vector<SocketEnds> WireBytes::track_new_sockets(const FdSnapshot& before,
+                                                     const FdSnapshot& after) {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<SocketEnds> ends;
   for (const auto& fd_ino : after.fds) {
     if (before.fds.count(fd_ino) != 0 || !is_established_tcp(fd_ino.first)) continue;
     uint64_t base = 0;
     if (!read_bytes_sent(fd_ino.first, fd_ino.second, &base)) continue;
-    sockets_.push_back(Socket{fd_ino.first, fd_ino.second, base, 0});
+    std::string local, remote;
+    if (end_name(fd_ino.first, false, &local) && end_name(fd_ino.first, true, &remote))
+      ends.push_back(SocketEnds{sockets_.size(), local, remote});
+    sockets_.push_back(Socket{fd_ino.first, fd_ino.second, base, 0, -1});
   }
+  return ends;
 }
 
-uint64_t WireBytes::total() {
+void WireBytes::set_peer(size_t index, int peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (index < sockets_.size()) sockets_[index].peer = peer;
+}
+
+uint64_t WireBytes::sum(int peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t sum = 0;
   for (Socket& s : sockets_) {
     uint64_t now = 0;
     if (read_bytes_sent(s.fd, s.ino, &now) && now >= s.base && now - s.base > s.last)
       s.last = now - s.base;
-    sum += s.last;
+    if (peer == kAll || s.peer == peer) sum += s.last;
   }
   return sum;
+}
+
+uint64_t WireBytes::total() {
+  return sum(kAll);
+}
+
+uint64_t WireBytes::to_peer(int peer) {
+  return peer < 0 ? 0 : sum(peer);
 }
 
 }  // namespace comm_gloo

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace ddph {
@@ -26,14 +27,29 @@ struct FdSnapshot {
   static FdSnapshot take();
 };
 
+// Per peer: each socket's two ends, as "address:port" text, are published
+// through the store at connect time (endpoints.cpp); the socket whose ends
+// another rank lists the other way round leads to that rank. A socket no
+// rank lists (one the host opened meanwhile) counts in total() only.
+struct SocketEnds {
+  size_t index;        // in WireBytes' tracked sockets
+  std::string local;   // this side, e.g. "127.0.0.1:41234"
+  std::string remote;  // the other side
+};
+
 class WireBytes {
  public:
   // Tracks the established TCP sockets that are in `after` but not in
-  // `before`. Call right after connectFullMesh.
-  void track_new_sockets(const FdSnapshot& before, const FdSnapshot& after);
+  // `before`, and returns their ends. Call right after connectFullMesh.
+  std::vector<SocketEnds> track_new_sockets(const FdSnapshot& before, const FdSnapshot& after);
+  // The tracked socket `index` leads to world rank `peer` (the rank in the
+  // communicator this count was first made for).
+  void set_peer(size_t index, int peer);
   // Bytes sent on the tracked sockets since tracking began. A socket that
   // has closed keeps its last value. [thread-safe]
   uint64_t total();
+  // The same, for the sockets that lead to world rank peer. [thread-safe]
+  uint64_t to_peer(int peer);
   size_t num_sockets() const { return sockets_.size(); }
 
  private:
@@ -42,7 +58,11 @@ class WireBytes {
     ino_t ino;
     uint64_t base;
     uint64_t last;
+    int peer;  // world rank, or -1 when unknown
   };
+  // Sum over the sockets leading to peer, or over all for peer == kAll.
+  uint64_t sum(int peer);
+  static constexpr int kAll = -2;
   std::mutex mutex_;
   std::vector<Socket> sockets_;
 };

@@ -1,5 +1,5 @@
 /*
- * ddph.h: the stable C ABI of ddphooks, version 1.
+ * ddph.h: the stable C ABI of ddphooks, version 1 (minor 2).
  *
  * One header for both sides of the boundary:
  *   - plugins (hook families and communicators) export ddph_plugin_entry();
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 1 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 2 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -213,9 +213,19 @@ typedef struct ddph_comm {
    * send/recv pays a round trip per peer. */
   ddph_error_t *(*alltoallv)(void *ctx, const DLTensor *send, const int64_t *send_counts,
                              DLTensor *recv, const int64_t *recv_counts, void *stream);
+  /* --- ABI 1.2 --- */
+  /* Optional: payload bytes this rank has put on the wire so far to the
+   * process that is rank `peer` of this communicator, over this communicator
+   * and every communicator that shares its count (those split from it, and
+   * the one it was split from: the same family as bytes_sent). 0 for this
+   * rank itself, a peer outside [0, size()), or bytes the backend cannot
+   * attribute to a peer. Lets a host measure the traffic between machines.
+   * [thread-safe] */
+  uint64_t (*bytes_sent_to)(void *ctx, int peer);
 } ddph_comm_t;
 #define DDPH_COMM_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_t, destroy)
 #define DDPH_COMM_SIZE_V1_1 DDPH_SIZE_THROUGH(ddph_comm_t, alltoallv)
+#define DDPH_COMM_SIZE_V1_2 DDPH_SIZE_THROUGH(ddph_comm_t, bytes_sent_to)
 
 /* What a comm plugin's create() receives. Everything is borrowed for the
  * duration of create() unless stated otherwise. */
@@ -303,8 +313,24 @@ typedef struct ddph_hook_init {
   const ddph_option_t *options; /* complete with defaults; borrowed until create() returns */
   size_t num_options;
   const ddph_hook_ref_t *inner; /* the wrapped hook, or NULL; *inner->state outlives the state */
+  /* --- ABI 1.2 --- */
+  /* For a hook flagged DDPH_HOOK_MAKES_INNER (else NULL): makes the hook
+   * chain named under the wrapper's `wrap:` on a communicator of the
+   * wrapper's choice, where init->inner is NULL. Collective over `comm`: every
+   * rank of comm calls it, in the same order; ranks outside comm do not.
+   * comm is borrowed and must outlive what is made. On success *out holds a
+   * hook table and state owned by the wrapper, which frees them with
+   * out->hook->destroy(out->state) before comm goes away; that one call
+   * frees the whole chain (a wrapped wrapper included), and the table's
+   * save_state/load_state/stats cover the whole chain. On error *out is
+   * zeroed. May be called several times (each call makes a new chain).
+   * Valid from create() until the wrapper's state is destroyed; [serialized]
+   * with the wrapper's own create, run_bucket and destroy. */
+  ddph_error_t *(*make_inner)(void *inner_ctx, ddph_comm_t *comm, ddph_hook_ref_t *out);
+  void *inner_ctx; /* make_inner's first argument; owned by the loader */
 } ddph_hook_init_t;
 #define DDPH_HOOK_INIT_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_init_t, inner)
+#define DDPH_HOOK_INIT_SIZE_V1_2 DDPH_SIZE_THROUGH(ddph_hook_init_t, inner_ctx)
 
 /* flags */
 #define DDPH_HOOK_NEEDS_INNER 0x1u  /* a wrapper: create() requires init->inner */
@@ -315,6 +341,15 @@ typedef struct ddph_hook_init {
  * optimizer step. NEEDS_PARAMS without it (model averaging) means the hook
  * reads or writes the parameters but the host still steps. */
 #define DDPH_HOOK_STEPS_OPTIMIZER 0x8u
+/* ABI 1.2: a wrapper that makes its inner hook itself, on a communicator of
+ * its choice, through init->make_inner (the hierarchical wrapper runs its
+ * inner hook on one leader rank per machine). Always set together with
+ * DDPH_HOOK_NEEDS_INNER, so that a 1.0/1.1 loader still asks for `wrap:`
+ * and passes an inner hook made on init->comm (struct_size below
+ * DDPH_HOOK_INIT_SIZE_V1_2), which the wrapper must then use as it is or
+ * refuse with a message naming the loader version it needs. A 1.2 loader
+ * passes inner = NULL and make_inner. */
+#define DDPH_HOOK_MAKES_INNER 0x10u
 
 typedef struct ddph_hook {
   size_t struct_size;

@@ -1,0 +1,54 @@
+// Per-peer wire bytes: which of this rank's sockets leads to which rank.
+//
+// After connectFullMesh each rank publishes the two ends of every new
+// socket ("local>remote", one a line) under its rank in the communicator's
+// store namespace, then reads every other rank's list: the peer of a socket
+// is the rank that lists the same two ends the other way round. This needs
+// nothing from gloo's private pair state, and a socket that no peer lists
+// (one the host opened meanwhile) simply stays unattributed.
+#include <gloo/rendezvous/store.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plugins/comm_gloo/communicator.h"
+
+namespace ddph {
+namespace comm_gloo {
+namespace {
+
+std::string endpoints_key(int rank) {
+  return "ddph_wire_ends/" + std::to_string(rank);
+}
+
+}  // namespace
+
+void Communicator::attribute_sockets(const std::vector<SocketEnds>& ends) {
+  if (size() == 1) return;
+  std::string mine;
+  for (const SocketEnds& e : ends) mine += e.local + ">" + e.remote + "\n";
+  gloo_call("publishing socket ends", rank(), [&] {
+    prefix_store_->set(endpoints_key(rank()), std::vector<char>(mine.begin(), mine.end()));
+  });
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer == rank()) continue;
+    std::vector<char> theirs;
+    gloo_call("reading socket ends", rank(),
+              [&] { theirs = prefix_store_->get(endpoints_key(peer)); });
+    std::istringstream lines(std::string(theirs.begin(), theirs.end()));
+    std::string line;
+    while (std::getline(lines, line)) {
+      for (const SocketEnds& e : ends)
+        if (line == e.remote + ">" + e.local) wire_->set_peer(e.index, world_rank(peer));
+    }
+  }
+}
+
+uint64_t Communicator::bytes_sent_to(int peer) {
+  if (peer < 0 || peer >= size() || peer == rank()) return 0;
+  return wire_->to_peer(world_rank(peer));
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph
