@@ -28,9 +28,12 @@ void orthogonalize_gram_schmidt(float* a, int rows, int cols, float eps) {
     for (int i = 0; i < rows; ++i) ss += double(a[size_t(i) * cols + k]) * a[size_t(i) * cols + k];
     const float norm = float(std::sqrt(ss));
     const float denom = norm + eps;
+    // Only an exactly zero column is kept at zero. A NaN norm must not take
+    // that branch (NaN > 0 is false): it would turn a NaN gradient into a
+    // finite zero result; dividing spreads the NaN instead.
     for (int i = 0; i < rows; ++i) {
       float& v = a[size_t(i) * cols + k];
-      v = denom > 0 ? v / denom : 0.0f;
+      v = denom == 0 ? 0.0f : v / denom;
     }
     for (int j = k + 1; j < cols; ++j) {
       double dot = 0;
@@ -48,6 +51,17 @@ void orthogonalize_qr(float* a, int rows, int cols) {
   if (usable == 0) return;
   // LAPACKE handles the row-major layout (it transposes through a copy).
   // Only the first `usable` columns take part; the rest are zeroed below.
+  // LAPACKE refuses a matrix holding NaN (info -4: its NaN check) and
+  // Householder reflections would mix a NaN or Inf into every column anyway:
+  // the result is NaN, as the math gives, instead of an internal error.
+  for (int i = 0; i < rows; ++i)
+    for (int k = 0; k < usable; ++k)
+      if (!std::isfinite(a[size_t(i) * cols + k])) {
+        for (int r = 0; r < rows; ++r)
+          for (int c = 0; c < usable; ++c) a[size_t(r) * cols + c] = std::nanf("");
+        zero_columns(a, rows, cols, usable);
+        return;
+      }
   std::vector<float> tau(static_cast<size_t>(usable));
   lapack_int info = LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, rows, usable, a, cols, tau.data());
   DDPH_CHECK(info == 0, DDPH_INTERNAL, "powersgd: LAPACKE_sgeqrf failed (info " << info << ")");

@@ -16,6 +16,10 @@ namespace powersgd {
 //  - columns past the rows-th cannot be orthogonal to the first rows ones
 //    and are set to zero.
 // Gram-Schmidt with eps > 0 divides by (norm + eps), as PyTorch does.
+// A column holding NaN or Inf comes out non-finite, never zero: Gram-Schmidt
+// spreads the NaN down it and into the later columns, QR makes every column
+// NaN (LAPACK would refuse the matrix). A non-finite gradient must not come
+// back as a finite result or as an internal error.
 void orthogonalize(float* a, int rows, int cols, float eps);
 
 // Gram-Schmidt alone and QR alone, for tests of each path.

@@ -88,6 +88,22 @@ TEST(Orthogonalize, ZeroMatrixGivesNoNaN) {
   EXPECT_NEAR(std::sqrt(dot_cols(b, b, 20, 2, 1, 1)), norm / (norm + 0.5), 1e-6);
 }
 
+// A NaN or Inf in a column made its norm NaN/Inf; `norm > 0` was false for
+// NaN, so Gram-Schmidt zeroed the column and PowerSGD returned a finite zero
+// matrix for a NaN gradient. Both paths must leave that column non-finite.
+TEST(Orthogonalize, NonFiniteColumnStaysNonFinite) {
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    for (int cols : {1, 2, 4}) {
+      std::vector<float> a = random_matrix(20, cols, 11);
+      a[size_t(5) * cols] = bad;
+      p::orthogonalize(a.data(), 20, cols, 0);
+      int nonfinite = 0;
+      for (int r = 0; r < 20; ++r) nonfinite += !std::isfinite(a[size_t(r) * cols]);
+      EXPECT_GT(nonfinite, 0) << "column 0 holding " << bad << " came back finite, cols " << cols;
+    }
+  }
+}
+
 TEST(Orthogonalize, RankAboveMinOfRowsAndColumns) {
   // 3 rows cannot hold 5 orthonormal columns: the first 3 are a basis of
   // R^3, the other two are zero, for both methods.

@@ -67,7 +67,7 @@ __global__ void gram_schmidt_kernel(float* a, int rows, int cols, float eps) {
     const float denom = float(sqrt(block_sum(ss, shared))) + eps;
     for (int i = threadIdx.x; i < rows; i += kThreads) {
       float& v = m[size_t(i) * cols + k];
-      v = denom > 0 ? v / denom : 0.0f;
+      v = denom == 0 ? 0.0f : v / denom;  // NaN must spread, as on the CPU
     }
     __syncthreads();
     for (int j = k + 1; j < cols; ++j) {
