@@ -17,12 +17,13 @@ const Command kCommands[] = {
     {"validate", &ddph_tool::cmd_validate, "check YAML job files without connecting"},
     {"bench", &ddph_tool::cmd_bench, "time hooks on N local ranks over Gloo"},
     {"train", &ddph_tool::cmd_train, "run the data-parallel training job"},
+    {"validate-plugin", &ddph_tool::cmd_validate_plugin, "check a plugin .so against the contract"},
 };
 
 void usage(FILE* out) {
   std::fprintf(out, "usage: ddph <command> [options]   (ddph <command> --help for details)\n\n");
   std::fprintf(out, "commands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-15s %s\n", c.name, c.summary);
 }
 
 }  // namespace

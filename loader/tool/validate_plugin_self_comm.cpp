@@ -1,11 +1,11 @@
-#include "tests/conformance/self_comm.h"
+#include "loader/tool/validate_plugin_self_comm.h"
 
 #include <cstring>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
 
-namespace ddph_test {
+namespace ddph_validate {
 namespace {
 
 size_t bytes_of(const DLTensor* t) {
@@ -50,4 +50,4 @@ ddph_comm_t* self_comm() {
   return &comm;
 }
 
-}  // namespace ddph_test
+}  // namespace ddph_validate

@@ -1,0 +1,54 @@
+// Every hook of every in-tree family as a YAML hook block, with what it does
+// to NaN/Inf (documented in docs/<family>.md) and how close its mean of a
+// clean bucket is to the exact one; shared by the NaN/Inf and the edge-size
+// tests.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ddph_test {
+
+enum class NonFinite {
+  kAsAllreduce,  // bit for bit plain allreduce's result, NaN/Inf included
+  kElementwise,  // NaN/Inf where allreduce puts them; other elements as on a clean bucket
+  kMixes,        // NaN/Inf positions stay non-finite; others as on a clean bucket, or non-finite
+  kReported,     // DDPH_NONFINITE on every rank
+  kLocal,        // no communication: every rank keeps its own bucket
+};
+
+struct HookCase {
+  const char* name;  // test name
+  const char* hook;  // YAML `hook:` block, indented two spaces
+  NonFinite nonfinite;
+  double tolerance;      // |result - exact mean| of a clean bucket, relative to max |x|
+  bool result_in_params; // DDPH_HOOK_RESULT_ELSEWHERE: the mean lands in params[0].data
+};
+
+const std::vector<HookCase>& hook_cases();
+inline void PrintTo(const HookCase& c, std::ostream* os) { *os << c.name; }
+
+// "comm: ..." + "hook:\n" + c.hook, with a 20 s timeout.
+std::string case_yaml(const HookCase& c);
+
+// A float32 bucket of n elements with one rows x cols view (rows * cols == n)
+// whose tensor is lent: optimizer hooks step it, allreduce_upcast writes the
+// fp32 mean there.
+struct ViewBucket {
+  ViewBucket(std::vector<float> values, int64_t rows, int64_t cols);
+  ViewBucket(const ViewBucket&) = delete;
+  ViewBucket& operator=(const ViewBucket&) = delete;
+  std::vector<float> data, param;  // never empty, so data() is never NULL
+  int64_t shape[1], view_shape[2];
+  ddph_param_t view{};
+  ddph_bucket_t b{};
+};
+
+// Deterministic values in [-2, 2) that no 16-bit type holds exactly.
+float grad_value(int rank, size_t i);
+
+}  // namespace ddph_test
