@@ -29,6 +29,7 @@ std::string flag_names(uint32_t flags) {
   add(DDPH_HOOK_NEEDS_PARAMS, "needs params");
   add(DDPH_HOOK_RESULT_ELSEWHERE, "result elsewhere");
   add(DDPH_HOOK_STEPS_OPTIMIZER, "steps the optimizer");
+  add(DDPH_HOOK_MAKES_INNER, "makes its inner hook on its own communicator");
   return out;
 }
 
