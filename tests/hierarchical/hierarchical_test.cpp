@@ -201,6 +201,40 @@ TEST(Hierarchical, PowerSgdMatchesFlatPowerSgdOnTheMachinesMeans) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
+// Shapes other than 2 x 2: three machines of two (the leaders' communicator
+// has 3 ranks), one machine of three (the leaders' has 1), three machines
+// of one (no machine communicator). Values are multiples of 12, so every
+// mean is exact and must match the world mean bit for bit.
+TEST(Hierarchical, OtherMachineShapesGiveTheWorldMean) {
+  struct Shape {
+    int world, local;
+  };
+  for (const Shape sh : {Shape{6, 2}, Shape{3, 3}, Shape{3, 1}}) {
+    auto res = ddph_test::run_ranks(sh.world, [&](int rank, int world, const std::string& dir) {
+      ddph_session_t* h = ddph_test::open_session(
+          yaml(hier_hook("{family: default, name: allreduce}", sh.local)), rank, world, dir);
+      DDPH_CHILD_CHECK(h != nullptr, "open");
+      auto g = std::vector<std::vector<float>>(size_t(world), std::vector<float>(kN));
+      for (int r = 0; r < world; ++r)
+        for (size_t i = 0; i < kN; ++i)
+          g[size_t(r)][i] = float(12 * ((int(i) * 5 + r * 7) % 19 - 9));
+      std::vector<int> all;
+      for (int r = 0; r < world; ++r) all.push_back(r);
+      const auto mean = mean_over(g, all);
+      std::vector<float> v = g[size_t(rank)];
+      DDPH_CHILD_CHECK(run(h, v, 0), "bucket");
+      DDPH_CHILD_CHECK(std::equal(v.begin(), v.end(), mean.begin()),
+                       "world %d, local %d: not the exact world mean", world, sh.local);
+      DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(h, v.data(), v.size() * sizeof(float)),
+                       "ranks differ");
+      ddph_session_close(h);
+      return 0;
+    });
+    EXPECT_TRUE(ddph_test::all_passed(res))
+        << "world " << sh.world << ", local " << sh.local << ": " << ddph_test::describe(res);
+  }
+}
+
 // The bytes one machine sends the other: measured per peer on the sockets
 // (bytes_sent_to), for the flat inner hook and for the hierarchical wrapper
 // around it, on a 4 MiB bucket. Machines come from the host names here
