@@ -24,9 +24,9 @@ void Staging::abandon() {
   mem_ = std::make_unique<std::vector<char>>();
 }
 
-Communicator::Communicator(MPI_Comm comm, std::chrono::milliseconds timeout,
+Communicator::Communicator(MPI_Comm comm, std::chrono::milliseconds timeout, bool staging,
                            std::shared_ptr<std::atomic<uint64_t>> bytes)
-    : comm_(comm), timeout_(timeout), bytes_(std::move(bytes)) {
+    : comm_(comm), timeout_(timeout), staging_(staging), bytes_(std::move(bytes)) {
   MPICHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "comm_mpi: new communicator");
   MPICHECK(MPI_Comm_rank(comm_, &rank_), "comm_mpi: new communicator");
   MPICHECK(MPI_Comm_size(comm_, &size_), "comm_mpi: new communicator");

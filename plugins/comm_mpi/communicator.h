@@ -6,9 +6,11 @@
 // Timeouts: MPI cannot cancel a collective. When a wait runs past the
 // timeout the operation is abandoned, still posted, and the communicator is
 // broken: every later call fails fast with DDPH_COMM_FAILURE. MPI may still
-// touch the operation's buffers if the missing peer shows up later, so they
-// are always this communicator's own staging buffers, never the caller's,
-// and an abandoned one is leaked rather than freed.
+// touch the operation's buffers if the missing peer shows up later. With
+// staging on (the default), they are this communicator's own buffers, never
+// the caller's, and an abandoned one is leaked rather than freed; with
+// staging off MPI works on the caller's buffers, two copies fewer per call,
+// and after a timeout the caller must keep them alive.
 #pragma once
 
 #include <ddph/ddph.h>
@@ -44,7 +46,7 @@ class Communicator {
   // sets MPI_ERRORS_RETURN on it. Split communicators share their parent's
   // byte count, so a session's wire bytes include its subgroups' traffic.
   Communicator(
-      MPI_Comm comm, std::chrono::milliseconds timeout,
+      MPI_Comm comm, std::chrono::milliseconds timeout, bool staging,
       std::shared_ptr<std::atomic<uint64_t>> bytes = std::make_shared<std::atomic<uint64_t>>(0));
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -97,6 +99,7 @@ class Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_;
+  bool staging_;  // MPI works on send_stage_/recv_stage_, not the caller's buffers
   std::shared_ptr<std::atomic<uint64_t>> bytes_;
   Staging send_stage_, recv_stage_;
 

@@ -6,12 +6,14 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <thread>
 
 #include "core/comm_init.h"
 #include "core/error.h"
 #include "core/host.h"
+#include "core/options.h"
 #include "plugins/comm_mpi/comm_table.h"
 #include "plugins/comm_mpi/mpi_check.h"
 #include "plugins/comm_mpi/mpi_runtime.h"
@@ -19,6 +21,21 @@
 namespace ddph {
 namespace comm_mpi {
 namespace {
+
+const ddph_option_spec_t kOptions[] = {
+    spec_bool("staging", "true",
+              "copy through the communicator's own buffers, so that a timed-out collective "
+              "never writes into the caller's memory; false saves two copies per call"),
+};
+
+// The option, or its default when the caller passed no options at all.
+bool staging_option(const ddph_comm_init_t& init) {
+  Options options(init.options, init.num_options);
+  for (size_t i = 0; i < init.num_options; ++i)
+    if (init.options[i].name != nullptr && std::strcmp(init.options[i].name, "staging") == 0)
+      return options.get_bool("staging");
+  return true;
+}
 
 // The loader's rank and world must be MPI's: ddphooks has no other way to
 // learn them, and a mismatch would pair the wrong ranks' buckets.
@@ -54,6 +71,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
     ensure_mpi();
     check_placement(*init);
     const std::chrono::milliseconds timeout(init->timeout_ms);
+    const bool staging = staging_option(*init);
     // A private copy of MPI_COMM_WORLD: ddphooks' messages never match the
     // host's. MPI_Comm_idup, so that a missing rank is a timeout, not a hang.
     MPI_Comm dup = MPI_COMM_NULL;
@@ -71,7 +89,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
     }
     std::unique_ptr<Communicator> comm;
     try {
-      comm = std::make_unique<Communicator>(dup, timeout);
+      comm = std::make_unique<Communicator>(dup, timeout, staging);
     } catch (...) {
       MPI_Comm_free(&dup);
       throw;
@@ -87,8 +105,8 @@ const ddph_comm_factory_t kFactory = [] {
   f.summary =
       "MPI (e.g. Open MPI under mpirun) on CPU tensors; ranks come from the MPI launcher, no "
       "rendezvous";
-  f.options = nullptr;
-  f.num_options = 0;
+  f.options = kOptions;
+  f.num_options = sizeof kOptions / sizeof kOptions[0];
   f.create = &create;
   return f;
 }();

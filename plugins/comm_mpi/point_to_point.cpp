@@ -53,12 +53,12 @@ void Communicator::recv(DLTensor* buf_t, int peer) {
   check_not_broken(what);
   if (buf.numel == 0) return;
   reap_sends(what);
-  char* stage = recv_stage_.get(buf.bytes());
+  char* work = staging_ ? recv_stage_.get(buf.bytes()) : static_cast<char*>(buf.data);
   MPI_Request req = MPI_REQUEST_NULL;
-  check(MPI_Irecv(stage, int(buf.numel), mpi_datatype(buf.dtype), peer, kP2PTag, comm_, &req),
+  check(MPI_Irecv(work, int(buf.numel), mpi_datatype(buf.dtype), peer, kP2PTag, comm_, &req),
         "MPI_Irecv", what);
   wait(&req, what, {&recv_stage_});
-  std::memcpy(buf.data, stage, buf.bytes());
+  if (work != buf.data) std::memcpy(buf.data, work, buf.bytes());
 }
 
 void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
@@ -103,16 +103,19 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
   check_not_broken(what);
   const size_t es = dtype_size(send.dtype);
   // Never a NULL buffer, even for empty tensors: MPI may reject one.
-  char* in = send_stage_.get(std::max<size_t>(send.bytes(), 1));
-  char* out = recv_stage_.get(std::max<size_t>(recv.bytes(), 1));
-  std::memcpy(in, send.data, send.bytes());
+  const bool direct = !staging_ && send.bytes() > 0 && recv.bytes() > 0;
+  char* in =
+      direct ? static_cast<char*>(send.data) : send_stage_.get(std::max<size_t>(send.bytes(), 1));
+  char* out =
+      direct ? static_cast<char*>(recv.data) : recv_stage_.get(std::max<size_t>(recv.bytes(), 1));
+  if (in != send.data) std::memcpy(in, send.data, send.bytes());
   const MPI_Datatype type = mpi_datatype(send.dtype);
   MPI_Request req = MPI_REQUEST_NULL;
   check(MPI_Ialltoallv(in, scounts.data(), sdispls.data(), type, out, rcounts.data(),
                        rdispls.data(), type, comm_, &req),
         "MPI_Ialltoallv", what);
   wait(&req, what, {&send_stage_, &recv_stage_});
-  std::memcpy(recv.data, out, recv.bytes());
+  if (out != recv.data) std::memcpy(recv.data, out, recv.bytes());
   count(uint64_t(send_total - send_counts[size_t(rank_)]) * es);
 }
 
@@ -133,7 +136,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
         what);
   if (sub == MPI_COMM_NULL) return nullptr;
   try {
-    return std::make_unique<Communicator>(sub, timeout_, bytes_);
+    return std::make_unique<Communicator>(sub, timeout_, staging_, bytes_);
   } catch (...) {
     MPI_Comm_free(&sub);
     throw;

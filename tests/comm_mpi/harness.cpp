@@ -109,6 +109,15 @@ ddph_comm_t* make_comm(Err* err, int64_t timeout_ms, int rank, int world) {
   init.world_size = world >= 0 ? world : job_size();
   init.prefix = "test";
   init.timeout_ms = timeout_ms;
+  // DDPH_MPI_TEST_STAGING=false runs the same tests on the caller's buffers.
+  ddph_option_t staging{};
+  staging.struct_size = sizeof staging;
+  staging.name = "staging";
+  staging.type = DDPH_BOOL;
+  const char* env = std::getenv("DDPH_MPI_TEST_STAGING");
+  staging.value.b = env == nullptr || std::strcmp(env, "false") != 0;
+  init.options = &staging;
+  init.num_options = 1;
   ddph_comm_t* comm = nullptr;
   *err = take(factory()->create(&init, &comm));
   return err->ok() ? comm : nullptr;
