@@ -1,8 +1,8 @@
 // The collectives of ddph_comm_t on MPI's nonblocking collectives. Each
-// checks its arguments fully before calling MPI, copies its input into this
-// communicator's staging buffer, waits within the timeout, and copies the
-// result out (see communicator.h for why MPI never sees the caller's
-// buffers).
+// checks its arguments fully before calling MPI, and waits within the
+// timeout. With staging on (the default) MPI works on this communicator's
+// own buffers, copied in and out (see communicator.h for why); with it off,
+// on the caller's.
 //
 // Bytes sent are counted with the usual bandwidth-optimal algorithms'
 // per-rank payload (docs/mpi.md): allreduce 2(p-1)/p of the buffer,
@@ -32,16 +32,17 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   reap_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;
-  char* stage = send_stage_.get(send.bytes());
-  std::memcpy(stage, send.data, send.bytes());
+  // MPI reduces `work` in place: the staging buffer, or recv itself.
+  char* work = staging_ ? send_stage_.get(send.bytes()) : static_cast<char*>(recv.data);
+  if (work != send.data) std::memcpy(work, send.data, send.bytes());
   // DDPH_AVG: PyTorch's divide-first numerics, then a SUM.
-  if (op == DDPH_AVG) divide_inplace(send.dtype, stage, send.numel, size_);
+  if (op == DDPH_AVG) divide_inplace(send.dtype, work, send.numel, size_);
   MPI_Request req = MPI_REQUEST_NULL;
-  check(MPI_Iallreduce(MPI_IN_PLACE, stage, int(send.numel), mpi_datatype(send.dtype),
+  check(MPI_Iallreduce(MPI_IN_PLACE, work, int(send.numel), mpi_datatype(send.dtype),
                        mpi_op(send.dtype, op), comm_, &req),
         "MPI_Iallreduce", what);
   wait(&req, what, {&send_stage_});
-  std::memcpy(recv.data, stage, recv.bytes());
+  if (work != recv.data) std::memcpy(recv.data, work, recv.bytes());
   count(2 * uint64_t(size_ - 1) * send.bytes() / uint64_t(size_));
 }
 
@@ -56,16 +57,19 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   reap_sends(what);
   check_not_broken(what);
   if (recv.numel == 0) return;
-  char* in = send_stage_.get(send.bytes());
-  char* out = recv_stage_.get(recv.bytes());
-  std::memcpy(in, send.data, send.bytes());
+  // The input is copied when it must change (AVG divides first) or may
+  // alias the output, which MPI forbids.
+  const bool copy_in = staging_ || op == DDPH_AVG || overlaps(send, recv);
+  char* in = copy_in ? send_stage_.get(send.bytes()) : static_cast<char*>(send.data);
+  char* out = staging_ ? recv_stage_.get(recv.bytes()) : static_cast<char*>(recv.data);
+  if (copy_in) std::memcpy(in, send.data, send.bytes());
   if (op == DDPH_AVG) divide_inplace(send.dtype, in, send.numel, size_);
   MPI_Request req = MPI_REQUEST_NULL;
   check(MPI_Ireduce_scatter_block(in, out, int(recv.numel), mpi_datatype(send.dtype),
                                   mpi_op(send.dtype, op), comm_, &req),
         "MPI_Ireduce_scatter_block", what);
   wait(&req, what, {&send_stage_, &recv_stage_});
-  std::memcpy(recv.data, out, recv.bytes());
+  if (out != recv.data) std::memcpy(recv.data, out, recv.bytes());
   count(uint64_t(size_ - 1) * recv.bytes());
 }
 
@@ -79,15 +83,18 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
   reap_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;
-  char* in = send_stage_.get(send.bytes());
-  char* out = recv_stage_.get(recv.bytes());
-  std::memcpy(in, send.data, send.bytes());
+  // send may be this rank's block of recv (in place): MPI forbids the
+  // overlap, so it is copied then.
+  const bool copy_in = staging_ || overlaps(send, recv);
+  char* in = copy_in ? send_stage_.get(send.bytes()) : static_cast<char*>(send.data);
+  char* out = staging_ ? recv_stage_.get(recv.bytes()) : static_cast<char*>(recv.data);
+  if (copy_in) std::memcpy(in, send.data, send.bytes());
   MPI_Request req = MPI_REQUEST_NULL;
   const MPI_Datatype type = mpi_datatype(send.dtype);
   check(MPI_Iallgather(in, int(send.numel), type, out, int(send.numel), type, comm_, &req),
         "MPI_Iallgather", what);
   wait(&req, what, {&send_stage_, &recv_stage_});
-  std::memcpy(recv.data, out, recv.bytes());
+  if (out != recv.data) std::memcpy(recv.data, out, recv.bytes());
   count(uint64_t(size_ - 1) * send.bytes());
 }
 
@@ -100,13 +107,13 @@ void Communicator::broadcast(DLTensor* buf_t, int root) {
   reap_sends(what);
   check_not_broken(what);
   if (buf.numel == 0) return;
-  char* stage = send_stage_.get(buf.bytes());
-  if (rank_ == root) std::memcpy(stage, buf.data, buf.bytes());
+  char* work = staging_ ? send_stage_.get(buf.bytes()) : static_cast<char*>(buf.data);
+  if (rank_ == root && work != buf.data) std::memcpy(work, buf.data, buf.bytes());
   MPI_Request req = MPI_REQUEST_NULL;
-  check(MPI_Ibcast(stage, int(buf.numel), mpi_datatype(buf.dtype), root, comm_, &req), "MPI_Ibcast",
+  check(MPI_Ibcast(work, int(buf.numel), mpi_datatype(buf.dtype), root, comm_, &req), "MPI_Ibcast",
         what);
   wait(&req, what, {&send_stage_});
-  if (rank_ != root) std::memcpy(buf.data, stage, buf.bytes());
+  if (rank_ != root && work != buf.data) std::memcpy(buf.data, work, buf.bytes());
   if (rank_ == root) count(uint64_t(size_ - 1) * buf.bytes());
 }
 
