@@ -14,6 +14,7 @@
 #include "core/kernels/divide.h"
 #include "plugins/comm_mpi/communicator.h"
 #include "plugins/comm_mpi/mpi_types.h"
+#include "plugins/comm_mpi/nbc_tuning.h"
 
 namespace ddph {
 namespace comm_mpi {
@@ -38,9 +39,12 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   // DDPH_AVG: PyTorch's divide-first numerics, then a SUM.
   if (op == DDPH_AVG) divide_inplace(send.dtype, work, send.numel, size_);
   MPI_Request req = MPI_REQUEST_NULL;
-  check(MPI_Iallreduce(MPI_IN_PLACE, work, int(send.numel), mpi_datatype(send.dtype),
-                       mpi_op(send.dtype, op), comm_, &req),
-        "MPI_Iallreduce", what);
+  {
+    RingHint ring(send.bytes());
+    check(MPI_Iallreduce(MPI_IN_PLACE, work, int(send.numel), mpi_datatype(send.dtype),
+                         mpi_op(send.dtype, op), comm_, &req),
+          "MPI_Iallreduce", what);
+  }
   wait(&req, what, {&send_stage_});
   if (work != recv.data) std::memcpy(recv.data, work, recv.bytes());
   count(2 * uint64_t(size_ - 1) * send.bytes() / uint64_t(size_));
