@@ -8,6 +8,7 @@
 // per-rank payload (docs/mpi.md): allreduce 2(p-1)/p of the buffer,
 // reduce_scatter and allgather (p-1) blocks, broadcast (p-1) buffers from
 // the root.
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -18,6 +19,23 @@
 
 namespace ddph {
 namespace comm_mpi {
+namespace {
+
+// dst = src, divided by `divisor` when it is not 1 (AVG's divide-first).
+// Chunk by chunk, so that each chunk is divided while it is still in cache
+// rather than in a second pass over the whole buffer. dst may be src.
+void copy_divided(DType dtype, char* dst, const void* src, size_t numel, int divisor) {
+  constexpr size_t kChunkBytes = 128 * 1024;
+  const size_t es = dtype_size(dtype), chunk = kChunkBytes / es;
+  const char* in = static_cast<const char*>(src);
+  for (size_t at = 0; at < numel; at += chunk) {
+    const size_t n = std::min(chunk, numel - at);
+    if (dst != in) std::memcpy(dst + at * es, in + at * es, n * es);
+    if (divisor != 1) divide_inplace(dtype, dst + at * es, n, divisor);
+  }
+}
+
+}  // namespace
 
 void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
   const char* what = "allreduce";
@@ -35,9 +53,8 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   if (send.numel == 0) return;
   // MPI reduces `work` in place: the staging buffer, or recv itself.
   char* work = staging_ ? send_stage_.get(send.bytes()) : static_cast<char*>(recv.data);
-  if (work != send.data) std::memcpy(work, send.data, send.bytes());
   // DDPH_AVG: PyTorch's divide-first numerics, then a SUM.
-  if (op == DDPH_AVG) divide_inplace(send.dtype, work, send.numel, size_);
+  copy_divided(send.dtype, work, send.data, send.numel, op == DDPH_AVG ? size_ : 1);
   MPI_Request req = MPI_REQUEST_NULL;
   {
     RingHint ring(send.bytes());
@@ -66,8 +83,7 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   const bool copy_in = staging_ || op == DDPH_AVG || overlaps(send, recv);
   char* in = copy_in ? send_stage_.get(send.bytes()) : static_cast<char*>(send.data);
   char* out = staging_ ? recv_stage_.get(recv.bytes()) : static_cast<char*>(recv.data);
-  if (copy_in) std::memcpy(in, send.data, send.bytes());
-  if (op == DDPH_AVG) divide_inplace(send.dtype, in, send.numel, size_);
+  if (copy_in) copy_divided(send.dtype, in, send.data, send.numel, op == DDPH_AVG ? size_ : 1);
   MPI_Request req = MPI_REQUEST_NULL;
   check(MPI_Ireduce_scatter_block(in, out, int(recv.numel), mpi_datatype(send.dtype),
                                   mpi_op(send.dtype, op), comm_, &req),
