@@ -15,16 +15,26 @@ int64_t view_numel(const ddph_param_t& param) {
   return n;
 }
 
-float* param_f32_data(const ddph_bucket_t& bucket, size_t i, const char* hook, const char* role) {
+float* param_f32_data(const ddph_bucket_t& bucket, size_t i, const char* hook, const char* role,
+                      BucketMemory memory) {
   const ddph_param_t& p = bucket.params[i];
   const DLTensor& t = p.data;
   DDPH_CHECK(t.data != nullptr, DDPH_INVALID_ARGUMENT,
              hook << ": bucket.params[" << i << "].data.data is NULL, but this hook writes " << role
                   << " there; the host must share it");
-  DDPH_CHECK(t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost,
+  const bool host = t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost;
+  const DLDevice& at = bucket.buffer.device;
+  const bool same_gpu = t.device.device_type == kDLCUDA && at.device_type == kDLCUDA &&
+                        t.device.device_id == at.device_id;
+  DDPH_CHECK(host == (at.device_type != kDLCUDA) &&
+                 (host || (same_gpu && memory == BucketMemory::kHostOrCuda)),
              DDPH_UNSUPPORTED,
-             hook << ": bucket.params[" << i << "].data.device type " << int(t.device.device_type)
-                  << " is not supported (CPU only in this build)");
+             hook << ": bucket.params[" << i << "].data is on device type "
+                  << int(t.device.device_type) << " (id " << t.device.device_id
+                  << ") but the bucket is on device type " << int(at.device_type) << " (id "
+                  << at.device_id << "); this hook writes "
+                  << (memory == BucketMemory::kHost ? "host memory only"
+                                                    : "the bucket's own device only"));
   DDPH_CHECK(
       t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1, DDPH_UNSUPPORTED,
       hook << ": bucket.params[" << i << "].data is not float32; " << role << " must be float32");

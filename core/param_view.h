@@ -9,17 +9,21 @@
 
 #include <cstdint>
 
+#include "core/bucket_check.h"
+
 namespace ddph {
 
 // Elements of params[i]'s gradient view in the bucket (product of its
 // shape), for a bucket that passed check_bucket.
 int64_t view_numel(const ddph_param_t& param);
 
-// params[i].data as float32 host memory of the view's element count,
-// contiguous (strides NULL or row-major dense). Throws DDPH_INVALID_ARGUMENT
-// naming `hook`, the field and `role` (what the hook writes there)
-// when data.data is NULL or the tensor does not fit, DDPH_UNSUPPORTED for
-// another dtype or a device this build cannot write.
-float* param_f32_data(const ddph_bucket_t& bucket, size_t i, const char* hook, const char* role);
+// params[i].data as float32 memory of the view's element count, contiguous
+// (strides NULL or row-major dense): host memory, or with kHostOrCuda CUDA
+// memory on the bucket buffer's device. Throws DDPH_INVALID_ARGUMENT naming
+// `hook`, the field and `role` (what the hook writes there) when data.data
+// is NULL or the tensor does not fit, DDPH_UNSUPPORTED for another dtype or
+// a device the hook cannot write.
+float* param_f32_data(const ddph_bucket_t& bucket, size_t i, const char* hook, const char* role,
+                      BucketMemory memory = BucketMemory::kHost);
 
 }  // namespace ddph

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/kernels/cuda/elementwise_cuda.h"
+#include "core/kernels/cuda/scratch_pool.h"
 #include "plugins/comm_nccl/communicator.h"
 #include "plugins/comm_nccl/nccl_check.h"
 #include "plugins/comm_nccl/nccl_types.h"
@@ -25,13 +26,13 @@ void Communicator::run(const char* what, std::initializer_list<Arg> args, void* 
     return;
   }
   // Host memory: NCCL reaches only device memory, so stage through
-  // stream-ordered allocations (the runtime's pool keeps them for reuse).
+  // stream-ordered pool memory (core/kernels/cuda/scratch_pool.h).
   std::vector<void*> host;
   for (const Arg& a : args) host.push_back(a.buf->data);
   auto restore = [&] {
     size_t i = 0;
     for (const Arg& a : args) {
-      if (a.buf->data != host[i] && a.buf->data != nullptr) cudaFreeAsync(a.buf->data, staging_);
+      if (a.buf->data != host[i]) cuda::scratch_free(a.buf->data, staging_);
       a.buf->data = host[i++];
     }
   };
@@ -40,7 +41,7 @@ void Communicator::run(const char* what, std::initializer_list<Arg> args, void* 
     for (const Arg& a : args) {
       void* d = nullptr;
       if (a.buf->bytes() > 0) {
-        DDPH_CUDA(cudaMallocAsync(&d, a.buf->bytes(), staging_));
+        DDPH_CUDA(cuda::scratch_alloc(&d, a.buf->bytes(), config_.device, staging_));
         a.buf->data = d;
         if (a.in)
           DDPH_CUDA(cudaMemcpyAsync(d, host[i], a.buf->bytes(), cudaMemcpyHostToDevice, staging_));
@@ -126,7 +127,7 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
         const void* from = send.data;
         void* divided = nullptr;
         if (op == DDPH_AVG) {
-          DDPH_CUDA(cudaMallocAsync(&divided, send.bytes(), s));
+          DDPH_CUDA(cuda::scratch_alloc(&divided, send.bytes(), config_.device, s));
           DDPH_CUDA(cudaMemcpyAsync(divided, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
           DDPH_CUDA(cuda::divide_inplace(send.dtype, divided, send.numel, world, s));
           from = divided;
@@ -134,7 +135,7 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
         ncclResult_t r =
             ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c, s);
         // Stream-ordered: freed after the reduce-scatter has read it.
-        if (divided != nullptr) cudaFreeAsync(divided, s);
+        cuda::scratch_free(divided, s);
         return r;
       });
 }

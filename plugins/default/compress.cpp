@@ -3,7 +3,7 @@
 // cast back into the bucket. The cast and the divide are one pass.
 #include "core/comm_call.h"
 #include "core/hook.h"
-#include "core/kernels/cast.h"
+#include "core/kernels/on_device.h"
 #include "core/tensor.h"
 #include "plugins/default/hooks.h"
 #include "plugins/default/low_precision.h"
@@ -16,6 +16,8 @@ template <DType Low>
 class CompressHook : public Hook {
  public:
   static constexpr uint32_t kFlags = 0;
+  // The casts run on the bucket's stream (core/kernels/on_device.h).
+  static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";
   explicit CompressHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
 
@@ -30,12 +32,14 @@ class CompressHook : public Hook {
       count_out(uint64_t(n) * 2);
       comm_allreduce(comm_, buf, DDPH_AVG, bucket.stream);
     } else {
-      uint16_t* low = scratch_.get(bucket.index, size_t(n));
-      cast_div_into(dtype, data, Low, low, size_t(n), world);
+      const Where at = where_of(bucket);
+      ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
+      uint16_t* low = static_cast<uint16_t*>(scratch.data());
+      cast_div_into(at, dtype, data, Low, low, size_t(n), world);
       FlatTensor buf(low, Low, n, bucket.buffer.device);
       count_out(uint64_t(n) * 2);
       comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
-      cast_into(Low, low, dtype, data, size_t(n));
+      cast_into(at, Low, low, dtype, data, size_t(n));
     }
     done.ok();
   }

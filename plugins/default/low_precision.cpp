@@ -11,11 +11,5 @@ void check_low_input(const char* hook, DType dtype, DType low) {
                   << "float64 or " << dtype_name(low) << ")");
 }
 
-uint16_t* ScratchBuffers::get(uint64_t bucket_index, size_t n) {
-  std::vector<uint16_t>& v = buffers_[bucket_index];
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
 }  // namespace default_family
 }  // namespace ddph

@@ -1,7 +1,7 @@
 // PyTorch's fp16_compress_wrapper / bf16_compress_wrapper: hand the inner
 // hook a 16-bit copy of the bucket, wait for it, cast its result back.
 #include "core/hook.h"
-#include "core/kernels/cast.h"
+#include "core/kernels/on_device.h"
 #include "core/tensor.h"
 #include "plugins/default/hooks.h"
 #include "plugins/default/low_precision.h"
@@ -14,6 +14,8 @@ template <DType Low>
 class WrapperHook : public Hook {
  public:
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER;
+  // The casts run on the bucket's stream; the inner hook decides for itself.
+  static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
 
   explicit WrapperHook(const ddph_hook_init_t& init) : inner_(*init.inner) {
@@ -33,14 +35,16 @@ class WrapperHook : public Hook {
       return;
     }
     void* data = data_ptr(bucket.buffer);
-    uint16_t* low = scratch_.get(bucket.index, size_t(n));
-    cast_into(dtype, data, Low, low, size_t(n));
+    const Where at = where_of(bucket);
+    ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
+    uint16_t* low = static_cast<uint16_t*>(scratch.data());
+    cast_into(at, dtype, data, Low, low, size_t(n));
     FlatTensor buf(low, Low, n, bucket.buffer.device);
     ddph_bucket_t inner_bucket = bucket;  // same index, step, is_last, params, stream
     inner_bucket.struct_size = sizeof inner_bucket;
     inner_bucket.buffer = *buf.dl();
     run_hook_blocking(inner_, inner_bucket);
-    cast_into(Low, low, dtype, data, size_t(n));
+    cast_into(at, Low, low, dtype, data, size_t(n));
     done.ok();
   }
 

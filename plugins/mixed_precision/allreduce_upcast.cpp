@@ -14,14 +14,13 @@
 // that would read the bucket or the parameters (hook_then_optimizer,
 // fp16_wrapper) refuse it at create time.
 //
-// CPU only in this build: on CUDA the upcast would have to be enqueued on
-// bucket->stream, and check_bucket refuses CUDA buffers before we get here.
+// On CUDA the divide and the upcasts are enqueued on the bucket's stream
+// (core/kernels/on_device.h), into fp32 gradients on the bucket's device.
 #include <vector>
 
 #include "core/comm_call.h"
 #include "core/hook.h"
-#include "core/kernels/cast.h"
-#include "core/kernels/divide.h"
+#include "core/kernels/on_device.h"
 #include "core/param_view.h"
 #include "core/tensor.h"
 #include "plugins/mixed_precision/hooks.h"
@@ -35,6 +34,7 @@ constexpr const char* kName = "allreduce_upcast";
 class AllreduceUpcastHook : public Hook {
  public:
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_RESULT_ELSEWHERE;
+  static constexpr bool kRunsOnCuda = true;
   explicit AllreduceUpcastHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
@@ -50,16 +50,18 @@ class AllreduceUpcastHook : public Hook {
     // Every destination is checked before anything is sent.
     grads_.assign(bucket.num_params, nullptr);
     for (size_t i = 0; i < bucket.num_params; ++i)
-      grads_[i] = param_f32_data(bucket, i, kName, "the parameter's float32 gradient");
+      grads_[i] = param_f32_data(bucket, i, kName, "the parameter's float32 gradient",
+                                 BucketMemory::kHostOrCuda);
 
     allreduce_bucket(comm_, bucket, dtype, DDPH_SUM);
     void* data = data_ptr(bucket.buffer);
-    divide_inplace(dtype, data, size_t(bucket.buffer.shape[0]), comm_size(comm_));
+    const Where at = where_of(bucket);
+    divide_inplace(at, dtype, data, size_t(bucket.buffer.shape[0]), comm_size(comm_));
 
     for (size_t i = 0; i < bucket.num_params; ++i) {
       const ddph_param_t& p = bucket.params[i];
       const char* src = static_cast<const char*>(data) + size_t(p.offset) * dtype_size(dtype);
-      cast_into(dtype, src, DType::F32, grads_[i], size_t(view_numel(p)));
+      cast_into(at, dtype, src, DType::F32, grads_[i], size_t(view_numel(p)));
     }
     done.ok();
   }

@@ -1,0 +1,113 @@
+#include "core/kernels/on_device.h"
+
+#include "core/error.h"
+#include "core/kernels/cast.h"
+#include "core/kernels/divide.h"
+#ifdef DDPH_HAVE_CUDA
+#include "core/kernels/cuda/elementwise_cuda.h"
+#include "core/kernels/cuda/scratch_pool.h"
+#endif
+
+namespace ddph {
+namespace {
+
+#ifdef DDPH_HAVE_CUDA
+void enqueued(cudaError_t error, const char* what) {
+  DDPH_CHECK(error == cudaSuccess, DDPH_INTERNAL,
+             what << " on the GPU failed: " << cudaGetErrorName(error) << ": "
+                  << cudaGetErrorString(error));
+}
+cudaStream_t stream_of(const Where& at) {
+  return static_cast<cudaStream_t>(at.stream);
+}
+// Launches go to the buffer's device, whatever the calling thread's is.
+class OnDevice {
+ public:
+  explicit OnDevice(const Where& at) {
+    enqueued(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != at.device.device_id) enqueued(cudaSetDevice(at.device.device_id), "cudaSetDevice");
+  }
+  ~OnDevice() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+#else
+[[noreturn]] void no_cuda(const char* what) {
+  DDPH_FAIL(DDPH_UNSUPPORTED, what << ": the buffer is CUDA memory, but this build of ddphooks "
+                                      "has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
+}
+#endif
+
+}  // namespace
+
+Where where_of(const ddph_bucket_t& bucket) {
+  return Where{bucket.buffer.device, bucket.stream};
+}
+
+void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w) {
+  if (!at.cuda()) return divide_inplace(dtype, data, n, w);
+#ifdef DDPH_HAVE_CUDA
+  DDPH_CHECK(w >= 1, DDPH_INVALID_ARGUMENT, "divide_inplace: divisor " << w << " is below 1");
+  OnDevice device(at);
+  enqueued(cuda::divide_inplace(dtype, data, n, w, stream_of(at)), "divide");
+#else
+  no_cuda("divide");
+#endif
+}
+
+void cast_into(const Where& at, DType from, const void* src, DType to, void* dst, size_t n) {
+  if (!at.cuda()) return cast_into(from, src, to, dst, n);
+#ifdef DDPH_HAVE_CUDA
+  OnDevice device(at);
+  const cudaError_t e = cuda::cast_into(from, src, to, dst, n, stream_of(at));
+  DDPH_CHECK(e != cudaErrorInvalidValue, DDPH_UNSUPPORTED,
+             "cast_into: " << dtype_name(from) << " -> " << dtype_name(to)
+                           << " is not a supported cast");
+  enqueued(e, "cast");
+#else
+  no_cuda("cast");
+#endif
+}
+
+void cast_div_into(const Where& at, DType from, const void* src, DType low, uint16_t* dst,
+                   size_t n, int64_t w) {
+  if (!at.cuda()) return cast_div_into(from, src, low, dst, n, w);
+#ifdef DDPH_HAVE_CUDA
+  OnDevice device(at);
+  const cudaError_t e = cuda::cast_div_into(from, src, low, dst, n, w, stream_of(at));
+  DDPH_CHECK(e != cudaErrorInvalidValue, DDPH_UNSUPPORTED,
+             "cast_div_into: " << dtype_name(from) << " -> " << dtype_name(low) << " / " << w
+                               << " is not supported");
+  enqueued(e, "cast and divide");
+#else
+  no_cuda("cast and divide");
+#endif
+}
+
+ScratchBuffers::Lease::~Lease() {
+#ifdef DDPH_HAVE_CUDA
+  if (data_ != nullptr && at_.cuda()) cuda::scratch_free(data_, stream_of(at_));
+#endif
+}
+
+ScratchBuffers::Lease ScratchBuffers::get(const Where& at, uint64_t index, size_t bytes) {
+  if (!at.cuda()) {
+    std::vector<unsigned char>& v = host_[index];
+    if (v.size() < bytes) v.resize(bytes);
+    return Lease(v.data(), at);
+  }
+#ifdef DDPH_HAVE_CUDA
+  void* p = nullptr;
+  if (bytes > 0) {
+    OnDevice device(at);
+    enqueued(cuda::scratch_alloc(&p, bytes, at.device.device_id, stream_of(at)),
+             "scratch allocation");
+  }
+  return Lease(p, at);
+#else
+  no_cuda("scratch");
+#endif
+}
+
+}  // namespace ddph

@@ -1,0 +1,59 @@
+// The array kernels on whatever memory a bucket is in: the CPU kernels for
+// host memory; for CUDA memory their CUDA twins (core/kernels/cuda),
+// enqueued on the bucket's stream with no host wait. In a build without CUDA
+// a CUDA buffer is DDPH_UNSUPPORTED. Hooks that use only these (and the
+// communicator) can declare kRunsOnCuda.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace ddph {
+
+// Where a kernel runs: the device of the memory, and the stream for CUDA.
+struct Where {
+  DLDevice device;
+  void* stream;
+  bool cuda() const { return device.device_type == kDLCUDA; }
+};
+Where where_of(const ddph_bucket_t& bucket);
+
+// As in divide.h and cast.h.
+void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w);
+void cast_into(const Where& at, DType from, const void* src, DType to, void* dst, size_t n);
+void cast_div_into(const Where& at, DType from, const void* src, DType low, uint16_t* dst,
+                   size_t n, int64_t w);
+
+// Scratch kept by a hook: on the host one buffer per bucket index, grown as
+// needed and reused every step; on a GPU, pool memory leased for one run.
+class ScratchBuffers {
+ public:
+  // Frees the run's device memory, ordered on its stream, when it ends.
+  class Lease {
+   public:
+    Lease(void* data, const Where& at) : data_(data), at_(at) {}
+    Lease(Lease&& other) noexcept : data_(other.data_), at_(other.at_) { other.data_ = nullptr; }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease();
+    void* data() const { return data_; }
+
+   private:
+    void* data_;
+    Where at_;
+  };
+
+  // bytes of scratch for bucket `index` in at's memory.
+  Lease get(const Where& at, uint64_t index, size_t bytes);
+
+ private:
+  std::unordered_map<uint64_t, std::vector<unsigned char>> host_;
+};
+
+}  // namespace ddph
