@@ -167,4 +167,61 @@ TEST_F(NcclWorldOfOne, TheAllreduceHookRunsOnACudaBucket) {
   EXPECT_EQ(d.to_host(), host);  // the mean over a world of one
 }
 
+// The hooks with a CUDA path give, on a GPU bucket over NCCL, the bits their
+// CPU path gives over Gloo (world 1: the casts and divides are the whole
+// difference, and those are the shared per-element math).
+TEST(NcclHooks, CudaPathsMatchTheCpuPathBitForBit) {
+  DDPH_SKIP_WITHOUT_GPU();
+  const char* hooks[] = {
+      "{family: default, name: fp16_compress}",
+      "{family: default, name: bf16_compress}",
+      "{family: default, name: fp16_wrapper, wrap: {family: default, name: allreduce}}",
+      "{family: default, name: bf16_wrapper, wrap: {family: default, name: allreduce}}",
+  };
+  std::vector<float> input = {1.0f, -2.5f, 3.14159f, 1e-6f, 65519.0f, 7e-8f, -0.0f, 1234.5678f};
+  for (const char* hook : hooks) {
+    std::string error;
+    ddph_session_t* gpu = ddph_test::open_session(yaml(hook), 0, 1, temp_dir(), &error);
+    ASSERT_NE(gpu, nullptr) << hook << ": " << error;
+    ddph_session_t* cpu = ddph_test::open_session(
+        "comm: {backend: gloo, timeout: 20s}\nhook: " + std::string(hook) + "\n", 0, 1, temp_dir(),
+        &error);
+    ASSERT_NE(cpu, nullptr) << hook << ": " << error;
+    std::vector<float> on_cpu = input;
+    ddph_test::FloatBucket cb(on_cpu, 0, 0, true);
+    ASSERT_EQ(ddph_test::run_bucket(cpu, cb), DDPH_OK) << hook;
+    DeviceVec<float> d(input);
+    int64_t n = int64_t(input.size());
+    ddph_bucket_t b{};
+    b.struct_size = sizeof b;
+    b.is_last = 1;
+    b.buffer = tensor(d.get(), kF32, &n, true);
+    std::string message;
+    EXPECT_EQ(ddph_test::run_bucket(gpu, b, &message), DDPH_OK) << hook << ": " << message;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> back = d.to_host();
+    EXPECT_EQ(std::memcmp(back.data(), on_cpu.data(), back.size() * 4), 0) << hook;
+    ddph_session_close(gpu);
+    ddph_session_close(cpu);
+  }
+}
+
+TEST(NcclHooks, AHookWithoutACudaPathRefusesAGpuBucket) {
+  DDPH_SKIP_WITHOUT_GPU();
+  std::string error;
+  ddph_session_t* s = ddph_test::open_session(
+      yaml("{family: quantization, name: per_tensor}"), 0, 1, temp_dir(), &error);
+  ASSERT_NE(s, nullptr) << error;
+  DeviceVec<float> d(std::vector<float>(16, 1.0f));
+  int64_t n = 16;
+  ddph_bucket_t b{};
+  b.struct_size = sizeof b;
+  b.is_last = 1;
+  b.buffer = tensor(d.get(), kF32, &n, true);
+  std::string message;
+  EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
+  EXPECT_NE(message.find("host memory only"), std::string::npos) << message;
+  ddph_session_close(s);
+}
+
 }  // namespace
