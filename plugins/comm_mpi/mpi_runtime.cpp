@@ -16,6 +16,7 @@ namespace {
 
 std::mutex g_mutex;
 bool g_we_initialized = false;
+bool g_host_multiple = false;
 
 void finalize_at_exit() {
   int finalized = 1;
@@ -79,6 +80,7 @@ void ensure_mpi() {
                       "MPI_THREAD_SERIALIZED; initialize MPI with MPI_Init_thread("
                       "MPI_THREAD_MULTIPLE) (or SERIALIZED if the host never calls MPI while a "
                       "bucket is in flight)");
+    g_host_multiple = provided >= MPI_THREAD_MULTIPLE;
     return;
   }
   make_libmpi_global();
@@ -104,6 +106,11 @@ void ensure_mpi() {
 bool plugin_initialized_mpi() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_we_initialized;
+}
+
+bool host_may_call_mpi_concurrently() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_host_multiple;
 }
 
 }  // namespace comm_mpi

@@ -22,6 +22,10 @@ void ensure_mpi();
 // Whether ensure_mpi initialized MPI (false: the host did, or nobody yet).
 bool plugin_initialized_mpi();
 
+// Whether the host may be inside MPI on another thread while ddphooks calls
+// it: the host initialized MPI with MPI_THREAD_MULTIPLE. [thread-safe]
+bool host_may_call_mpi_concurrently();
+
 // "MPI_THREAD_SERIALIZED" etc.
 const char* thread_level_name(int level);
 

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "plugins/comm_mpi/mpi_runtime.h"
+
 namespace ddph {
 namespace comm_mpi {
 namespace {
@@ -31,7 +33,7 @@ MPI_T_cvar_handle* handle() {
 }  // namespace
 
 RingHint::RingHint(size_t bytes) {
-  if (bytes < kRingMinBytes) return;
+  if (bytes < kRingMinBytes || host_may_call_mpi_concurrently()) return;
   MPI_T_cvar_handle* h = handle();
   int ring = kRing;
   set_ = h != nullptr && MPI_T_cvar_write(*h, &ring) == MPI_SUCCESS;

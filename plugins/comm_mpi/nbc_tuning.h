@@ -12,7 +12,10 @@
 //
 // Nothing happens with another MPI library (no such variable), when the user
 // chose an algorithm already (e.g. OMPI_MCA_coll_libnbc_iallreduce_algorithm),
-// or below 64 KiB, where libnbc itself prefers latency-bound trees.
+// below 64 KiB, where libnbc itself prefers latency-bound trees, or when the
+// host initialized MPI with MPI_THREAD_MULTIPLE: the variable is
+// process-wide, and a host iallreduce posted on another thread meanwhile
+// would take the ring on some ranks only.
 #pragma once
 
 #include <cstddef>
