@@ -92,8 +92,8 @@ void Communicator::check_peer(int peer, const char* what) const {
              what << ": peer " << peer << " is this rank itself");
 }
 
-void Communicator::wait(MPI_Request* req, const char* what,
-                        std::initializer_list<Staging*> staging) {
+void Communicator::wait(MPI_Request* req, const char* what, std::initializer_list<Staging*> staging,
+                        MPI_Status* status) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto deadline = start + timeout_;
@@ -102,7 +102,7 @@ void Communicator::wait(MPI_Request* req, const char* what,
   // rank waiting for a slow peer leaves the CPU to it.
   for (uint64_t polls = 0;; ++polls) {
     int done = 0;
-    check(MPI_Test(req, &done, MPI_STATUS_IGNORE), "MPI_Test", what);
+    check(MPI_Test(req, &done, status != nullptr ? status : MPI_STATUS_IGNORE), "MPI_Test", what);
     if (done) return;
     if (polls % 64 != 63) continue;
     const auto now = clock::now();

@@ -80,7 +80,9 @@ class Communicator {
  private:
   // Waits for req within the timeout. On timeout or an MPI error the
   // communicator breaks; on timeout the given staging buffers are abandoned.
-  void wait(MPI_Request* req, const char* what, std::initializer_list<Staging*> staging);
+  // status, when given, receives the completed operation's status.
+  void wait(MPI_Request* req, const char* what, std::initializer_list<Staging*> staging,
+            MPI_Status* status = nullptr);
   // Throws DDPH_COMM_FAILURE if the communicator is broken.
   void check_not_broken(const char* what);
   void break_with(const std::string& reason);

@@ -57,7 +57,15 @@ void Communicator::recv(DLTensor* buf_t, int peer) {
   MPI_Request req = MPI_REQUEST_NULL;
   check(MPI_Irecv(work, int(buf.numel), mpi_datatype(buf.dtype), peer, kP2PTag, comm_, &req),
         "MPI_Irecv", what);
-  wait(&req, what, {&recv_stage_});
+  MPI_Status status;
+  wait(&req, what, {&recv_stage_}, &status);
+  // A longer message fails in MPI (truncation); a shorter one must not pass
+  // for a full buffer.
+  int got = 0;
+  check(MPI_Get_count(&status, mpi_datatype(buf.dtype), &got), "MPI_Get_count", what);
+  DDPH_CHECK(size_t(got) == buf.numel, DDPH_INVALID_ARGUMENT,
+             where(what) << ": peer " << peer << " sent " << got << " elements, but buf holds "
+                         << buf.numel);
   if (work != buf.data) std::memcpy(buf.data, work, buf.bytes());
 }
 

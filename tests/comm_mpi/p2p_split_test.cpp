@@ -65,6 +65,20 @@ TEST_F(PointToPoint, RefusesBadPeers) {
   EXPECT_NE(out.message.find("outside"), std::string::npos) << out.message;
 }
 
+// A message shorter than the receiving buffer is an error, not a silently
+// half-filled buffer; the communicator stays usable.
+TEST_F(PointToPoint, ShortMessageIsRefused) {
+  if (world < 2) GTEST_SKIP() << "needs 2 ranks";
+  const int to = (rank + 1) % world, from = (rank + world - 1) % world;
+  Tensor three(kI32, 3), five(kI32, 5);
+  EXPECT_CALL_OK(comm->send(comm->ctx, three.dl(), to, nullptr));
+  Err short_msg = take(comm->recv(comm->ctx, five.dl(), from, nullptr));
+  EXPECT_EQ(short_msg.code, DDPH_INVALID_ARGUMENT);
+  EXPECT_NE(short_msg.message.find("sent 3 elements, but buf holds 5"), std::string::npos)
+      << short_msg.message;
+  EXPECT_CALL_OK(comm->barrier(comm->ctx));
+}
+
 // Rank r sends (2r + p) % 4 elements to rank p: uneven, with empty blocks.
 int64_t count(int from, int to) {
   return (2 * from + to) % 4;
