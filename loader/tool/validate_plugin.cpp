@@ -14,18 +14,19 @@ namespace ddph_tool {
 namespace {
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: ddph validate-plugin [--timeout S] [--json] [--verbose] LIB.so [LIB.so ...]\n"
-               "Checks a plugin shared object against the ddphooks plugin contract: loading,\n"
-               "exported symbols, ABI version, struct sizes, file name, option schemas, and\n"
-               "for every hook: create/destroy, buckets of 0, 1 and 1000 float32 elements on a\n"
-               "world-of-one communicator (done exactly once), NaN/Inf, misuse, checkpoints;\n"
-               "for every communicator factory: a world of one and every collective.\n"
-               "Each check runs in its own process: a crash or a hang is a FAIL row.\n"
-               "  --timeout S  seconds per check before it counts as hung (default 20)\n"
-               "  --json       one JSON object per plugin instead of the table\n"
-               "  --verbose    let the plugin's own output through (stderr)\n"
-               "Exit status: 0 every check passed or was skipped, 1 a check failed, 2 usage.\n");
+  std::fprintf(
+      out,
+      "usage: ddph validate-plugin [--timeout S] [--json] [--verbose] LIB.so [LIB.so ...]\n"
+      "Checks a plugin shared object against the ddphooks plugin contract: loading,\n"
+      "exported symbols, ABI version, struct sizes, file name, option schemas, and\n"
+      "for every hook: create/destroy, buckets of 0, 1 and 1000 float32 elements on a\n"
+      "world-of-one communicator (done exactly once), NaN/Inf, misuse, checkpoints;\n"
+      "for every communicator factory: a world of one and every collective.\n"
+      "Each check runs in its own process: a crash or a hang is a FAIL row.\n"
+      "  --timeout S  seconds per check before it counts as hung (default 20)\n"
+      "  --json       one JSON object per plugin instead of the table\n"
+      "  --verbose    let the plugin's own output through (stderr)\n"
+      "Exit status: 0 every check passed or was skipped, 1 a check failed, 2 usage.\n");
 }
 
 std::string json_string(const std::string& s) {
@@ -95,7 +96,8 @@ int cmd_validate_plugin(int argc, char** argv) {
       char* end = nullptr;
       opt.timeout_s = std::strtod(argv[++i], &end);
       if (*end != '\0' || !(opt.timeout_s > 0 && opt.timeout_s < 86400)) {
-        std::fprintf(stderr, "ddph validate-plugin: --timeout wants seconds > 0, got '%s'\n", argv[i]);
+        std::fprintf(stderr, "ddph validate-plugin: --timeout wants seconds > 0, got '%s'\n",
+                     argv[i]);
         return 2;
       }
     } else if (a[0] == '-') {

@@ -14,8 +14,12 @@
 namespace ddph_validate {
 namespace {
 
-Outcome pass(std::string detail) { return {Status::kPass, std::move(detail)}; }
-Outcome fail(std::string detail) { return {Status::kFail, std::move(detail)}; }
+Outcome pass(std::string detail) {
+  return {Status::kPass, std::move(detail)};
+}
+Outcome fail(std::string detail) {
+  return {Status::kFail, std::move(detail)};
+}
 
 std::string base_name(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -89,7 +93,8 @@ Outcome check_abi(const std::string& path) {
   ddph_host_t future = *ddph_host();
   future.abi_major = DDPH_ABI_MAJOR + 1;
   if (entry(&future) != nullptr)
-    return fail("ddph_plugin_entry accepted a host of ABI major " + std::to_string(DDPH_ABI_MAJOR + 1));
+    return fail("ddph_plugin_entry accepted a host of ABI major " +
+                std::to_string(DDPH_ABI_MAJOR + 1));
   std::string detail = "ABI " + std::to_string(p->abi_major) + "." + std::to_string(p->abi_minor);
   if (p->abi_minor > DDPH_ABI_MINOR)
     detail += " (newer minor than this ddph's " + std::to_string(DDPH_ABI_MINOR) +
@@ -101,8 +106,7 @@ Outcome check_file_name(const std::string& path) {
   std::string error;
   const ddph_plugin_t* p = open_plugin(path, &error);
   if (p == nullptr) return fail(error);
-  if (p->struct_size < DDPH_PLUGIN_SIZE_V1_0 || p->family == nullptr)
-    return fail("no family name");
+  if (p->struct_size < DDPH_PLUGIN_SIZE_V1_0 || p->family == nullptr) return fail("no family name");
   const std::string want = std::string("libddph_") + p->family + ".so";
   if (base_name(path) != want)
     return fail("family '" + std::string(p->family) + "' is found by the loader only as " + want +
@@ -120,7 +124,8 @@ Outcome check_struct_sizes(const std::string& path) {
   if (p->version == nullptr) return fail("version is NULL");
   if (p->num_hooks > 0 && p->hooks == nullptr) return fail("num_hooks > 0 but hooks is NULL");
   if (p->num_comms > 0 && p->comms == nullptr) return fail("num_comms > 0 but comms is NULL");
-  if (p->num_hooks + p->num_comms == 0) return fail("the plugin offers no hook and no communicator");
+  if (p->num_hooks + p->num_comms == 0)
+    return fail("the plugin offers no hook and no communicator");
   std::set<std::string> names;
   for (size_t i = 0; i < p->num_hooks; ++i) {
     const ddph_hook_t* h = p->hooks[i];
@@ -133,7 +138,8 @@ Outcome check_struct_sizes(const std::string& path) {
   }
   for (size_t i = 0; i < p->num_comms; ++i)
     if (p->comms[i] == nullptr || p->comms[i]->struct_size < DDPH_COMM_FACTORY_SIZE_V1_0)
-      return fail("comms[" + std::to_string(i) + "] is NULL or smaller than DDPH_COMM_FACTORY_SIZE_V1_0");
+      return fail("comms[" + std::to_string(i) +
+                  "] is NULL or smaller than DDPH_COMM_FACTORY_SIZE_V1_0");
   return pass("plugin, hook and communicator tables at least v1.0 size");
 }
 
@@ -194,7 +200,8 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
     std::getline(f, index, '\t');
     std::getline(f, name);
     if (kind == "abi") major = std::stoll(index);
-    if (kind == "hook" || kind == "comm") entries.push_back({kind == "hook", std::stoul(index), name});
+    if (kind == "hook" || kind == "comm")
+      entries.push_back({kind == "hook", std::stoul(index), name});
   }
   add("abi_version", "-", isolated([&] { return check_abi(path); }));
   add("file_name", "-", isolated([&] { return check_file_name(path); }));
@@ -202,7 +209,7 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
   add("struct_sizes", "-", sizes);
   // Tables of another major, or too small for what they claim, cannot be
   // read safely: the loader refuses such a plugin, so there is nothing to run.
-  const char* refused = major != DDPH_ABI_MAJOR        ? "ABI major differs: the loader refuses the plugin"
+  const char* refused = major != DDPH_ABI_MAJOR ? "ABI major differs: the loader refuses the plugin"
                         : sizes.status != Status::kPass ? "the tables are malformed (struct_sizes)"
                                                         : nullptr;
   const double done_wait = opt.timeout_s * 0.4;
@@ -214,7 +221,8 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
           continue;
         }
         add(hc.name, e.name, isolated([&] {
-              return with_hook(path, e.index, [&](const ddph_hook_t* h) { return hc.run(h, done_wait); });
+              return with_hook(path, e.index,
+                               [&](const ddph_hook_t* h) { return hc.run(h, done_wait); });
             }));
       }
     } else {
@@ -225,7 +233,8 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
         continue;
       }
       Outcome table = isolated([&] {
-        return with_comm(path, e.index, [](const ddph_comm_factory_t* f) { return check_comm_table(f); });
+        return with_comm(path, e.index,
+                         [](const ddph_comm_factory_t* f) { return check_comm_table(f); });
       });
       add("comm_table", label, table);
       if (table.status != Status::kPass) {

@@ -12,7 +12,9 @@
 namespace ddph_validate {
 namespace {
 
-Outcome fail(std::string detail) { return {Status::kFail, std::move(detail)}; }
+Outcome fail(std::string detail) {
+  return {Status::kFail, std::move(detail)};
+}
 
 // The error's text (freed), or "" for success.
 std::string failed(ddph_error_t* e) {
@@ -51,10 +53,12 @@ std::string collectives(ddph_comm_t* c) {
     F32 in(kInput), out(std::vector<float>(kInput.size(), 7.0f));
     std::string e = failed(c->allreduce(c->ctx, &in.t, &out.t, ddph_reduce_op_t(op), nullptr));
     if (!e.empty()) return std::string("allreduce ") + op_names[op] + ": " + e;
-    if (out.values != kInput) return std::string("allreduce ") + op_names[op] + " changed the values";
+    if (out.values != kInput)
+      return std::string("allreduce ") + op_names[op] + " changed the values";
     e = failed(c->allreduce(c->ctx, &in.t, &in.t, ddph_reduce_op_t(op), nullptr));
     if (!e.empty()) return std::string("in-place allreduce ") + op_names[op] + ": " + e;
-    if (in.values != kInput) return std::string("in-place allreduce ") + op_names[op] + " changed the values";
+    if (in.values != kInput)
+      return std::string("in-place allreduce ") + op_names[op] + " changed the values";
   }
   {
     F32 in(kInput), out(std::vector<float>(kInput.size(), 7.0f));
@@ -105,7 +109,8 @@ Outcome check_comm_table(const ddph_comm_factory_t* f) {
     return fail("struct_size " + std::to_string(f->struct_size) + " < DDPH_COMM_FACTORY_SIZE_V1_0");
   if (f->backend == nullptr || f->backend[0] == '\0') return fail("backend is NULL or empty");
   if (f->create == nullptr) return fail("create is NULL");
-  if (f->num_options > 0 && f->options == nullptr) return fail("num_options > 0 but options is NULL");
+  if (f->num_options > 0 && f->options == nullptr)
+    return fail("num_options > 0 but options is NULL");
   try {
     ddph::resolve_options(f->options, f->num_options, {});
   } catch (const std::exception& e) {
@@ -157,16 +162,27 @@ Outcome check_comm_collectives(const ddph_comm_factory_t* f, double timeout_s) {
   init.options = opts.data();
   init.num_options = opts.size();
   ddph_comm_t* c = nullptr;
-  std::string e = failed(f->create(&init, &c));
-  std::string why = !e.empty() ? "create on a world of 1 (" + rendezvous + "): " + e
+  ddph_error_t* made = f->create(&init, &c);
+  // DDPH_UNSUPPORTED from create means "not on this machine" (comm_nccl
+  // without a GPU): nothing to check here, which is not a failure.
+  const bool cannot_run_here = ddph_error_code(made) == DDPH_UNSUPPORTED;
+  std::string e = failed(made);
+  if (cannot_run_here) {
+    const std::string rm = std::string("rm -rf '") + dir + "'";
+    if (std::system(rm.c_str()) != 0) e += " (and could not remove the rendezvous dir)";
+    return {Status::kSkip, "cannot run on this machine: " + e};
+  }
+  std::string why = !e.empty()     ? "create on a world of 1 (" + rendezvous + "): " + e
                     : c == nullptr ? "create succeeded but gave no communicator"
                                    : collectives(c);
   if (c != nullptr && c->destroy != nullptr) c->destroy(c->ctx);
   const std::string rm = std::string("rm -rf '") + dir + "'";
-  if (std::system(rm.c_str()) != 0) why += why.empty() ? "" : " (and could not remove the rendezvous dir)";
+  if (std::system(rm.c_str()) != 0)
+    why += why.empty() ? "" : " (and could not remove the rendezvous dir)";
   if (!why.empty()) return fail(why);
-  return {Status::kPass, "world of 1: allreduce (4 ops), allgather, reduce_scatter, broadcast, "
-                         "barrier and the optional ones offered"};
+  return {Status::kPass,
+          "world of 1: allreduce (4 ops), allgather, reduce_scatter, broadcast, "
+          "barrier and the optional ones offered"};
 }
 
 }  // namespace ddph_validate

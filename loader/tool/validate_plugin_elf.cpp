@@ -47,7 +47,8 @@ bool read_dynsym(const std::string& bytes, std::vector<std::string>* names, std:
       if (bind != STB_GLOBAL && bind != STB_WEAK && bind != STB_GNU_UNIQUE) continue;
       if (vis != STV_DEFAULT && vis != STV_PROTECTED) continue;
       if (sym.st_name >= strtab.sh_size) continue;
-      names->emplace_back(str + sym.st_name, strnlen(str + sym.st_name, strtab.sh_size - sym.st_name));
+      names->emplace_back(str + sym.st_name,
+                          strnlen(str + sym.st_name, strtab.sh_size - sym.st_name));
     }
     return true;
   }

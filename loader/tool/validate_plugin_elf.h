@@ -10,7 +10,6 @@ namespace ddph_validate {
 
 // Defined global/weak symbols of default or protected visibility in the ELF
 // file at path. On failure returns false with the reason in *error.
-bool exported_symbols(const std::string& path, std::vector<std::string>* names,
-                      std::string* error);
+bool exported_symbols(const std::string& path, std::vector<std::string>* names, std::string* error);
 
 }  // namespace ddph_validate

@@ -34,7 +34,9 @@ std::string required_option(const ddph_hook_t* h) {
   return "";
 }
 
-std::string code_text(ddph_code_t code) { return ddph::code_name(code); }
+std::string code_text(ddph_code_t code) {
+  return ddph::code_name(code);
+}
 
 namespace {
 
@@ -196,7 +198,8 @@ RunResult run_once(const ddph_hook_t* h, void* state, const ddph_bucket_t* bucke
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   if (d->calls.load() == 0) {
     char text[96];
-    std::snprintf(text, sizeof text, "run_bucket accepted the bucket but done was not called within %.1fs",
+    std::snprintf(text, sizeof text,
+                  "run_bucket accepted the bucket but done was not called within %.1fs",
                   done_wait_s);
     r.problem = text;
     return r;

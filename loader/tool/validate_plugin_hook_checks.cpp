@@ -14,8 +14,12 @@
 namespace ddph_validate {
 namespace {
 
-Outcome pass(std::string detail = "") { return {Status::kPass, std::move(detail)}; }
-Outcome fail(std::string detail) { return {Status::kFail, std::move(detail)}; }
+Outcome pass(std::string detail = "") {
+  return {Status::kPass, std::move(detail)};
+}
+Outcome fail(std::string detail) {
+  return {Status::kFail, std::move(detail)};
+}
 
 // create() with defaults cannot run for a hook with a required option.
 bool needs_options(const ddph_hook_t* h, Outcome* out) {
@@ -51,7 +55,8 @@ Outcome check_table(const ddph_hook_t* h, double) {
     return fail("create, run_bucket and destroy are required");
   if ((h->save_state == nullptr) != (h->load_state == nullptr))
     return fail("save_state and load_state come as a pair");
-  if (h->num_options > 0 && h->options == nullptr) return fail("num_options > 0 but options is NULL");
+  if (h->num_options > 0 && h->options == nullptr)
+    return fail("num_options > 0 but options is NULL");
   std::set<std::string> names;
   for (size_t i = 0; i < h->num_options; ++i) {
     const ddph_option_spec_t& s = h->options[i];
@@ -60,7 +65,8 @@ Outcome check_table(const ddph_hook_t* h, double) {
       return fail(at + ".struct_size " + std::to_string(s.struct_size) +
                   " < DDPH_OPTION_SPEC_SIZE_V1_0");
     if (s.name == nullptr || s.name[0] == '\0') return fail(at + ".name is NULL or empty");
-    if (!names.insert(s.name).second) return fail(std::string("option '") + s.name + "' appears twice");
+    if (!names.insert(s.name).second)
+      return fail(std::string("option '") + s.name + "' appears twice");
     if (s.doc == nullptr) return fail(std::string("option '") + s.name + "' has no doc");
     if (int(s.type) < int(DDPH_BOOL) || int(s.type) > int(DDPH_STRING))
       return fail(std::string("option '") + s.name + "' has type " + std::to_string(int(s.type)));
@@ -68,7 +74,8 @@ Outcome check_table(const ddph_hook_t* h, double) {
       if (s.type != DDPH_STRING && s.type != DDPH_INT)
         return fail(std::string("option '") + s.name + "': choices are for string and int options");
       std::string why;
-      if (!valid_choices(s.choices, &why)) return fail(std::string("option '") + s.name + "': " + why);
+      if (!valid_choices(s.choices, &why))
+        return fail(std::string("option '") + s.name + "': " + why);
     }
     if (s.min_value <= s.max_value && s.type != DDPH_INT && s.type != DDPH_FLOAT)
       return fail(std::string("option '") + s.name + "': a range is for int and float options");
@@ -111,7 +118,8 @@ Outcome expect_invalid(ddph_error_t* e, const char* what, const char* must_menti
   if (code != DDPH_INVALID_ARGUMENT)
     return fail(std::string(what) + " gave " + code_text(code) + ", want DDPH_INVALID_ARGUMENT");
   if (must_mention != nullptr && msg.find(must_mention) == std::string::npos)
-    return fail(std::string(what) + ": the message '" + msg + "' does not name '" + must_mention + "'");
+    return fail(std::string(what) + ": the message '" + msg + "' does not name '" + must_mention +
+                "'");
   return pass();
 }
 
@@ -151,14 +159,21 @@ Outcome check_run(const ddph_hook_t* h, int64_t n, double wait_s) {
     if (!r.problem.empty()) return fail(at + r.problem);
     if (r.returned_error)
       return fail(at + "run_bucket refused it: " + code_text(r.code) + ": " + r.message);
-    if (r.code != DDPH_OK) return fail(at + "completed with " + code_text(r.code) + ": " + r.message);
+    if (r.code != DDPH_OK)
+      return fail(at + "completed with " + code_text(r.code) + ": " + r.message);
   }
   return pass("2 steps, done once each");
 }
 
-Outcome check_run_0(const ddph_hook_t* h, double w) { return check_run(h, 0, w); }
-Outcome check_run_1(const ddph_hook_t* h, double w) { return check_run(h, 1, w); }
-Outcome check_run_1000(const ddph_hook_t* h, double w) { return check_run(h, 1000, w); }
+Outcome check_run_0(const ddph_hook_t* h, double w) {
+  return check_run(h, 0, w);
+}
+Outcome check_run_1(const ddph_hook_t* h, double w) {
+  return check_run(h, 1, w);
+}
+Outcome check_run_1000(const ddph_hook_t* h, double w) {
+  return check_run(h, 1000, w);
+}
 
 // Where the hook's result lands.
 const float* result_of(const ddph_hook_t* h, TestBucket& b) {
@@ -197,8 +212,8 @@ Outcome check_nonfinite(const ddph_hook_t* h, double wait_s) {
   if (!rb.problem.empty()) return fail(rb.problem);
   if (rb.returned_error || rb.code != DDPH_OK) {
     if (rb.code == DDPH_NONFINITE) return pass("reported: " + rb.message);
-    return fail("failed with " + code_text(rb.code) + " (want success or DDPH_NONFINITE): " +
-                rb.message);
+    return fail("failed with " + code_text(rb.code) +
+                " (want success or DDPH_NONFINITE): " + rb.message);
   }
   const float* want = result_of(h, clean);
   const float* got = result_of(h, dirty);
@@ -243,8 +258,14 @@ Outcome check_misuse(const ddph_hook_t* h, double wait_s) {
       {"2-D buffer", [](TestBucket& t) { t.b.buffer.ndim = 2; }},
       {"NULL buffer data", [](TestBucket& t) { t.b.buffer.data = nullptr; }},
       {"negative length", [](TestBucket& t) { t.shape[0] = -5; }},
-      {"complex64 dtype", [](TestBucket& t) { t.b.buffer.dtype = {kDLComplex, 64, 1}; }},
-      {"float32x4 (lanes 4) dtype", [](TestBucket& t) { t.b.buffer.dtype = {kDLFloat, 32, 4}; }},
+      {"complex64 dtype",
+       [](TestBucket& t) {
+         t.b.buffer.dtype = {kDLComplex, 64, 1};
+       }},
+      {"float32x4 (lanes 4) dtype",
+       [](TestBucket& t) {
+         t.b.buffer.dtype = {kDLFloat, 32, 4};
+       }},
       {"param view past the buffer", [](TestBucket& t) { t.param.offset = 60; }},
       {"overflowing param shape",
        [](TestBucket& t) { t.param_shape[0] = t.param_shape[1] = int64_t(1) << 40; }},
@@ -271,7 +292,8 @@ Outcome check_misuse(const ddph_hook_t* h, double wait_s) {
     why = refused(inst.state(), &t.b, false, c.what);
   }
   if (!why.empty()) return fail(why);
-  return pass(std::to_string(3 + sizeof cases / sizeof cases[0]) + " misuses refused, done not called");
+  return pass(std::to_string(3 + sizeof cases / sizeof cases[0]) +
+              " misuses refused, done not called");
 }
 
 void append(void* sink, const void* bytes, size_t n) {
@@ -287,7 +309,8 @@ Outcome check_state(const ddph_hook_t* h, double wait_s) {
   TestBucket bucket(1000, 0);
   RunResult r = run_once(h, a.state(), &bucket.b, wait_s);
   if (!r.problem.empty() || r.returned_error || r.code != DDPH_OK)
-    return fail("the bucket before saving did not run: " + (r.problem.empty() ? r.message : r.problem));
+    return fail("the bucket before saving did not run: " +
+                (r.problem.empty() ? r.message : r.problem));
   std::string blob, again;
   if (ddph_error_t* e = h->save_state(a.state(), append, &blob)) {
     std::string m = ddph_error_message(e);

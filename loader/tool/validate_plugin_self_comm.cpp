@@ -19,8 +19,12 @@ void copy(const DLTensor* send, DLTensor* recv) {
     std::memcpy(ddph::data_ptr(*recv), ddph::data_ptr(*send), bytes_of(send));
 }
 
-int rank(void*) { return 0; }
-int size(void*) { return 1; }
+int rank(void*) {
+  return 0;
+}
+int size(void*) {
+  return 1;
+}
 ddph_error_t* allreduce(void*, const DLTensor* s, DLTensor* r, ddph_reduce_op_t, void*) {
   copy(s, r);
   return nullptr;
@@ -29,8 +33,12 @@ ddph_error_t* allgather(void*, const DLTensor* s, DLTensor* r, void*) {
   copy(s, r);
   return nullptr;
 }
-ddph_error_t* broadcast(void*, DLTensor*, int, void*) { return nullptr; }
-ddph_error_t* barrier(void*) { return nullptr; }
+ddph_error_t* broadcast(void*, DLTensor*, int, void*) {
+  return nullptr;
+}
+ddph_error_t* barrier(void*) {
+  return nullptr;
+}
 
 }  // namespace
 

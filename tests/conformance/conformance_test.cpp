@@ -36,11 +36,13 @@ class PluginConformance : public ::testing::TestWithParam<std::string> {};
 TEST_P(PluginConformance, EveryCheckPasses) {
   ddph_validate::ValidateOptions opt;
   opt.timeout_s = 60;  // generous: CI machines are loaded
-  const auto rows = ddph_validate::validate_plugin(std::string(DDPH_PLUGIN_DIR) + "/" + GetParam(), opt);
+  const auto rows =
+      ddph_validate::validate_plugin(std::string(DDPH_PLUGIN_DIR) + "/" + GetParam(), opt);
   ASSERT_GE(rows.size(), 5u);
   int hook_rows = 0;
   for (const auto& r : rows) {
-    EXPECT_NE(r.status, ddph_validate::Status::kFail) << r.check << " [" << r.hook << "]: " << r.detail;
+    EXPECT_NE(r.status, ddph_validate::Status::kFail)
+        << r.check << " [" << r.hook << "]: " << r.detail;
     hook_rows += r.hook != "-";
   }
   EXPECT_GT(hook_rows, 0) << "no hook or communicator was checked";

@@ -3,6 +3,7 @@
  * must pass the intact build and give each defect its own FAIL row:
  *   DEFECT_CRASH_IN_RUN   run_bucket writes through NULL on an accepted bucket
  *   DEFECT_NEVER_DONE     run_bucket accepts a bucket and never completes it
+ *   DEFECT_HANG_IN_RUN    run_bucket never returns from an accepted bucket
  *   DEFECT_DONE_TWICE     run_bucket completes every bucket twice
  *   DEFECT_EXTRA_SYMBOL   exports a function without the ddph_ prefix
  *   DEFECT_ABI_MAJOR=N    claims to be built against ABI major N
@@ -10,6 +11,7 @@
 #include <ddph/ddph.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef FAMILY
 #define FAMILY "hardening_good"
@@ -18,22 +20,23 @@
 #define DEFECT_ABI_MAJOR DDPH_ABI_MAJOR
 #endif
 
-static const ddph_host_t *g_host;
+static const ddph_host_t* g_host;
 
-static ddph_error_t *refuse(const char *message) {
+static ddph_error_t* refuse(const char* message) {
   return g_host->error_new(DDPH_INVALID_ARGUMENT, message);
 }
 
 typedef struct state {
-  ddph_comm_t *comm;
+  ddph_comm_t* comm;
   uint64_t buckets; /* checkpointed */
 } state_t;
 
-static ddph_error_t *create(const ddph_hook_init_t *init, void **out) {
+static ddph_error_t* create(const ddph_hook_init_t* init, void** out) {
   if (init == NULL || out == NULL) return refuse("avg: NULL init or state pointer");
-  if (init->struct_size < DDPH_HOOK_INIT_SIZE_V1_0) return refuse("avg: init.struct_size too small");
+  if (init->struct_size < DDPH_HOOK_INIT_SIZE_V1_0)
+    return refuse("avg: init.struct_size too small");
   if (init->comm == NULL) return refuse("avg: init.comm is NULL");
-  state_t *s = calloc(1, sizeof *s);
+  state_t* s = calloc(1, sizeof *s);
   if (s == NULL) return g_host->error_new(DDPH_OUT_OF_MEMORY, "avg: out of memory");
   s->comm = init->comm;
   *out = s;
@@ -42,7 +45,7 @@ static ddph_error_t *create(const ddph_hook_init_t *init, void **out) {
 
 /* Elements of a view, or -1 when a dimension is negative or the product
  * passes limit. */
-static int64_t view_numel(const ddph_param_t *p, int64_t limit) {
+static int64_t view_numel(const ddph_param_t* p, int64_t limit) {
   int64_t n = 1;
   for (int32_t d = 0; d < p->ndim; ++d) {
     if (p->shape[d] < 0) return -1;
@@ -55,19 +58,21 @@ static int64_t view_numel(const ddph_param_t *p, int64_t limit) {
   return n;
 }
 
-static ddph_error_t *check_bucket(const ddph_bucket_t *b) {
+static ddph_error_t* check_bucket(const ddph_bucket_t* b) {
   if (b->struct_size < DDPH_BUCKET_SIZE_V1_0) return refuse("avg: bucket.struct_size too small");
-  const DLTensor *t = &b->buffer;
+  const DLTensor* t = &b->buffer;
   if (t->ndim != 1 || t->shape == NULL) return refuse("avg: bucket.buffer must be 1-D");
   if (t->shape[0] < 0) return refuse("avg: bucket.buffer.shape[0] is negative");
   if (t->data == NULL) return refuse("avg: bucket.buffer.data is NULL");
-  if (t->device.device_type != kDLCPU) return g_host->error_new(DDPH_UNSUPPORTED, "avg: host buffers only");
+  if (t->device.device_type != kDLCPU)
+    return g_host->error_new(DDPH_UNSUPPORTED, "avg: host buffers only");
   if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1)
     return g_host->error_new(DDPH_UNSUPPORTED, "avg: bucket.buffer.dtype must be float32");
-  if (t->strides != NULL && t->strides[0] != 1) return refuse("avg: bucket.buffer must be contiguous");
+  if (t->strides != NULL && t->strides[0] != 1)
+    return refuse("avg: bucket.buffer must be contiguous");
   if (b->num_params > 0 && b->params == NULL) return refuse("avg: bucket.params is NULL");
   for (size_t i = 0; i < b->num_params; ++i) {
-    const ddph_param_t *p = &b->params[i];
+    const ddph_param_t* p = &b->params[i];
     if (p->struct_size < DDPH_PARAM_SIZE_V1_0 || p->ndim < 0 || (p->ndim > 0 && p->shape == NULL))
       return refuse("avg: bucket.params[i] is malformed");
     const int64_t n = view_numel(p, t->shape[0]);
@@ -77,16 +82,19 @@ static ddph_error_t *check_bucket(const ddph_bucket_t *b) {
   return NULL;
 }
 
-static ddph_error_t *run(void *state, const ddph_bucket_t *b, ddph_done_fn done, void *user) {
+static ddph_error_t* run(void* state, const ddph_bucket_t* b, ddph_done_fn done, void* user) {
   if (state == NULL || b == NULL || done == NULL) return refuse("avg: NULL state, bucket or done");
-  ddph_error_t *bad = check_bucket(b);
+  ddph_error_t* bad = check_bucket(b);
   if (bad != NULL) return bad;
-  state_t *s = state;
+  state_t* s = state;
   DLTensor buf = b->buffer;
-  ddph_error_t *e = s->comm->allreduce(s->comm->ctx, &buf, &buf, DDPH_AVG, b->stream);
+  ddph_error_t* e = s->comm->allreduce(s->comm->ctx, &buf, &buf, DDPH_AVG, b->stream);
   s->buckets++;
+#if defined(DEFECT_HANG_IN_RUN)
+  for (;;) pause();
+#endif
 #if defined(DEFECT_CRASH_IN_RUN)
-  *(volatile int *)(uintptr_t)(s->buckets - s->buckets) = 1;
+  *(volatile int*)(uintptr_t)(s->buckets - s->buckets) = 1;
 #endif
 #if !defined(DEFECT_NEVER_DONE)
   done(user, e);
@@ -100,35 +108,37 @@ static ddph_error_t *run(void *state, const ddph_bucket_t *b, ddph_done_fn done,
   return NULL;
 }
 
-static void destroy(void *state) { free(state); }
+static void destroy(void* state) {
+  free(state);
+}
 
 static const char kMagic[4] = {'H', 'A', 'V', 'G'};
 
-static ddph_error_t *save(void *state, ddph_write_fn write, void *sink) {
-  const state_t *s = state;
+static ddph_error_t* save(void* state, ddph_write_fn write, void* sink) {
+  const state_t* s = state;
   write(sink, kMagic, sizeof kMagic);
   write(sink, &s->buckets, sizeof s->buckets);
   return NULL;
 }
 
-static ddph_error_t *load(void *state, const void *bytes, size_t n) {
-  state_t *s = state;
+static ddph_error_t* load(void* state, const void* bytes, size_t n) {
+  state_t* s = state;
   if (bytes == NULL || n != sizeof kMagic + sizeof s->buckets || memcmp(bytes, kMagic, 4) != 0)
     return refuse("avg: not a hardening avg state (wrong size or magic)");
-  memcpy(&s->buckets, (const char *)bytes + 4, sizeof s->buckets);
+  memcpy(&s->buckets, (const char*)bytes + 4, sizeof s->buckets);
   return NULL;
 }
 
-static ddph_error_t *stats(void *state, ddph_stats_t *out) {
+static ddph_error_t* stats(void* state, ddph_stats_t* out) {
   if (state == NULL || out == NULL || out->struct_size < DDPH_STATS_SIZE_V1_0)
     return refuse("avg: stats needs a state and out.struct_size >= DDPH_STATS_SIZE_V1_0");
-  out->buckets = ((const state_t *)state)->buckets;
+  out->buckets = ((const state_t*)state)->buckets;
   return NULL;
 }
 
 static ddph_option_spec_t g_options[1];
 static ddph_hook_t g_hook;
-static const ddph_hook_t *g_hooks[1];
+static const ddph_hook_t* g_hooks[1];
 static ddph_plugin_t g_plugin;
 
 static void build_tables(void) {
@@ -166,7 +176,7 @@ static void build_tables(void) {
   g_plugin.hooks = g_hooks;
 }
 
-DDPH_EXPORT const ddph_plugin_t *ddph_plugin_entry(const ddph_host_t *host) {
+DDPH_EXPORT const ddph_plugin_t* ddph_plugin_entry(const ddph_host_t* host) {
   if (host == NULL || host->abi_major != DDPH_ABI_MAJOR) return NULL;
   g_host = host;
   build_tables();
@@ -174,5 +184,7 @@ DDPH_EXPORT const ddph_plugin_t *ddph_plugin_entry(const ddph_host_t *host) {
 }
 
 #if defined(DEFECT_EXTRA_SYMBOL)
-DDPH_EXPORT int hardening_helper_left_visible(void) { return 42; }
+DDPH_EXPORT int hardening_helper_left_visible(void) {
+  return 42;
+}
 #endif

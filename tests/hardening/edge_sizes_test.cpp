@@ -19,26 +19,26 @@ int check_rank(const HookCase& c, int rank, int world, const std::string& dir) {
   DDPH_CHILD_CHECK(s != nullptr, "open %s", c.name);
   for (uint64_t step = 0; step < 2; ++step) {
     // Bucket 0 is empty, bucket 1 holds one element.
-    ddph_test::ViewBucket empty({}, 0, 1);
+    ddph_test::ViewBucket empty({}, {{0, 1}});
     empty.b.index = 0;
     empty.b.step = step;
     empty.b.is_last = 0;
     const float mine = ddph_test::grad_value(rank, step);
-    ddph_test::ViewBucket one({mine}, 1, 1);
+    ddph_test::ViewBucket one({mine}, {{1, 1}});
     one.b.index = 1;
     one.b.step = step;
     std::string msg;
-    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, empty.b, &msg) == DDPH_OK, "%s: empty bucket, step %d: %s",
-                     c.name, int(step), msg.c_str());
-    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, one.b, &msg) == DDPH_OK, "%s: one element, step %d: %s",
-                     c.name, int(step), msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, empty.b, &msg) == DDPH_OK,
+                     "%s: empty bucket, step %d: %s", c.name, int(step), msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, one.b, &msg) == DDPH_OK,
+                     "%s: one element, step %d: %s", c.name, int(step), msg.c_str());
     const float got = c.result_in_params ? one.param[0] : one.data[0];
     double want = 0;
     for (int r = 0; r < world; ++r) want += ddph_test::grad_value(r, step);
     want /= world;
     if (c.nonfinite == NonFinite::kLocal) want = mine;
-    DDPH_CHILD_CHECK(std::fabs(got - want) <= c.tolerance * 2.0, "%s step %d: %.9g, want %.9g", c.name,
-                     int(step), double(got), want);
+    DDPH_CHILD_CHECK(std::fabs(got - want) <= c.tolerance * 2.0, "%s step %d: %.9g, want %.9g",
+                     c.name, int(step), double(got), want);
   }
   ddph_session_close(s);
   return 0;
@@ -49,7 +49,8 @@ class EdgeSizes : public ::testing::TestWithParam<HookCase> {};
 TEST_P(EdgeSizes, EmptyAndOneElementBucketsGiveTheMean) {
   const HookCase c = GetParam();
   auto results = ddph_test::run_ranks(
-      2, [&c](int rank, int world, const std::string& dir) { return check_rank(c, rank, world, dir); },
+      2,
+      [&c](int rank, int world, const std::string& dir) { return check_rank(c, rank, world, dir); },
       120);
   EXPECT_TRUE(ddph_test::all_passed(results)) << c.name << ": " << ddph_test::describe(results);
 }

@@ -10,9 +10,12 @@ const std::vector<HookCase>& hook_cases() {
   const double exact = 1e-7, fp16 = 4 * std::ldexp(1.0, -11), bf16 = 4 * std::ldexp(1.0, -8),
                uint8 = 4.0 / 255;
   static const std::vector<HookCase> cases = {
-      {"allreduce", "  {family: default, name: allreduce}\n", NonFinite::kAsAllreduce, exact, false},
-      {"fp16_compress", "  {family: default, name: fp16_compress}\n", NonFinite::kElementwise, fp16, false},
-      {"bf16_compress", "  {family: default, name: bf16_compress}\n", NonFinite::kElementwise, bf16, false},
+      {"allreduce", "  {family: default, name: allreduce}\n", NonFinite::kAsAllreduce, exact,
+       false},
+      {"fp16_compress", "  {family: default, name: fp16_compress}\n", NonFinite::kElementwise, fp16,
+       false},
+      {"bf16_compress", "  {family: default, name: bf16_compress}\n", NonFinite::kElementwise, bf16,
+       false},
       {"fp16_wrapper",
        "  {family: default, name: fp16_wrapper, wrap: {family: default, name: allreduce}}\n",
        NonFinite::kElementwise, fp16, false},
@@ -20,8 +23,8 @@ const std::vector<HookCase>& hook_cases() {
        "  {family: default, name: bf16_wrapper, wrap: {family: default, name: allreduce}}\n",
        NonFinite::kElementwise, bf16, false},
       {"noop", "  {family: debugging, name: noop}\n", NonFinite::kLocal, 0, false},
-      {"per_tensor_allgather", "  {family: quantization, name: per_tensor}\n", NonFinite::kAsAllreduce,
-       uint8, false},
+      {"per_tensor_allgather", "  {family: quantization, name: per_tensor}\n",
+       NonFinite::kAsAllreduce, uint8, false},
       {"per_tensor_error",
        "  {family: quantization, name: per_tensor, options: {nonfinite: error}}\n",
        NonFinite::kReported, uint8, false},
@@ -45,12 +48,12 @@ const std::vector<HookCase>& hook_cases() {
       {"powersgd",
        "  {family: powersgd, name: powersgd,"
        " options: {start_iter: 0, error_feedback: false, warm_start: false}}\n",
-       NonFinite::kMixes, exact, false},
+       NonFinite::kMixesMatrix, exact, false},
       // rank 4: Householder QR instead of Gram-Schmidt.
       {"powersgd_rank4",
        "  {family: powersgd, name: powersgd,"
        " options: {rank: 4, start_iter: 0, error_feedback: false, warm_start: false}}\n",
-       NonFinite::kMixes, exact, false},
+       NonFinite::kMixesMatrix, exact, false},
       {"batched_powersgd",
        "  {family: powersgd, name: batched_powersgd,"
        " options: {start_iter: 0, error_feedback: false, warm_start: false}}\n",
@@ -58,7 +61,7 @@ const std::vector<HookCase>& hook_cases() {
       {"hook_then_optimizer",
        "  {family: optimizer_overlap, name: hook_then_optimizer, options: {lr: 0.5},"
        " wrap: {family: default, name: allreduce}}\n",
-       NonFinite::kAsAllreduce, exact, false},
+       NonFinite::kAsAllreduce, exact, false, true},
       {"post_localsgd_global",
        "  {family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 100}}\n",
        NonFinite::kAsAllreduce, exact, false},
@@ -80,12 +83,11 @@ std::string case_yaml(const HookCase& c) {
   return std::string("comm: {backend: gloo, timeout: 20s}\nhook:\n") + c.hook;
 }
 
-ViewBucket::ViewBucket(std::vector<float> values, int64_t rows, int64_t cols)
+ViewBucket::ViewBucket(std::vector<float> values,
+                       const std::vector<std::pair<int64_t, int64_t>>& shapes)
     : data(std::move(values)), param(data.size() > 0 ? data.size() : 1, 1.0f) {
   shape[0] = int64_t(data.size());
   if (data.empty()) data.push_back(0.0f);  // a valid pointer for an empty bucket
-  view_shape[0] = rows;
-  view_shape[1] = cols;
   b.struct_size = sizeof b;
   b.is_last = 1;
   b.buffer.data = data.data();
@@ -93,16 +95,25 @@ ViewBucket::ViewBucket(std::vector<float> values, int64_t rows, int64_t cols)
   b.buffer.ndim = 1;
   b.buffer.dtype = {kDLFloat, 32, 1};
   b.buffer.shape = shape;
-  view.struct_size = sizeof view;
-  view.ndim = 2;
-  view.shape = view_shape;
-  view.data.data = param.data();
-  view.data.device = {kDLCPU, 0};
-  view.data.ndim = 2;
-  view.data.dtype = {kDLFloat, 32, 1};
-  view.data.shape = view_shape;
-  b.num_params = 1;
-  b.params = &view;
+  view_shapes.reserve(shapes.size());  // views point into it
+  views.resize(shapes.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    view_shapes.push_back({shapes[i].first, shapes[i].second});
+    ddph_param_t& v = views[i];
+    v.struct_size = sizeof v;
+    v.offset = offset;
+    v.ndim = 2;
+    v.shape = view_shapes[i].data();
+    v.data.data = param.data() + offset;
+    v.data.device = {kDLCPU, 0};
+    v.data.ndim = 2;
+    v.data.dtype = {kDLFloat, 32, 1};
+    v.data.shape = view_shapes[i].data();
+    offset += shapes[i].first * shapes[i].second;
+  }
+  b.num_params = views.size();
+  b.params = views.data();
 }
 
 float grad_value(int rank, size_t i) {

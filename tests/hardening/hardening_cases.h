@@ -6,9 +6,11 @@
 
 #include <ddph/ddph.h>
 
+#include <array>
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddph_test {
@@ -16,6 +18,8 @@ namespace ddph_test {
 enum class NonFinite {
   kAsAllreduce,  // bit for bit plain allreduce's result, NaN/Inf included
   kElementwise,  // NaN/Inf where allreduce puts them; other elements as on a clean bucket
+  kMixesMatrix,  // NaN/Inf positions stay non-finite; so may the rest of their parameter
+                 // view (matrix); other views exactly as on a clean bucket
   kMixes,        // NaN/Inf positions stay non-finite; others as on a clean bucket, or non-finite
   kReported,     // DDPH_NONFINITE on every rank
   kLocal,        // no communication: every rank keeps its own bucket
@@ -25,26 +29,30 @@ struct HookCase {
   const char* name;  // test name
   const char* hook;  // YAML `hook:` block, indented two spaces
   NonFinite nonfinite;
-  double tolerance;      // |result - exact mean| of a clean bucket, relative to max |x|
-  bool result_in_params; // DDPH_HOOK_RESULT_ELSEWHERE: the mean lands in params[0].data
+  double tolerance;           // |result - exact mean| of a clean bucket, relative to max |x|
+  bool result_in_params;      // DDPH_HOOK_RESULT_ELSEWHERE: the mean lands in params[i].data
+  bool steps_params = false;  // an optimizer steps params[i].data with the mean
 };
 
 const std::vector<HookCase>& hook_cases();
-inline void PrintTo(const HookCase& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const HookCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // "comm: ..." + "hook:\n" + c.hook, with a 20 s timeout.
 std::string case_yaml(const HookCase& c);
 
-// A float32 bucket of n elements with one rows x cols view (rows * cols == n)
-// whose tensor is lent: optimizer hooks step it, allreduce_upcast writes the
-// fp32 mean there.
+// A float32 bucket with one parameter view per (rows, cols) entry, packed in
+// order, whose tensors are lent too (slices of `param`, 1.0 each):
+// optimizer hooks step them, allreduce_upcast writes the fp32 mean there.
 struct ViewBucket {
-  ViewBucket(std::vector<float> values, int64_t rows, int64_t cols);
+  ViewBucket(std::vector<float> values, const std::vector<std::pair<int64_t, int64_t>>& views);
   ViewBucket(const ViewBucket&) = delete;
   ViewBucket& operator=(const ViewBucket&) = delete;
   std::vector<float> data, param;  // never empty, so data() is never NULL
-  int64_t shape[1], view_shape[2];
-  ddph_param_t view{};
+  int64_t shape[1];
+  std::vector<std::array<int64_t, 2>> view_shapes;
+  std::vector<ddph_param_t> views;
   ddph_bucket_t b{};
 };
 

@@ -19,9 +19,9 @@ struct ToolRun {
   std::string out;
 };
 
-ToolRun validate(const std::string& lib, const char* extra = "") {
-  const std::string cmd = std::string(DDPH_BIN_DIR) + "/ddph validate-plugin --timeout 8 " + extra +
-                          " '" + lib + "' 2>&1";
+ToolRun validate(const std::string& lib, const char* extra = "", const char* timeout = "8") {
+  const std::string cmd = std::string(DDPH_BIN_DIR) + "/ddph validate-plugin --timeout " + timeout +
+                          " " + extra + " '" + lib + "' 2>&1";
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -49,7 +49,9 @@ std::string row(const std::string& out, const std::string& check) {
   return "";
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(ValidatePlugin, TheIntactFixturePassesEveryCheck) {
   ToolRun r = validate(fixture("good"));
@@ -65,23 +67,33 @@ TEST(ValidatePlugin, ACrashInRunBucketIsAFailRowNamingTheSignal) {
   ToolRun r = validate(fixture("crash"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_TRUE(has(row(r.out, "run_bucket n=1000"), "| FAIL   | crashed: SIGSEGV")) << r.out;
-  EXPECT_TRUE(has(row(r.out, "hook_table"), "| PASS")) << "checks that never run a bucket still pass\n"
-                                                        << r.out;
+  EXPECT_TRUE(has(row(r.out, "hook_table"), "| PASS"))
+      << "checks that never run a bucket still pass\n"
+      << r.out;
   EXPECT_TRUE(has(r.out, "failed")) << "the summary line is printed after the crash\n" << r.out;
 }
 
 TEST(ValidatePlugin, ABucketNeverCompletedIsAFailRow) {
   ToolRun r = validate(fixture("never_done"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(has(row(r.out, "run_bucket n=1"), "| FAIL   | step 0: run_bucket accepted the bucket but "
-                                                "done was not called"))
+  EXPECT_TRUE(has(row(r.out, "run_bucket n=1"),
+                  "| FAIL   | step 0: run_bucket accepted the bucket but "
+                  "done was not called"))
       << r.out;
+}
+
+TEST(ValidatePlugin, ARunBucketThatNeverReturnsIsKilledAndReportedAsHung) {
+  ToolRun r = validate(fixture("hang"), "", "2");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(has(row(r.out, "run_bucket n=1000"), "| FAIL   | hung after 2s")) << r.out;
+  EXPECT_TRUE(has(row(r.out, "bucket_misuse"), "| PASS")) << "the next checks still run\n" << r.out;
 }
 
 TEST(ValidatePlugin, DoneCalledTwiceIsAFailRow) {
   ToolRun r = validate(fixture("done_twice"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(has(row(r.out, "run_bucket n=0"), "| FAIL   | step 0: done was called 2 times")) << r.out;
+  EXPECT_TRUE(has(row(r.out, "run_bucket n=0"), "| FAIL   | step 0: done was called 2 times"))
+      << r.out;
   EXPECT_TRUE(has(row(r.out, "bucket_misuse"), "| PASS")) << r.out;
 }
 
@@ -114,9 +126,11 @@ TEST(ValidatePlugin, AFileNotNamedForItsFamilyIsAFailRow) {
   }
   ToolRun r = validate(copy);
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(has(row(r.out, "file_name"), "only as libddph_hardening_good.so; this file is my_plugin.so"))
+  EXPECT_TRUE(
+      has(row(r.out, "file_name"), "only as libddph_hardening_good.so; this file is my_plugin.so"))
       << r.out;
-  EXPECT_TRUE(has(row(r.out, "run_bucket n=1000"), "| PASS")) << "a file anywhere is validated\n" << r.out;
+  EXPECT_TRUE(has(row(r.out, "run_bucket n=1000"), "| PASS")) << "a file anywhere is validated\n"
+                                                              << r.out;
   std::remove(copy.c_str());
   rmdir(dir.c_str());
 }
@@ -132,8 +146,9 @@ TEST(ValidatePlugin, JsonOutputCarriesTheSameVerdicts) {
   ToolRun r = validate(fixture("done_twice"), "--json");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_TRUE(has(r.out, "\"ok\": false")) << r.out;
-  EXPECT_TRUE(has(r.out, "{\"check\": \"run_bucket n=0\", \"hook\": \"avg\", \"result\": \"FAIL\", "
-                         "\"detail\": \"step 0: done was called 2 times for one bucket\"}"))
+  EXPECT_TRUE(has(r.out,
+                  "{\"check\": \"run_bucket n=0\", \"hook\": \"avg\", \"result\": \"FAIL\", "
+                  "\"detail\": \"step 0: done was called 2 times for one bucket\"}"))
       << r.out;
 }
 
