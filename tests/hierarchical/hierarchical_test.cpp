@@ -152,14 +152,26 @@ INSTANTIATE_TEST_SUITE_P(Inner, HierarchicalInner, ::testing::ValuesIn(inner_cas
                            return std::string(i.param.label);
                          });
 
+void run_powersgd_case(const std::string& inner);
+
 // PowerSGD (rank 1, compressing from step 2): the exact world mean before,
 // then, step after step (its state carried along), exactly the flat
-// PowerSGD on 2 ranks fed the machines' means.
+// PowerSGD on 2 ranks fed the machines' means. Also with fp16_wrapper around
+// PowerSGD: a wrapped wrapper that the leaders make, run and keep the state
+// of as one chain.
 TEST(Hierarchical, PowerSgdMatchesFlatPowerSgdOnTheMachinesMeans) {
-  auto res = ddph_test::run_ranks(kWorld, [](int rank, int world, const std::string& dir) {
-    const std::string inner =
-        "{family: powersgd, name: powersgd, options: {rank: 1, start_iter: 2, "
-        "min_compression_rate: 0}}";
+  const std::string psgd =
+      "{family: powersgd, name: powersgd, options: {rank: 1, start_iter: 2, "
+      "min_compression_rate: 0}}";
+  for (const std::string& inner :
+       {psgd, "{family: default, name: fp16_wrapper, wrap: " + psgd + "}"}) {
+    SCOPED_TRACE(inner);
+    run_powersgd_case(inner);
+  }
+}
+
+void run_powersgd_case(const std::string& inner) {
+  auto res = ddph_test::run_ranks(kWorld, [&](int rank, int world, const std::string& dir) {
     ddph_session_t* h = ddph_test::open_session(yaml(hier_hook(inner)), rank, world, dir);
     DDPH_CHILD_CHECK(h != nullptr, "open");
     ddph_session_t* ref = nullptr;
@@ -233,6 +245,27 @@ TEST(Hierarchical, OtherMachineShapesGiveTheWorldMean) {
     EXPECT_TRUE(ddph_test::all_passed(res))
         << "world " << sh.world << ", local " << sh.local << ": " << ddph_test::describe(res);
   }
+}
+
+// hierarchical as the inner hook of a wrapper (fp16_wrapper around it, on
+// the session's communicator): its result lands in the bucket on every
+// rank, so the wrapper casts back the exact mean.
+TEST(Hierarchical, WrappedByAnotherWrapper) {
+  auto res = ddph_test::run_ranks(kWorld, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* h =
+        ddph_test::open_session(yaml("{family: default, name: fp16_wrapper, wrap: " +
+                                     hier_hook("{family: default, name: allreduce}") + "}"),
+                                rank, world, dir);
+    DDPH_CHILD_CHECK(h != nullptr, "open");
+    const auto g = exact_grads(0);
+    const auto mean = mean_over(g, {0, 1, 2, 3});
+    std::vector<float> v = g[size_t(rank)];
+    DDPH_CHILD_CHECK(run(h, v, 0), "bucket");
+    DDPH_CHILD_CHECK(std::equal(v.begin(), v.end(), mean.begin()), "not the exact mean");
+    ddph_session_close(h);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
 // The bytes one machine sends the other: measured per peer on the sockets
