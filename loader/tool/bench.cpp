@@ -20,6 +20,7 @@
 
 #include "core/kernels/cast.h"
 #include "loader/tool/bench_label.h"
+#include "loader/tool/bench_machines.h"
 #include "loader/tool/bench_overlap.h"
 #include "loader/tool/bench_params.h"
 #include "loader/tool/commands.h"
@@ -45,6 +46,7 @@ struct BenchOptions {
   std::string dtype = "f32";                 // of the bucket (--dtype)
   int overlap_buckets = 0;                   // --overlap N; 0: the plain bench
   double backward_ms = 5;                    // --backward-ms, with --overlap
+  int machines = 0;                          // --machines M; 0: no simulated machines
   bool help = false;
 };
 
@@ -52,7 +54,7 @@ const char kUsage[] =
     "usage: ddph bench --config FILE.yaml [--config FILE2.yaml ...] [--world N]\n"
     "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
     "                  [--matrix ROWSxCOLS] [--dtype f32|bf16|f16]\n"
-    "                  [--overlap N [--backward-ms MS]]\n"
+    "                  [--overlap N [--backward-ms MS]] [--machines M]\n"
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
@@ -63,7 +65,10 @@ const char kUsage[] =
     "fp32. Hooks that take the parameters get a tensor per parameter view.\n"
     "--overlap N (hook_then_optimizer configs): a step of N buckets, each after MS\n"
     "(default 5) of simulated backward, with the optimizer in the hook against the\n"
-    "inner hook followed by a separate optimizer pass; reports the share hidden.\n";
+    "inner hook followed by a separate optimizer pass; reports the share hidden.\n"
+    "--machines M: the ranks as M simulated machines (consecutive ranks, DDPH_HOSTNAME\n"
+    "set per machine, which hooks that group by host read); also reports the bytes\n"
+    "sent between machines per bucket, all ranks together.\n";
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
@@ -93,10 +98,15 @@ BenchOptions parse(int argc, char** argv) {
       o.overlap_buckets = static_cast<int>(f.int_value(1, 4096));
     else if (f.is("--backward-ms"))
       o.backward_ms = f.double_value(0, 1e5);
+    else if (f.is("--machines"))
+      o.machines = static_cast<int>(f.int_value(1, 256));
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
   if (o.configs.empty()) throw std::invalid_argument("at least one --config is required");
+  if (o.machines > 0 && o.world % o.machines != 0)
+    throw std::invalid_argument("--machines " + std::to_string(o.machines) +
+                                " does not divide --world " + std::to_string(o.world));
   return o;
 }
 
@@ -104,6 +114,7 @@ struct Result {
   double median_s = 0;
   double baseline_s = 0;
   double wire_bytes_per_rank = 0;
+  double cross_machine_bytes = -1;  // per bucket, all ranks; -1: not measured
 };
 
 double median(std::vector<double> v) {
@@ -141,13 +152,20 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
     // "config" tells apart two configs of one hook with different options.
     std::printf("{\"hook\":%s,\"config\":%s,\"world\":%d,\"bucket_bytes\":%" PRId64
                 ",\"median_s\":%.9g,\"baseline_allreduce_median_s\":%.9g,"
-                "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d}\n",
+                "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d",
                 json_string(label).c_str(), json_string(config).c_str(), o.world, bucket_bytes,
                 r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters);
+    if (o.machines > 0)
+      std::printf(",\"machines\":%d,\"bytes_between_machines\":%.0f", o.machines,
+                  r.cross_machine_bytes);
+    std::printf("}\n");
   } else {
     std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
                 static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,
                 r.median_s * 1e3, r.baseline_s * 1e3, ratio, r.wire_bytes_per_rank / 1048576.0);
+    if (o.machines > 0)
+      std::printf("%-*s   %d machines: %.2f MB between machines per bucket (all ranks)\n",
+                  static_cast<int>(label_width), "", o.machines, r.cross_machine_bytes / 1048576.0);
   }
   std::fflush(stdout);
 }
@@ -193,7 +211,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
 
   // times[0..K) the hook, times[K..2K) the baseline: one MAX allreduce at the end.
   std::vector<double> times(2 * o.iters);
-  double wire = 0;
+  double wire = 0, cross = 0;
   uint64_t step = 0;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
@@ -201,6 +219,8 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     std::memcpy(bucket.raw(), pristine_bucket, bucket_bytes);
     s.barrier();
     uint64_t wire0 = s.stats().wire_bytes;
+    const double cross0 =
+        o.machines > 0 ? bytes_to_other_machines(s.comm(), rank, o.world, o.machines) : 0;
     auto t0 = now();
     s.submit(bucket.bucket(step, true));
     s.flush();
@@ -209,6 +229,10 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     // Ranks done early must not refill their buffer while the slowest one
     // is still being timed: that memcpy would steal its CPU.
     s.barrier();
+    // After the barrier: the bucket's last bytes have left (a barrier's own
+    // few bytes count too).
+    const double cross1 =
+        o.machines > 0 ? bytes_to_other_machines(s.comm(), rank, o.world, o.machines) : 0;
 
     std::memcpy(baseline.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
@@ -220,13 +244,18 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     times[it] = secs(t0, t1);
     times[o.iters + it] = secs(t2, t3);
     wire += static_cast<double>(wire1 - wire0);
+    // A rank that cannot count per peer drives the sum over ranks negative,
+    // which reads as "not measured".
+    cross += cross0 < 0 || cross1 < 0 ? -1e300 : cross1 - cross0;
   }
   s.allreduce(times.data(), static_cast<int64_t>(times.size()), DDPH_MAX);
   s.allreduce(&wire, 1, DDPH_SUM);
+  if (o.machines > 0) s.allreduce(&cross, 1, DDPH_SUM);
   Result r;
   r.median_s = median(std::vector<double>(times.begin(), times.begin() + o.iters));
   r.baseline_s = median(std::vector<double>(times.begin() + o.iters, times.end()));
   r.wire_bytes_per_rank = wire / (static_cast<double>(o.world) * o.iters);
+  if (o.machines > 0) r.cross_machine_bytes = cross < 0 ? -1 : cross / o.iters;
   return r;
 }
 
@@ -237,6 +266,7 @@ int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, cons
   size_t width = 4;
   for (const std::string& l : labels) width = std::max(width, l.size());
   if (rank == 0 && !o.json && o.overlap_buckets == 0) print_header(width);
+  if (o.machines > 0) simulate_machine(rank, o.world, o.machines);
   for (size_t c = 0; c < o.configs.size(); ++c) {
     // A store directory per config: each session is its own rendezvous.
     std::string url = "file://" + dir + "/c" + std::to_string(c);
