@@ -34,12 +34,36 @@ static ddph_error_t *create(const ddph_hook_init_t *init, void **out) {
   return NULL;
 }
 
+/* A host may call run_bucket directly, without a session's checks: every
+ * field the hook relies on is checked before anything is touched. */
+static ddph_error_t *check_bucket(const ddph_bucket_t *b) {
+  const DLTensor *t = &b->buffer;
+  if (t->ndim != 1 || t->shape == NULL || t->shape[0] < 0 || t->data == NULL)
+    return fail(DDPH_INVALID_ARGUMENT, "scaled_mean: bucket.buffer must be 1-D with data");
+  if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1 ||
+      t->device.device_type != kDLCPU)
+    return fail(DDPH_UNSUPPORTED, "scaled_mean: bucket.buffer must be float32 on the host");
+  if (b->num_params > 0 && b->params == NULL)
+    return fail(DDPH_INVALID_ARGUMENT, "scaled_mean: bucket.params is NULL");
+  for (size_t i = 0; i < b->num_params; ++i) { /* views must lie inside the buffer */
+    const ddph_param_t *p = &b->params[i];
+    int64_t n = 1;
+    for (int32_t d = 0; d < p->ndim && n > 0; ++d) /* division: no overflow */
+      n = (p->shape[d] < 0 || (p->shape[d] > 0 && n > t->shape[0] / p->shape[d]))
+              ? -1
+              : n * p->shape[d];
+    if (p->ndim < 0 || n < 0 || n > t->shape[0] || p->offset < 0 || p->offset > t->shape[0] - n)
+      return fail(DDPH_INVALID_ARGUMENT, "scaled_mean: bucket.params[i] lies outside the buffer");
+  }
+  return NULL;
+}
+
 static ddph_error_t *run_bucket(void *state, const ddph_bucket_t *b, ddph_done_fn done,
                                 void *user) {
   if (state == NULL || b == NULL || done == NULL || b->struct_size < DDPH_BUCKET_SIZE_V1_0)
     return fail(DDPH_INVALID_ARGUMENT, "scaled_mean: state, bucket or done is invalid");
-  if (b->buffer.dtype.code != kDLFloat || b->buffer.dtype.bits != 32 || b->buffer.ndim != 1)
-    return fail(DDPH_UNSUPPORTED, "scaled_mean: the bucket must be a 1-D float32 buffer");
+  ddph_error_t *bad = check_bucket(b);
+  if (bad != NULL) return bad;
   state_t *s = (state_t *)state;
   ddph_error_t *e = s->comm->allreduce(s->comm->ctx, &b->buffer, (DLTensor *)&b->buffer,
                                        DDPH_SUM, b->stream);

@@ -51,6 +51,7 @@ std::string collectives(ddph_comm_t* c) {
   const char* op_names[] = {"SUM", "AVG", "MAX", "MIN"};
   for (int op = DDPH_SUM; op <= DDPH_MIN; ++op) {
     F32 in(kInput), out(std::vector<float>(kInput.size(), 7.0f));
+    note(std::string("allreduce ") + op_names[op]);
     std::string e = failed(c->allreduce(c->ctx, &in.t, &out.t, ddph_reduce_op_t(op), nullptr));
     if (!e.empty()) return std::string("allreduce ") + op_names[op] + ": " + e;
     if (out.values != kInput)
@@ -62,27 +63,33 @@ std::string collectives(ddph_comm_t* c) {
   }
   {
     F32 in(kInput), out(std::vector<float>(kInput.size(), 7.0f));
+    note("allgather");
     std::string e = failed(c->allgather(c->ctx, &in.t, &out.t, nullptr));
     if (!e.empty()) return "allgather: " + e;
     if (out.values != kInput) return "allgather changed the values";
+    note("reduce_scatter");
     e = failed(c->reduce_scatter(c->ctx, &in.t, &out.t, DDPH_SUM, nullptr));
     if (!e.empty()) return "reduce_scatter: " + e;
     if (out.values != kInput) return "reduce_scatter changed the values";
+    note("broadcast");
     e = failed(c->broadcast(c->ctx, &in.t, 0, nullptr));
     if (!e.empty()) return "broadcast: " + e;
     if (in.values != kInput) return "broadcast changed the values";
+    note("barrier");
     e = failed(c->barrier(c->ctx));
     if (!e.empty()) return "barrier: " + e;
   }
   if (c->struct_size >= DDPH_COMM_SIZE_V1_1 && c->alltoallv != nullptr) {
     F32 in(kInput), out(std::vector<float>(kInput.size(), 7.0f));
     const int64_t counts[1] = {int64_t(kInput.size())};
+    note("alltoallv");
     std::string e = failed(c->alltoallv(c->ctx, &in.t, counts, &out.t, counts, nullptr));
     if (!e.empty()) return "alltoallv: " + e;
     if (out.values != kInput) return "alltoallv changed the values";
   }
   if (c->split != nullptr) {
     ddph_comm_t* sub = nullptr;
+    note("split(0, 0)");
     std::string e = failed(c->split(c->ctx, 0, 0, &sub));
     if (!e.empty()) return "split(0, 0): " + e;
     if (sub == nullptr) return "split(0, 0) gave no communicator";
@@ -162,6 +169,7 @@ Outcome check_comm_collectives(const ddph_comm_factory_t* f, double timeout_s) {
   init.options = opts.data();
   init.num_options = opts.size();
   ddph_comm_t* c = nullptr;
+  note("create on a world of 1 (" + rendezvous + ")");
   ddph_error_t* made = f->create(&init, &c);
   // DDPH_UNSUPPORTED from create means "not on this machine" (comm_nccl
   // without a GPU): nothing to check here, which is not a failure.

@@ -95,9 +95,12 @@ Outcome check_create_destroy(const ddph_hook_t* h, double) {
   Outcome skip;
   if (needs_options(h, &skip)) return skip;
   {
+    note("create with default options");
     Instance warm(h, self_comm());
     if (!warm.ok()) return fail("create with default options failed: " + warm.error());
+    note("destroy");
   }
+  note("100 create/destroy cycles");
   const size_t before = mallinfo2().uordblks;
   for (int i = 0; i < 100; ++i) {
     Instance inst(h, self_comm());
@@ -125,14 +128,17 @@ Outcome expect_invalid(ddph_error_t* e, const char* what, const char* must_menti
 
 Outcome check_create_misuse(const ddph_hook_t* h, double) {
   void* state = nullptr;
+  note("create(NULL init)");
   Outcome o = expect_invalid(h->create(nullptr, &state), "create(NULL init)");
   if (o.status != Status::kPass) return o;
   ddph_hook_init_t init{};
+  note("create with init.struct_size 0");
   o = expect_invalid(h->create(&init, &state), "create with init.struct_size 0");
   if (o.status != Status::kPass) return o;
   init.struct_size = sizeof init;
   init.host = ddph_host();
   init.comm = nullptr;
+  note("create with init.comm NULL");
   o = expect_invalid(h->create(&init, &state), "create with init.comm NULL", "comm");
   if (o.status != Status::kPass) return o;
   if (h->stats != nullptr && required_option(h).empty()) {
@@ -140,6 +146,7 @@ Outcome check_create_misuse(const ddph_hook_t* h, double) {
     if (!inst.ok()) return fail("create with default options failed: " + inst.error());
     ddph_stats_t st{};
     st.struct_size = 3;
+    note("stats with struct_size 3");
     o = expect_invalid(h->stats(inst.state(), &st), "stats with struct_size 3");
     if (o.status != Status::kPass) return o;
   }
@@ -154,6 +161,7 @@ Outcome check_run(const ddph_hook_t* h, int64_t n, double wait_s) {
   if (!inst.ok()) return fail("create with default options failed: " + inst.error());
   for (uint64_t step = 0; step < 2; ++step) {
     TestBucket b(n, step);
+    note("run_bucket, step " + std::to_string(step));
     RunResult r = run_once(h, inst.state(), &b.b, wait_s);
     const std::string at = "step " + std::to_string(step) + ": ";
     if (!r.problem.empty()) return fail(at + r.problem);
@@ -204,10 +212,12 @@ Outcome check_nonfinite(const ddph_hook_t* h, double wait_s) {
   if (!clean_inst.ok()) return fail("create with default options failed: " + clean_inst.error());
   TestBucket clean(n, 0), dirty(n, 0);
   for (int k = 0; k < 3; ++k) dirty.data[size_t(at[k])] = bad[k];
+  note("run_bucket on the clean bucket");
   RunResult rc = run_once(h, clean_inst.state(), &clean.b, wait_s);
   if (!rc.problem.empty() || rc.returned_error || rc.code != DDPH_OK)
     return fail("the clean bucket did not run: " + (rc.problem.empty() ? rc.message : rc.problem));
   const std::vector<float> input = dirty.data;
+  note("run_bucket on the bucket holding NaN, +Inf and -Inf");
   RunResult rb = run_once(h, bad_inst.state(), &dirty.b, wait_s);
   if (!rb.problem.empty()) return fail(rb.problem);
   if (rb.returned_error || rb.code != DDPH_OK) {
@@ -273,6 +283,7 @@ Outcome check_misuse(const ddph_hook_t* h, double wait_s) {
   };
   auto refused = [&](void* state, const ddph_bucket_t* b, bool null_done,
                      const std::string& what) -> std::string {
+    note("run_bucket with " + what);
     RunResult r = run_once(h, state, b, wait_s, null_done);
     if (!r.problem.empty()) return what + ": " + r.problem;
     if (!r.returned_error) return what + " was accepted (done got " + code_text(r.code) + ")";
@@ -307,16 +318,19 @@ Outcome check_state(const ddph_hook_t* h, double wait_s) {
   Instance a(h, self_comm()), b(h, self_comm());
   if (!a.ok()) return fail("create with default options failed: " + a.error());
   TestBucket bucket(1000, 0);
+  note("run_bucket before saving");
   RunResult r = run_once(h, a.state(), &bucket.b, wait_s);
   if (!r.problem.empty() || r.returned_error || r.code != DDPH_OK)
     return fail("the bucket before saving did not run: " +
                 (r.problem.empty() ? r.message : r.problem));
   std::string blob, again;
+  note("save_state");
   if (ddph_error_t* e = h->save_state(a.state(), append, &blob)) {
     std::string m = ddph_error_message(e);
     ddph_error_free(e);
     return fail("save_state failed: " + m);
   }
+  note("load_state of its own blob");
   if (ddph_error_t* e = h->load_state(b.state(), blob.data(), blob.size())) {
     std::string m = ddph_error_message(e);
     ddph_error_free(e);
@@ -330,6 +344,7 @@ Outcome check_state(const ddph_hook_t* h, double wait_s) {
   if (again != blob) return fail("save -> load -> save gave a different blob");
   if (blob.empty()) return pass("empty state round trips");
   for (size_t cut : {blob.size() - 1, blob.size() / 2}) {
+    note("load_state of the blob cut to " + std::to_string(cut) + " bytes");
     ddph_error_t* e = h->load_state(b.state(), blob.data(), cut);
     if (e == nullptr)
       return fail("load_state accepted the blob truncated to " + std::to_string(cut) + " of " +

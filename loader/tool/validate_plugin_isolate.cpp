@@ -23,7 +23,12 @@ void write_all(int fd, const std::string& s) {
   }
 }
 
+// The child's end of the pipe. It carries notes ('N', text, NUL) and then
+// the answer ('R', status tag, detail up to EOF).
+int g_child_fd = -1;
+
 [[noreturn]] void child_main(int fd, const std::function<Outcome()>& check, bool keep_output) {
+  g_child_fd = fd;
   // A sanitizer runtime turns a crash into a report and exit(1); the kernel's
   // default action lets the parent name the signal, sanitized build or not.
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
@@ -44,7 +49,7 @@ void write_all(int fd, const std::string& s) {
     o = {Status::kFail, "unknown exception escaped into the validator"};
   }
   const char tag = o.status == Status::kPass ? 'P' : o.status == Status::kSkip ? 'S' : 'F';
-  write_all(fd, std::string(1, tag) + o.detail);
+  write_all(fd, std::string("R") + tag + o.detail);
   close(fd);
   // _exit: the plugin's static destructors and atexit handlers are not part
   // of the check, and a hung plugin thread must not keep the child alive.
@@ -58,7 +63,24 @@ std::string signal_text(int sig) {
          (desc ? desc : "?") + ")";
 }
 
+// Splits what the child sent into its last note and its answer (empty when
+// it sent none).
+void parse(const std::string& bytes, std::string* last_note, std::string* answer) {
+  size_t pos = 0;
+  while (pos < bytes.size() && bytes[pos] == 'N') {
+    const size_t end = bytes.find('\0', pos);
+    if (end == std::string::npos) break;  // cut off mid-note
+    *last_note = bytes.substr(pos + 1, end - pos - 1);
+    pos = end + 1;
+  }
+  if (pos < bytes.size() && bytes[pos] == 'R') *answer = bytes.substr(pos + 1);
+}
+
 }  // namespace
+
+void note(const std::string& what) {
+  if (g_child_fd >= 0) write_all(g_child_fd, "N" + what + std::string(1, '\0'));
+}
 
 Outcome run_isolated(const std::function<Outcome()>& check, double timeout_s, bool keep_output) {
   int fds[2];
@@ -76,7 +98,7 @@ Outcome run_isolated(const std::function<Outcome()>& check, double timeout_s, bo
     child_main(fds[1], check, keep_output);
   }
   close(fds[1]);
-  std::string answer;
+  std::string received;
   int status = 0;
   bool exited = false, timed_out = false;
   const auto start = std::chrono::steady_clock::now();
@@ -88,7 +110,7 @@ Outcome run_isolated(const std::function<Outcome()>& check, double timeout_s, bo
       if (poll(&p, 1, 20) > 0) {
         char buf[4096];
         const ssize_t n = read(fds[0], buf, sizeof buf);
-        if (n > 0) answer.append(buf, size_t(n));
+        if (n > 0) received.append(buf, size_t(n));
         if (n == 0) pipe_open = false;
       }
     } else {
@@ -106,19 +128,23 @@ Outcome run_isolated(const std::function<Outcome()>& check, double timeout_s, bo
   for (char buf[4096];;) {
     const ssize_t n = read(fds[0], buf, sizeof buf);
     if (n <= 0) break;
-    answer.append(buf, size_t(n));
+    received.append(buf, size_t(n));
   }
   close(fds[0]);
+  std::string last_note, answer;
+  parse(received, &last_note, &answer);
+  const std::string during = last_note.empty() ? "" : " while: " + last_note;
   if (timed_out) {
     char text[64];
     std::snprintf(text, sizeof text, "hung after %.0fs", timeout_s);
-    return {Status::kFail, text};
+    return {Status::kFail, text + during};
   }
-  if (WIFSIGNALED(status)) return {Status::kFail, "crashed: " + signal_text(WTERMSIG(status))};
+  if (WIFSIGNALED(status))
+    return {Status::kFail, "crashed: " + signal_text(WTERMSIG(status)) + during};
   if (answer.empty())
     return {Status::kFail, "the check's process exited with status " +
                                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                               " without an answer (the plugin called exit?)"};
+                               " without an answer (the plugin called exit?)" + during};
   Outcome o;
   o.status = answer[0] == 'P' ? Status::kPass : answer[0] == 'S' ? Status::kSkip : Status::kFail;
   o.detail = answer.substr(1);

@@ -21,4 +21,9 @@ struct Outcome {
 // stdout and stderr go to /dev/null unless keep_output.
 Outcome run_isolated(const std::function<Outcome()>& check, double timeout_s, bool keep_output);
 
+// Inside a check: what it is about to do. Should the child then crash or
+// hang, the FAIL row says so ("crashed: SIGSEGV ... while: NULL buffer
+// data"). A no-op outside run_isolated.
+void note(const std::string& what);
+
 }  // namespace ddph_validate

@@ -35,6 +35,10 @@ cmake --build "$work/plugin" >/dev/null
 export DDPH_PLUGIN_PATH=$work/plugin
 
 "$prefix/bin/ddph" validate "$src/examples/out_of_tree_plugin/example.yaml"
+# The author's check of the new family: the whole plugin contract, from the
+# installed tool, on a .so outside the plugin directory.
+"$prefix/bin/ddph" validate-plugin --timeout 30 "$work/plugin/libddph_example.so" \
+  || { echo "FAIL: ddph validate-plugin on the example family"; exit 1; }
 # Captured first: `grep -q` stops reading at the first match, and under
 # pipefail the listing's SIGPIPE would fail the test.
 listing=$("$prefix/bin/ddph" plugins)
