@@ -1,6 +1,8 @@
 // C trampolines: every entry checks ctx and turns exceptions into errors.
 #include "plugins/comm_mpi/comm_table.h"
 
+#include <cstring>
+
 #include "core/error.h"
 
 namespace ddph {
@@ -18,6 +20,18 @@ Communicator& comm_of(void* ctx, const char* what) {
   return *static_cast<Handle*>(ctx)->comm;
 }
 
+// A C caller may pass any int as the op. Reading it as the enum would be
+// undefined for a value outside DDPH_SUM..DDPH_MIN (the sanitizer build
+// aborts on it), so its bytes are read as an int and checked first.
+ddph_reduce_op_t checked_op(const ddph_reduce_op_t& op, const char* what) {
+  static_assert(sizeof(ddph_reduce_op_t) == sizeof(int), "ddph_reduce_op_t is an int");
+  int raw;
+  std::memcpy(&raw, &op, sizeof raw);
+  DDPH_CHECK(raw >= DDPH_SUM && raw <= DDPH_MIN, DDPH_INVALID_ARGUMENT,
+             what << ": op " << raw << " is not DDPH_SUM, DDPH_AVG, DDPH_MAX or DDPH_MIN");
+  return static_cast<ddph_reduce_op_t>(raw);
+}
+
 int rank_fn(void* ctx) {
   return ctx ? static_cast<Handle*>(ctx)->comm->rank() : -1;
 }
@@ -27,7 +41,8 @@ int size_fn(void* ctx) {
 
 ddph_error_t* allreduce_fn(void* ctx, const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
                            void* /*stream: host memory only*/) {
-  return guard([&] { comm_of(ctx, "allreduce").allreduce(send, recv, op); });
+  return guard(
+      [&] { comm_of(ctx, "allreduce").allreduce(send, recv, checked_op(op, "allreduce")); });
 }
 
 ddph_error_t* allgather_fn(void* ctx, const DLTensor* send, DLTensor* recv, void*) {
@@ -36,7 +51,9 @@ ddph_error_t* allgather_fn(void* ctx, const DLTensor* send, DLTensor* recv, void
 
 ddph_error_t* reduce_scatter_fn(void* ctx, const DLTensor* send, DLTensor* recv,
                                 ddph_reduce_op_t op, void*) {
-  return guard([&] { comm_of(ctx, "reduce_scatter").reduce_scatter(send, recv, op); });
+  return guard([&] {
+    comm_of(ctx, "reduce_scatter").reduce_scatter(send, recv, checked_op(op, "reduce_scatter"));
+  });
 }
 
 ddph_error_t* broadcast_fn(void* ctx, DLTensor* buf, int root, void*) {

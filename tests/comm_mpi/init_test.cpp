@@ -130,6 +130,9 @@ TEST(Misuse, BadArgumentsAreRefusedAndTheCommunicatorStillWorks) {
   EXPECT_TRUE(contains(dtype.message, "int8")) << dtype.message;
   Err op = take(comm->allreduce(comm->ctx, a.dl(), a.dl(), ddph_reduce_op_t(9), nullptr));
   EXPECT_EQ(op.code, DDPH_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(op.message, "op 9")) << op.message;
+  Err rs_op = take(comm->reduce_scatter(comm->ctx, g.dl(), a.dl(), ddph_reduce_op_t(-1), nullptr));
+  EXPECT_EQ(rs_op.code, DDPH_INVALID_ARGUMENT);
   Err gather = take(comm->allgather(comm->ctx, a.dl(), g.dl(), nullptr));
   EXPECT_EQ(gather.code, DDPH_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(gather.message, "size() * send numel")) << gather.message;
