@@ -14,8 +14,9 @@ DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
   DDPH_CHECK(buf.ndim == 1, DDPH_INVALID_ARGUMENT,
              "bucket.buffer.ndim is " << buf.ndim << "; a bucket buffer must be 1-D");
   DDPH_CHECK(buf.shape != nullptr, DDPH_INVALID_ARGUMENT, "bucket.buffer.shape is NULL");
-  DDPH_CHECK(is_flat(buf), DDPH_INVALID_ARGUMENT,
-             "bucket.buffer.strides is {" << buf.strides[0] << "}; a bucket buffer must be contiguous");
+  DDPH_CHECK(
+      is_flat(buf), DDPH_INVALID_ARGUMENT,
+      "bucket.buffer.strides is {" << buf.strides[0] << "}; a bucket buffer must be contiguous");
   const int64_t n = buf.shape[0];
   DDPH_CHECK(n >= 0, DDPH_INVALID_ARGUMENT, "bucket.buffer.shape[0] is negative (" << n << ")");
   DDPH_CHECK(n == 0 || buf.data != nullptr, DDPH_INVALID_ARGUMENT,
@@ -53,8 +54,9 @@ DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
                "bucket.params[" << i << "].shape is NULL with ndim " << p.ndim);
     bool empty = false;
     for (int d = 0; d < p.ndim; ++d) {
-      DDPH_CHECK(p.shape[d] >= 0, DDPH_INVALID_ARGUMENT,
-                 "bucket.params[" << i << "].shape[" << d << "] is negative (" << p.shape[d] << ")");
+      DDPH_CHECK(
+          p.shape[d] >= 0, DDPH_INVALID_ARGUMENT,
+          "bucket.params[" << i << "].shape[" << d << "] is negative (" << p.shape[d] << ")");
       empty = empty || p.shape[d] == 0;
     }
     // Multiplied only while the product stays within the bucket, so it never

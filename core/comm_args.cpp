@@ -42,7 +42,8 @@ void check_same_dtype(const CommBuf& send, const CommBuf& recv, const char* coll
              DDPH_INVALID_ARGUMENT,
              collective << ": send and recv are on different devices (types "
                         << int(send.device.device_type) << "/" << int(recv.device.device_type)
-                        << ", ids " << send.device.device_id << "/" << recv.device.device_id << ")");
+                        << ", ids " << send.device.device_id << "/" << recv.device.device_id
+                        << ")");
 }
 
 void check_numel(const CommBuf& b, size_t expected, const char* collective, const char* arg,

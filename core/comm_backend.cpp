@@ -56,9 +56,8 @@ ddph_error_t* recv_fn(void* ctx, DLTensor* buf, int peer, void* stream) {
 
 ddph_error_t* alltoallv_fn(void* ctx, const DLTensor* send, const int64_t* send_counts,
                            DLTensor* recv, const int64_t* recv_counts, void* stream) {
-  return guard([&] {
-    comm_of(ctx, "alltoallv").alltoallv(send, send_counts, recv, recv_counts, stream);
-  });
+  return guard(
+      [&] { comm_of(ctx, "alltoallv").alltoallv(send, send_counts, recv, recv_counts, stream); });
 }
 
 ddph_error_t* split_fn(void* ctx, int color, int key, ddph_comm_t** out) {

@@ -87,4 +87,22 @@ void take_inner_bytes_out(const ddph_hook_ref_t& inner, ddph_stats_t* out) {
     host()->error_free(error);
 }
 
+ddph_bucket_t bucket_over(const ddph_bucket_t& bucket, const DLTensor& buffer) {
+  ddph_bucket_t out{};
+  out.struct_size = sizeof out;
+  out.index = bucket.index;
+  out.step = bucket.step;
+  out.is_last = bucket.is_last;
+  out.buffer = buffer;
+  out.num_params = bucket.num_params;
+  out.params = bucket.params;
+  out.stream = bucket.stream;
+  out.param_ids = param_ids(bucket);
+  return out;
+}
+
+const int64_t* param_ids(const ddph_bucket_t& bucket) {
+  return bucket.struct_size >= DDPH_BUCKET_SIZE_V1_2 ? bucket.param_ids : nullptr;
+}
+
 }  // namespace ddph

@@ -143,6 +143,14 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
   return h;
 }
 
+// The same bucket (index, step, is_last, params, param_ids, stream) over
+// another buffer, for a wrapper to hand its inner hook. Reads only the
+// fields the caller's struct has (a 1.0 host's ends before param_ids).
+ddph_bucket_t bucket_over(const ddph_bucket_t& bucket, const DLTensor& buffer);
+
+// The bucket's parameter ids (ABI 1.2), or NULL when the host gave none.
+const int64_t* param_ids(const ddph_bucket_t& bucket);
+
 // Runs a created hook on bucket and waits for its completion; rethrows its
 // error. For wrappers, whose inner hook may complete on another thread.
 void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket);

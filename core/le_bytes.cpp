@@ -75,19 +75,31 @@ std::string finish_frame(LeWriter& w) {
 
 LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t version,
                     const char* blob, const char* saver) {
+  uint32_t got = 0;
+  return open_frame(bytes, n, magic, version, version, blob, saver, &got);
+}
+
+LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t oldest,
+                    uint32_t newest, const char* blob, const char* saver, uint32_t* version) {
   constexpr size_t kHeader = sizeof magic + 4, kChecksum = 8;
   LeReader head(bytes, n, blob);
   DDPH_CHECK(std::memcmp(head.take(sizeof magic, "the magic"), magic, sizeof magic) == 0,
              DDPH_INVALID_ARGUMENT, blob << ": wrong magic; this blob was not saved by " << saver);
   const uint64_t got = head.get(4, "the version");
-  DDPH_CHECK(got == version, DDPH_INVALID_ARGUMENT,
-             blob << ": version " << got << ", but this plugin reads version " << version);
+  if (oldest == newest)
+    DDPH_CHECK(got == newest, DDPH_INVALID_ARGUMENT,
+               blob << ": version " << got << ", but this plugin reads version " << newest);
+  else
+    DDPH_CHECK(got >= oldest && got <= newest, DDPH_INVALID_ARGUMENT,
+               blob << ": version " << got << ", but this plugin reads versions " << oldest
+                    << " to " << newest);
   DDPH_CHECK(n >= kHeader + kChecksum, DDPH_INVALID_ARGUMENT,
              blob << ": blob truncated: " << n << " bytes");
   const auto* p = static_cast<const uint8_t*>(bytes);
   LeReader tail(p + n - kChecksum, kChecksum, blob);
   DDPH_CHECK(tail.get(8, "the checksum") == fnv1a64(bytes, n - kChecksum), DDPH_INVALID_ARGUMENT,
              blob << ": checksum mismatch; the blob is corrupt or truncated");
+  *version = uint32_t(got);
   return LeReader(p + kHeader, n - kHeader - kChecksum, blob);
 }
 

@@ -56,5 +56,9 @@ std::string finish_frame(LeWriter& w);
 // Throws DDPH_INVALID_ARGUMENT naming `blob`.
 LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t version,
                     const char* blob, const char* saver);
+// The same for a reader of several versions: accepts oldest..newest and
+// tells which one the blob has in *version.
+LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t oldest,
+                    uint32_t newest, const char* blob, const char* saver, uint32_t* version);
 
 }  // namespace ddph

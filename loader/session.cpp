@@ -88,6 +88,7 @@ struct Session::PendingBucket {
   ddph_bucket_t bucket{};
   int64_t buffer_shape = 0, buffer_stride = 1;
   std::vector<ddph_param_t> params;
+  std::vector<int64_t> param_ids;
   std::vector<std::vector<int64_t>> shapes;  // params' view shapes, then data shapes/strides
   ddph_done_fn done = nullptr;
   void* user = nullptr;
@@ -124,6 +125,11 @@ struct Session::PendingBucket {
     }
     bucket.num_params = params.size();
     bucket.params = params.empty() ? nullptr : params.data();
+    // A 1.0/1.1 host's struct ends before param_ids: it has none.
+    if (b.struct_size >= DDPH_BUCKET_SIZE_V1_2 && b.param_ids != nullptr && !params.empty()) {
+      param_ids.assign(b.param_ids, b.param_ids + b.num_params);
+      bucket.param_ids = param_ids.data();
+    }
   }
 
  private:

@@ -25,7 +25,8 @@ class OnDevice {
  public:
   explicit OnDevice(const Where& at) {
     enqueued(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != at.device.device_id) enqueued(cudaSetDevice(at.device.device_id), "cudaSetDevice");
+    if (previous_ != at.device.device_id)
+      enqueued(cudaSetDevice(at.device.device_id), "cudaSetDevice");
   }
   ~OnDevice() { cudaSetDevice(previous_); }
 
@@ -61,17 +62,17 @@ void cast_into(const Where& at, DType from, const void* src, DType to, void* dst
 #ifdef DDPH_HAVE_CUDA
   OnDevice device(at);
   const cudaError_t e = cuda::cast_into(from, src, to, dst, n, stream_of(at));
-  DDPH_CHECK(e != cudaErrorInvalidValue, DDPH_UNSUPPORTED,
-             "cast_into: " << dtype_name(from) << " -> " << dtype_name(to)
-                           << " is not a supported cast");
+  DDPH_CHECK(
+      e != cudaErrorInvalidValue, DDPH_UNSUPPORTED,
+      "cast_into: " << dtype_name(from) << " -> " << dtype_name(to) << " is not a supported cast");
   enqueued(e, "cast");
 #else
   no_cuda("cast");
 #endif
 }
 
-void cast_div_into(const Where& at, DType from, const void* src, DType low, uint16_t* dst,
-                   size_t n, int64_t w) {
+void cast_div_into(const Where& at, DType from, const void* src, DType low, uint16_t* dst, size_t n,
+                   int64_t w) {
   if (!at.cuda()) return cast_div_into(from, src, low, dst, n, w);
 #ifdef DDPH_HAVE_CUDA
   OnDevice device(at);

@@ -27,8 +27,8 @@ Where where_of(const ddph_bucket_t& bucket);
 // As in divide.h and cast.h.
 void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w);
 void cast_into(const Where& at, DType from, const void* src, DType to, void* dst, size_t n);
-void cast_div_into(const Where& at, DType from, const void* src, DType low, uint16_t* dst,
-                   size_t n, int64_t w);
+void cast_div_into(const Where& at, DType from, const void* src, DType low, uint16_t* dst, size_t n,
+                   int64_t w);
 
 // Scratch kept by a hook: on the host one buffer per bucket index, grown as
 // needed and reused every step; on a GPU, pool memory leased for one run.

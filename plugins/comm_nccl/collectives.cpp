@@ -79,7 +79,8 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   const int world = size();
   if (in_place) {
     run(what, {{&recv, true, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
-      if (op == DDPH_AVG) DDPH_CUDA(cuda::divide_inplace(recv.dtype, recv.data, recv.numel, world, s));
+      if (op == DDPH_AVG)
+        DDPH_CUDA(cuda::divide_inplace(recv.dtype, recv.data, recv.numel, world, s));
       return ncclAllReduce(recv.data, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c,
                            s);
     });
@@ -90,12 +91,12 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
         const void* from = send.data;
         if (op == DDPH_AVG) {
           // send is the caller's: divide a copy of it, in recv.
-          DDPH_CUDA(cudaMemcpyAsync(recv.data, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
+          DDPH_CUDA(
+              cudaMemcpyAsync(recv.data, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
           DDPH_CUDA(cuda::divide_inplace(recv.dtype, recv.data, recv.numel, world, s));
           from = recv.data;
         }
-        return ncclAllReduce(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c,
-                             s);
+        return ncclAllReduce(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c, s);
       });
 }
 
@@ -132,8 +133,8 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
           DDPH_CUDA(cuda::divide_inplace(send.dtype, divided, send.numel, world, s));
           from = divided;
         }
-        ncclResult_t r =
-            ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c, s);
+        ncclResult_t r = ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype),
+                                           nccl_op(op), c, s);
         // Stream-ordered: freed after the reduce-scatter has read it.
         cuda::scratch_free(divided, s);
         return r;
@@ -205,8 +206,8 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
             if (send_counts[p] > 0) DDPH_NCCL(ncclSend(sp, size_t(send_counts[p]), type, p, c, s));
             if (recv_counts[p] > 0) DDPH_NCCL(ncclRecv(rp, size_t(recv_counts[p]), type, p, c, s));
           } else if (send_counts[p] > 0) {
-            DDPH_CUDA(cudaMemcpyAsync(rp, sp, size_t(send_counts[p]) * es,
-                                      cudaMemcpyDeviceToDevice, s));
+            DDPH_CUDA(
+                cudaMemcpyAsync(rp, sp, size_t(send_counts[p]) * es, cudaMemcpyDeviceToDevice, s));
           }
           sp += size_t(send_counts[p]) * es;
           rp += size_t(recv_counts[p]) * es;

@@ -48,8 +48,7 @@ std::unique_ptr<Communicator> Communicator::connect(const NcclConfig& config,
       store.wait({kUniqueIdKey}, config.timeout);
       std::vector<char> bytes = store.get(kUniqueIdKey);
       DDPH_CHECK(bytes.size() == sizeof id.internal, DDPH_COMM_FAILURE,
-                 "comm_nccl: the unique id in the store has " << bytes.size()
-                                                              << " bytes, expected "
+                 "comm_nccl: the unique id in the store has " << bytes.size() << " bytes, expected "
                                                               << sizeof id.internal);
       std::memcpy(id.internal, bytes.data(), sizeof id.internal);
     }

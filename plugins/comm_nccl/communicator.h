@@ -37,8 +37,7 @@ class Communicator : public CommBackend {
 
   int rank() const override { return config_.rank; }
   int size() const override { return config_.world; }
-  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
-                 void* stream) override;
+  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) override;
   void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
   void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
                       void* stream) override;

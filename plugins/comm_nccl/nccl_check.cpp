@@ -19,9 +19,8 @@ void cuda_check(cudaError_t error, const char* call) {
   const bool no_gpu = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
                       error == cudaErrorInvalidDevice;
   DDPH_FAIL(no_gpu ? DDPH_UNSUPPORTED : DDPH_COMM_FAILURE,
-            "comm_nccl: " << (no_gpu ? "no usable CUDA device: " : "") << call
-                          << " failed: " << cudaGetErrorName(error) << ": "
-                          << cudaGetErrorString(error));
+            "comm_nccl: " << (no_gpu ? "no usable CUDA device: " : "") << call << " failed: "
+                          << cudaGetErrorName(error) << ": " << cudaGetErrorString(error));
 }
 
 }  // namespace comm_nccl

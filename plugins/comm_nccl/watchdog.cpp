@@ -7,8 +7,7 @@
 namespace ddph {
 namespace comm_nccl {
 
-Watchdog::Watchdog(std::shared_ptr<GuardedComm> comm, int device,
-                   std::chrono::milliseconds timeout)
+Watchdog::Watchdog(std::shared_ptr<GuardedComm> comm, int device, std::chrono::milliseconds timeout)
     : comm_(std::move(comm)), device_(device), timeout_(timeout), thread_([this] { loop(); }) {}
 
 Watchdog::~Watchdog() {

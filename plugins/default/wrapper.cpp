@@ -40,9 +40,7 @@ class WrapperHook : public Hook {
     uint16_t* low = static_cast<uint16_t*>(scratch.data());
     cast_into(at, dtype, data, Low, low, size_t(n));
     FlatTensor buf(low, Low, n, bucket.buffer.device);
-    ddph_bucket_t inner_bucket = bucket;  // same index, step, is_last, params, stream
-    inner_bucket.struct_size = sizeof inner_bucket;
-    inner_bucket.buffer = *buf.dl();
+    ddph_bucket_t inner_bucket = bucket_over(bucket, *buf.dl());
     run_hook_blocking(inner_, inner_bucket);
     cast_into(at, Low, low, dtype, data, size_t(n));
     done.ok();

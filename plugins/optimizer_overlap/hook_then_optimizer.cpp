@@ -54,6 +54,7 @@ class HookThenOptimizer : public Hook {
     run_hook_blocking(inner_, bucket);
 
     const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
+    const int64_t* ids = param_ids(bucket);
     for (size_t i = 0; i < bucket.num_params; ++i) {
       if (!selected_[i]) continue;
       const ddph_param_t& p = bucket.params[i];
@@ -65,7 +66,9 @@ class HookThenOptimizer : public Hook {
         cast_into(dtype, g, DType::F32, upcast_.data(), n);
         grad = upcast_.data();
       }
-      optim_step(options_.optim, states_[ParamKey(bucket.index, uint32_t(i))], params_[i], grad, n);
+      const ParamKey key =
+          ids != nullptr ? ParamKey::id(ids[i]) : ParamKey::position(bucket.index, uint32_t(i));
+      optim_step(options_.optim, states_[key], params_[i], grad, n);
     }
     done.ok();
   }

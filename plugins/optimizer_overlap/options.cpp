@@ -32,8 +32,9 @@ const ddph_option_spec_t* hook_specs(size_t* count) {
       spec_float("eps", "1e-8", "adam/adamw: added to the denominator", 0, kHuge),
       spec_bool("amsgrad", "false", "adam/adamw: use the running maximum of the second moment"),
       spec_string("params", "",
-                  "indices of the parameters to update, e.g. \"0,2,5-7\", counted over the "
-                  "buckets in index order; empty: all"),
+                  "parameters to update, e.g. \"0,2,5-7\": the host's parameter ids when it "
+                  "gives them (bucket.param_ids), else indices counted over the buckets in "
+                  "index order; empty: all"),
   };
   *count = sizeof specs / sizeof specs[0];
   return specs;

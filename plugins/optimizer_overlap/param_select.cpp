@@ -3,11 +3,33 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/hook.h"
 
 namespace ddph {
 namespace optimizer_overlap {
 
 void ParamSelection::select(const ddph_bucket_t& bucket, std::vector<char>* selected) {
+  const int64_t* ids = param_ids(bucket);
+  const Keys keys = ids != nullptr ? Keys::kIds : Keys::kPositions;
+  if (keys_ == Keys::kUnknown) keys_ = keys;
+  DDPH_CHECK(keys == keys_, DDPH_INVALID_ARGUMENT,
+             "hook_then_optimizer: bucket " << bucket.index
+                                            << (ids != nullptr ? " comes with" : " has no")
+                                            << " parameter ids (bucket.param_ids), but earlier "
+                                               "buckets "
+                                            << (ids != nullptr ? "had none" : "had them")
+                                            << "; the optimizer state is keyed by them, so a "
+                                               "host gives ids for every bucket or none");
+  if (ids == nullptr) return select_by_position(bucket, selected);
+  const size_t n = bucket.num_params;
+  selected->assign(n, 1);
+  if (indices_.empty()) return;
+  for (size_t i = 0; i < n; ++i)
+    (*selected)[i] =
+        ids[i] >= 0 && std::binary_search(indices_.begin(), indices_.end(), size_t(ids[i])) ? 1 : 0;
+}
+
+void ParamSelection::select_by_position(const ddph_bucket_t& bucket, std::vector<char>* selected) {
   const size_t n = bucket.num_params;
   auto known = counts_.emplace(bucket.index, n);
   DDPH_CHECK(known.first->second == n, DDPH_INVALID_ARGUMENT,

@@ -1,7 +1,9 @@
 // The `params` option: which parameters hook_then_optimizer updates.
 //
-// PyTorch names them by tensor; across the C ABI a parameter is a position
-// in a bucket. Indices here count parameters over the buckets in bucket
+// PyTorch names them by tensor. Across the C ABI a host that gives
+// parameter ids (ddph_bucket_t.param_ids, ABI 1.2) names them by id: the
+// indices are ids, whatever bucket a parameter is in. Otherwise a parameter
+// is a position in a bucket, and indices count parameters over the buckets in bucket
 // index order: bucket 0's params first (params[0], params[1], ...), then
 // bucket 1's, and so on, which is the same on every rank and every step.
 // The hook learns each bucket's parameter count as buckets arrive, so a
@@ -25,14 +27,18 @@ class ParamSelection {
   explicit ParamSelection(std::vector<size_t> indices) : indices_(std::move(indices)) {}
 
   // selected->at(i) = whether bucket.params[i] is updated. Throws
-  // DDPH_INVALID_ARGUMENT when the bucket's parameter count differs from
-  // an earlier step's, or, with a selection, when a lower bucket index has
-  // not been seen yet, or when the step's last bucket (is_last) shows that
-  // a selected index is past the last parameter.
+  // DDPH_INVALID_ARGUMENT when a bucket has ids and an earlier one had none
+  // (or the other way round); without ids, when the bucket's parameter count
+  // differs from an earlier step's, or, with a selection, when a lower
+  // bucket index has not been seen yet, or when the step's last bucket
+  // (is_last) shows that a selected index is past the last parameter.
   void select(const ddph_bucket_t& bucket, std::vector<char>* selected);
 
  private:
+  void select_by_position(const ddph_bucket_t& bucket, std::vector<char>* selected);
+  enum class Keys { kUnknown, kIds, kPositions };
   std::vector<size_t> indices_;
+  Keys keys_ = Keys::kUnknown;
   std::map<uint64_t, size_t> counts_;  // bucket index -> number of params
 };
 

@@ -18,8 +18,9 @@ std::string encode_state(const StateMap& states, OptimKind kind) {
   w.put(uint32_t(kind), 4);
   w.put(states.size(), 4);
   for (const auto& kv : states) {
+    w.put(kv.first.by_id ? 1 : 0, 1);
     w.put(kv.first.first, 8);
-    w.put(kv.first.second, 4);
+    if (!kv.first.by_id) w.put(kv.first.second, 4);
     w.put(kv.second.step, 8);
     w.put_floats(kv.second.momentum);
     w.put_floats(kv.second.second);
@@ -29,7 +30,9 @@ std::string encode_state(const StateMap& states, OptimKind kind) {
 }
 
 StateMap decode_state(const void* bytes, size_t n, OptimKind kind) {
-  LeReader body = open_frame(bytes, n, kMagic, kStateVersion, kBlob, "hook_then_optimizer");
+  uint32_t version = 0;
+  LeReader body =
+      open_frame(bytes, n, kMagic, 1, kStateVersion, kBlob, "hook_then_optimizer", &version);
   const uint64_t saved_kind = body.get(4, "the optimizer");
   DDPH_CHECK(saved_kind == uint32_t(kind), DDPH_INVALID_ARGUMENT,
              kBlob << ": saved by optimizer "
@@ -38,17 +41,24 @@ StateMap decode_state(const void* bytes, size_t n, OptimKind kind) {
   const uint64_t count = body.get(4, "the parameter count");
   StateMap states;
   for (uint64_t k = 0; k < count; ++k) {
-    ParamKey key;
-    key.first = body.get(8, "a bucket index");
-    key.second = uint32_t(body.get(4, "a parameter position"));
+    const uint64_t kind = version >= 2 ? body.get(1, "a key kind") : 0;
+    DDPH_CHECK(kind <= 1, DDPH_INVALID_ARGUMENT,
+               kBlob << ": key kind " << kind << " is neither 0 (position) nor 1 (id)");
+    ParamKey key{kind == 1, 0, 0};
+    key.first = body.get(8, key.by_id ? "a parameter id" : "a bucket index");
+    if (!key.by_id) key.second = uint32_t(body.get(4, "a parameter position"));
     ParamState s;
     s.step = body.get(8, "a step count");
     s.momentum = body.get_floats("momentum");
     s.second = body.get_floats("exp_avg_sq");
     s.max_second = body.get_floats("max_exp_avg_sq");
-    DDPH_CHECK(
-        states.emplace(key, std::move(s)).second, DDPH_INVALID_ARGUMENT,
-        kBlob << ": parameter " << key.second << " of bucket " << key.first << " appears twice");
+    if (key.by_id)
+      DDPH_CHECK(states.emplace(key, std::move(s)).second, DDPH_INVALID_ARGUMENT,
+                 kBlob << ": parameter id " << int64_t(key.first) << " appears twice");
+    else
+      DDPH_CHECK(
+          states.emplace(key, std::move(s)).second, DDPH_INVALID_ARGUMENT,
+          kBlob << ": parameter " << key.second << " of bucket " << key.first << " appears twice");
   }
   DDPH_CHECK(body.left() == 0, DDPH_INVALID_ARGUMENT,
              kBlob << ": " << body.left() << " bytes after the last parameter");

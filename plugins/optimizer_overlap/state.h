@@ -1,13 +1,18 @@
 // hook_then_optimizer's checkpoint: the optimizer state of every parameter
-// it has updated, keyed by (bucket index, position in the bucket).
+// it has updated, keyed by the host's parameter id (ddph_bucket_t.param_ids,
+// ABI 1.2) or, for a host that gives none, by (bucket index, position in
+// the bucket).
 //
 // The blob, little-endian whatever the host:
 //   "DDPHOPTM"  8 bytes magic
-//   u32         version (kStateVersion)
+//   u32         version (kStateVersion; version 1, which had no key kind
+//               and only positions, still loads)
 //   u32         optimizer: 0 sgd, 1 adam, 2 adamw
 //   u32         parameter count
 //   per parameter, ascending key:
-//               u64 bucket index, u32 position, u64 step, then
+//               u8 key kind (version 2 only): 0 position, 1 id
+//               position: u64 bucket index, u32 position; id: u64 id
+//               then u64 step,
 //               momentum (sgd momentum_buffer / adam exp_avg), second
 //               (exp_avg_sq), max_second (max_exp_avg_sq), each as
 //               u64 length + length x f32 (IEEE-754 bits); length 0: absent
@@ -18,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "plugins/optimizer_overlap/functional_optim.h"
@@ -25,10 +31,22 @@
 namespace ddph {
 namespace optimizer_overlap {
 
-using ParamKey = std::pair<uint64_t, uint32_t>;   // (bucket index, position)
+// Where a parameter's state is kept: by the host's id when it gives one
+// (the state then follows the parameter when the host regroups its
+// buckets), else by (bucket index, position).
+struct ParamKey {
+  bool by_id;
+  uint64_t first;   // id (as unsigned), or bucket index
+  uint32_t second;  // position; 0 for an id
+  static ParamKey id(int64_t id) { return {true, uint64_t(id), 0}; }
+  static ParamKey position(uint64_t bucket, uint32_t i) { return {false, bucket, i}; }
+  bool operator<(const ParamKey& o) const {
+    return std::tie(by_id, first, second) < std::tie(o.by_id, o.first, o.second);
+  }
+};
 using StateMap = std::map<ParamKey, ParamState>;  // ordered: the blob is deterministic
 
-constexpr uint32_t kStateVersion = 1;
+constexpr uint32_t kStateVersion = 2;
 
 std::string encode_state(const StateMap& states, OptimKind kind);
 // Throws DDPH_INVALID_ARGUMENT on a wrong magic, version or checksum, an

@@ -114,6 +114,8 @@ class Bucket(Structure):
         ("num_params", c_size_t),
         ("params", POINTER(Param)),
         ("stream", c_void_p),
+        # ABI 1.2: the host's stable id of each parameter, or NULL.
+        ("param_ids", POINTER(c_int64)),
     ]
 
 

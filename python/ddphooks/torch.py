@@ -206,7 +206,7 @@ class _BucketDesc:
 
     __slots__ = ("key", "bucket", "keep")
 
-    def __init__(self, key, buf, grads, params):
+    def __init__(self, key, buf, grads, params, ids):
         self.key = key
         n = len(params)
         param_array = (_abi.Param * n)() if n else None
@@ -233,6 +233,11 @@ class _BucketDesc:
         b.num_params = n
         if n:
             b.params = ctypes.cast(param_array, ctypes.POINTER(_abi.Param))
+            # Each parameter's index in the model: per-parameter state
+            # (hook_then_optimizer) follows it when DDP rebuilds its buckets.
+            id_array = (ctypes.c_int64 * n)(*ids)
+            keep.append(id_array)
+            b.param_ids = ctypes.cast(id_array, ctypes.POINTER(ctypes.c_int64))
         self.bucket = b
         self.keep = keep
 
@@ -259,8 +264,11 @@ class DDPHook:
     module's own state_dict() carries them too, under ``_ddph_hook_state``.
     """
 
-    def __init__(self, session, process_group, comm):
+    def __init__(self, session, process_group, comm, param_index):
         self.session = session
+        # data_ptr of each model parameter -> its index in parameters(),
+        # the id the loader hands the hooks (DDP never moves parameters).
+        self._param_index = param_index
         self.process_group = process_group
         self._comm = comm
         self.step = 0
@@ -276,7 +284,8 @@ class DDPHook:
         key = _key(buf, params)
         desc = self._descs.get(index)
         if desc is None or desc.key != key:
-            desc = _BucketDesc(key, buf, bucket.gradients(), params)
+            ids = [self._param_index.get(p.data_ptr(), -1) for p in params]
+            desc = _BucketDesc(key, buf, bucket.gradients(), params, ids)
             self._descs[index] = desc
         b = desc.bucket
         is_last = bucket.is_last()
@@ -398,7 +407,8 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
     comm = ProcessGroupComm(pg)
     session = Session(config, rank=pg.rank(), world_size=pg.size(), rendezvous=rendezvous,
                       store=store, comm=comm)
-    hook = DDPHook(session, pg, comm)
+    param_index = {p.data_ptr(): i for i, p in enumerate(ddp_model.module.parameters())}
+    hook = DDPHook(session, pg, comm, param_index)
 
     def save_hook(module, state_dict, prefix, local_metadata):
         state_dict[prefix + STATE_KEY] = hook._as_tensor()

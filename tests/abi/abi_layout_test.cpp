@@ -48,14 +48,17 @@ TEST(AbiLayout, V1_1AppendsOnly) {
   EXPECT_EQ(DDPH_COMM_SIZE_V1_1, 120u);
 }
 
-// 1.2 appended bytes_sent_to to ddph_comm_t and make_inner + inner_ctx to
-// ddph_hook_init_t, each right after the fields of the version before.
+// 1.2 appended bytes_sent_to to ddph_comm_t, make_inner + inner_ctx to
+// ddph_hook_init_t and param_ids to ddph_bucket_t, each right after the
+// fields of the version before.
 TEST(AbiLayout, V1_2AppendsOnly) {
   EXPECT_EQ(offsetof(ddph_comm_t, bytes_sent_to), DDPH_COMM_SIZE_V1_1);
   EXPECT_EQ(DDPH_COMM_SIZE_V1_2, 128u);
   EXPECT_EQ(DDPH_HOOK_INIT_SIZE_V1_0, 48u);
   EXPECT_EQ(offsetof(ddph_hook_init_t, make_inner), DDPH_HOOK_INIT_SIZE_V1_0);
   EXPECT_EQ(DDPH_HOOK_INIT_SIZE_V1_2, 64u);
+  EXPECT_EQ(offsetof(ddph_bucket_t, param_ids), DDPH_BUCKET_SIZE_V1_0);
+  EXPECT_EQ(DDPH_BUCKET_SIZE_V1_2, 112u);
   EXPECT_EQ(DDPH_HOOK_MAKES_INNER & (DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS |
                                      DDPH_HOOK_RESULT_ELSEWHERE | DDPH_HOOK_STEPS_OPTIMIZER),
             0u);

@@ -47,8 +47,8 @@ class NcclWorldOfOne : public ::testing::Test {
   void SetUp() override {
     DDPH_SKIP_WITHOUT_GPU();
     std::string error;
-    session_ = ddph_test::open_session(yaml("{family: default, name: allreduce}"), 0, 1,
-                                       temp_dir(), &error);
+    session_ = ddph_test::open_session(yaml("{family: default, name: allreduce}"), 0, 1, temp_dir(),
+                                       &error);
     ASSERT_NE(session_, nullptr) << error;
     comm_ = ddph_session_comm(session_);
     ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
@@ -70,11 +70,10 @@ class NcclWorldOfOne : public ::testing::Test {
 TEST(CommNcclWithoutGpu, OpeningASessionSaysNoDeviceIsUsable) {
   if (ddph_test::no_cuda_device_reason().empty())
     GTEST_SKIP() << "a GPU is present: the NcclWorldOfOne tests cover it";
-  ddph_test::OpenOutcome out = ddph_test::open_outcome(yaml("{family: default, name: allreduce}"),
-                                                       0, 1, temp_dir());
+  ddph_test::OpenOutcome out =
+      ddph_test::open_outcome(yaml("{family: default, name: allreduce}"), 0, 1, temp_dir());
   EXPECT_EQ(out.code, DDPH_UNSUPPORTED) << out.message;
-  EXPECT_NE(out.message.find("comm_nccl: no usable CUDA device"), std::string::npos)
-      << out.message;
+  EXPECT_NE(out.message.find("comm_nccl: no usable CUDA device"), std::string::npos) << out.message;
 }
 
 TEST_F(NcclWorldOfOne, ReductionsOnDeviceMemoryAreOrderedOnTheStream) {
@@ -209,8 +208,8 @@ TEST(NcclHooks, CudaPathsMatchTheCpuPathBitForBit) {
 TEST(NcclHooks, AHookWithoutACudaPathRefusesAGpuBucket) {
   DDPH_SKIP_WITHOUT_GPU();
   std::string error;
-  ddph_session_t* s = ddph_test::open_session(
-      yaml("{family: quantization, name: per_tensor}"), 0, 1, temp_dir(), &error);
+  ddph_session_t* s = ddph_test::open_session(yaml("{family: quantization, name: per_tensor}"), 0,
+                                              1, temp_dir(), &error);
   ASSERT_NE(s, nullptr) << error;
   DeviceVec<float> d(std::vector<float>(16, 1.0f));
   int64_t n = 16;

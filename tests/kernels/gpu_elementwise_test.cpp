@@ -43,7 +43,8 @@ bool is_nan_bits(DType t, const uint8_t* p) {
       std::memcpy(&h, p, 2);
       return (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -84,9 +85,9 @@ TEST(GpuElementwise, DivideMatchesTheCpuForEveryDtypeAndDivisor) {
       std::vector<uint8_t> cpu = inputs_of(t, 4099);
       DeviceVec<uint8_t> gpu(cpu);
       ddph::divide_inplace(t, cpu.data(), cpu.size() / ddph::dtype_size(t), w);
-      ASSERT_EQ(ddph::cuda::divide_inplace(t, gpu.get(), cpu.size() / ddph::dtype_size(t), w,
-                                           nullptr),
-                cudaSuccess);
+      ASSERT_EQ(
+          ddph::cuda::divide_inplace(t, gpu.get(), cpu.size() / ddph::dtype_size(t), w, nullptr),
+          cudaSuccess);
       std::vector<uint8_t> back = gpu.to_host();
       const size_t at = first_diff(t, cpu, back);
       EXPECT_EQ(at, cpu.size() / ddph::dtype_size(t))
@@ -139,8 +140,8 @@ TEST(GpuElementwise, CastDivideMatchesTheCpu) {
         std::vector<uint8_t> a(n * 2), b(n * 2);
         std::memcpy(a.data(), cpu.data(), a.size());
         std::memcpy(b.data(), back.data(), b.size());
-        EXPECT_EQ(first_diff(low, a, b), n) << ddph::dtype_name(from) << " -> "
-                                            << ddph::dtype_name(low) << " / " << w;
+        EXPECT_EQ(first_diff(low, a, b), n)
+            << ddph::dtype_name(from) << " -> " << ddph::dtype_name(low) << " / " << w;
       }
     }
   }

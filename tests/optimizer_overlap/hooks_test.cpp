@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/le_bytes.h"
 #include "plugins/optimizer_overlap/functional_optim.h"
 #include "plugins/optimizer_overlap/state.h"
 #include "tests/optimizer_overlap/optim_support.h"
@@ -127,7 +128,8 @@ TEST(State, CorruptAndForeignBlobsAreRefused) {
 
 // The codec alone: round trip, truncation at every byte, trailing bytes.
 TEST(State, CodecRoundTripsAndRejectsTruncation) {
-  const oo::ParamKey k01(0, 1), k20(2, 0);
+  const oo::ParamKey k01 = oo::ParamKey::position(0, 1), k20 = oo::ParamKey::position(2, 0);
+  const oo::ParamKey id7 = oo::ParamKey::id(7), id0 = oo::ParamKey::id(0);
   oo::StateMap m;
   m[k01].step = 3;
   m[k01].momentum = {1.5f, -2.f};
@@ -135,9 +137,15 @@ TEST(State, CodecRoundTripsAndRejectsTruncation) {
   m[k20].momentum = {0.25f};
   m[k20].second = {4.f};
   m[k20].max_second = {5.f};
+  m[id7].step = 2;
+  m[id7].second = {9.f, 8.f};
+  m[id0].step = 1;
   const std::string good = oo::encode_state(m, oo::OptimKind::kAdamW);
   const oo::StateMap back = oo::decode_state(good.data(), good.size(), oo::OptimKind::kAdamW);
-  ASSERT_EQ(back.size(), 2u);
+  ASSERT_EQ(back.size(), 4u);
+  EXPECT_EQ(back.at(id7).second, m[id7].second);
+  EXPECT_EQ(back.at(id0).step, 1u);
+  EXPECT_EQ(back.count(oo::ParamKey::position(7, 0)), 0u);  // an id is not a bucket index
   EXPECT_EQ(back.at(k01).momentum, m[k01].momentum);
   EXPECT_EQ(back.at(k20).max_second, m[k20].max_second);
   EXPECT_EQ(back.at(k20).step, 7u);
@@ -153,6 +161,96 @@ TEST(State, CodecRoundTripsAndRejectsTruncation) {
     EXPECT_EQ(code_of(good.substr(0, cut), oo::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT) << cut;
   EXPECT_EQ(code_of(good + "x", oo::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT);
   EXPECT_EQ(code_of(good, oo::OptimKind::kAdam), DDPH_INVALID_ARGUMENT);
+}
+
+// A checkpoint of the first format (version 1: positions only, no key
+// kind), written byte by byte as that version's encoder wrote it, loads.
+TEST(State, Version1BlobsStillLoad) {
+  ddph::LeWriter w;
+  const char magic[8] = {'D', 'D', 'P', 'H', 'O', 'P', 'T', 'M'};
+  ddph::put_frame_header(w, magic, 1);
+  w.put(uint32_t(oo::OptimKind::kSgd), 4);
+  w.put(1, 4);  // one parameter
+  w.put(3, 8);  // bucket 3
+  w.put(1, 4);  // position 1
+  w.put(5, 8);  // step 5
+  w.put_floats({0.5f, -1.f});
+  w.put_floats({});
+  w.put_floats({});
+  const std::string v1 = ddph::finish_frame(w);
+  const oo::StateMap back = oo::decode_state(v1.data(), v1.size(), oo::OptimKind::kSgd);
+  ASSERT_EQ(back.size(), 1u);
+  const oo::ParamState& s = back.at(oo::ParamKey::position(3, 1));
+  EXPECT_EQ(s.step, 5u);
+  EXPECT_EQ(s.momentum, (std::vector<float>{0.5f, -1.f}));
+}
+
+// DDP regroups parameters into new buckets after the first step. With the
+// host's parameter ids (ABI 1.2) each parameter's Adam state follows it into
+// its new bucket: the run that regroups ends with the same bits as the run
+// that never does. Without ids the state stays with the positions and the
+// regrouped run cannot match (here it even fails: a state of one size meets
+// a parameter of another).
+TEST(ParamIds, StateFollowsEachParameterWhenTheHostRegroupsItsBuckets) {
+  auto results = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    const std::string y = yaml("optimizer: adam, lr: 0.01, amsgrad: true");
+    auto run = [&](bool ids, bool regroup, std::vector<float>* out) {
+      ddph_session_t* s = ddph_test::open_session(y, rank, world, dir);
+      if (s == nullptr) return DDPH_INTERNAL;
+      Model m;
+      m.with_ids = ids;
+      ddph_code_t code = DDPH_OK;
+      for (int step = 0; step < 6 && code == DDPH_OK; ++step) {
+        if (regroup && step == 3) m.regroup({{3, 1}, {0, 2}});  // every parameter moves
+        std::string message;
+        code = m.step(s, rank, uint64_t(step), &message);
+      }
+      *out = m.flat();
+      ddph_session_close(s);
+      return code;
+    };
+    std::vector<float> fixed, regrouped, by_position;
+    DDPH_CHILD_CHECK(run(true, false, &fixed) == DDPH_OK, "ids, fixed layout");
+    DDPH_CHILD_CHECK(run(true, true, &regrouped) == DDPH_OK, "ids, regrouped");
+    DDPH_CHILD_CHECK(std::memcmp(fixed.data(), regrouped.data(), total_numel() * 4) == 0,
+                     "with ids the regrouped run differs from the fixed one");
+    const ddph_code_t positions = run(false, true, &by_position);
+    DDPH_CHILD_CHECK(positions != DDPH_OK ||
+                         std::memcmp(fixed.data(), by_position.data(), total_numel() * 4) != 0,
+                     "without ids a regrouped run matched: the test cannot tell ids apart");
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// With ids, `params` names ids; buckets with and without ids do not mix.
+TEST(ParamIds, SelectionNamesIdsAndBucketsMustAllHaveThem) {
+  auto results = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* s =
+        ddph_test::open_session(yaml("optimizer: sgd, lr: 0.1, params: \"3\""), rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open");
+    Model m;
+    m.with_ids = true;
+    m.regroup({{3, 1}, {0, 2}});  // id 3 sits at position 0 of bucket 0
+    const std::vector<float> before = m.flat();
+    DDPH_CHILD_CHECK(m.step(s, rank, 0) == DDPH_OK, "step");
+    const std::vector<float> after = m.flat();
+    size_t at = 0;
+    for (int p = 0; p < kParams; ++p) {
+      const bool changed = std::memcmp(before.data() + at, after.data() + at, numel(p) * 4) != 0;
+      DDPH_CHILD_CHECK(changed == (p == 3), "parameter %d %s", p,
+                       changed ? "changed" : "did not change");
+      at += numel(p);
+    }
+    m.with_ids = false;
+    std::string message;
+    DDPH_CHILD_CHECK(m.step(s, rank, 1, &message) == DDPH_INVALID_ARGUMENT &&
+                         message.find("has no parameter ids") != std::string::npos,
+                     "mixed ids: %s", message.c_str());
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
 TEST(Create, AWrappedHookWhoseResultLandsElsewhereIsRefused) {

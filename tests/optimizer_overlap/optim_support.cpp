@@ -54,9 +54,14 @@ Model::Model(GradMode mode) : mode_(mode), shapes_(shapes()) {
     params.emplace_back(numel(p));
     for (size_t i = 0; i < numel(p); ++i) params.back()[i] = initial(p, i);
   }
+  regroup({{0, 1}, {2, 3}});
+}
+
+void Model::regroup(const std::vector<std::vector<int>>& layout) {
   for (int b = 0; b < 2; ++b) {
     Bucket& bk = buckets_[b];
-    for (int p = 2 * b; p < 2 * b + 2; ++p) {
+    bk = Bucket{};
+    for (int p : layout[size_t(b)]) {
       ddph_param_t v{};
       v.struct_size = sizeof v;
       v.offset = bk.numel;
@@ -69,6 +74,7 @@ Model::Model(GradMode mode) : mode_(mode), shapes_(shapes()) {
       v.data.shape = const_cast<int64_t*>(v.shape);
       bk.views.push_back(v);
       bk.owners.push_back(p);
+      bk.ids.push_back(p);
       bk.numel += int64_t(numel(p));
     }
     bk.grads.resize(size_t(bk.numel));
@@ -129,6 +135,7 @@ ddph_code_t Model::step(ddph_session_t* s, int rank, uint64_t step, std::string*
     bucket.buffer.shape = &bk.numel;
     bucket.num_params = bk.views.size();
     bucket.params = bk.views.data();
+    bucket.param_ids = with_ids ? bk.ids.data() : nullptr;
     if (ddph_error_t* e = ddph_session_submit(s, &bucket, &StepErrors::on_done, &errors)) {
       if (message) *message = ddph_error_message(e);
       ddph_code_t code = ddph_error_code(e);

@@ -46,6 +46,12 @@ class Model {
   void set_flat(const std::vector<float>& values);
   // Makes params[p].data NULL in the buckets (the host does not share it).
   void hide(int param);
+  // Regroups the parameters into two buckets, as DDP's bucket rebuild does:
+  // layout[b] lists bucket b's parameters in order ({{0, 1}, {2, 3}} at
+  // first).
+  void regroup(const std::vector<std::vector<int>>& layout);
+  // Whether step() passes each parameter's index as its id (ABI 1.2).
+  bool with_ids = false;
 
  private:
   GradMode mode_;
@@ -54,7 +60,8 @@ class Model {
     std::vector<uint16_t> low;  // kBF16: the bucket's buffer
     int64_t numel = 0;
     std::vector<ddph_param_t> views;
-    std::vector<int> owners;  // model parameter of each view
+    std::vector<int> owners;   // model parameter of each view
+    std::vector<int64_t> ids;  // the same, as bucket.param_ids
   };
   Bucket buckets_[2];
   std::vector<std::vector<int64_t>> shapes_;

@@ -23,10 +23,10 @@ inline const std::string& no_cuda_device_reason() {
   return reason;
 }
 
-#define DDPH_SKIP_WITHOUT_GPU()                                                 \
-  do {                                                                          \
-    if (!::ddph_test::no_cuda_device_reason().empty())                          \
-      GTEST_SKIP() << ::ddph_test::no_cuda_device_reason();                     \
+#define DDPH_SKIP_WITHOUT_GPU()                             \
+  do {                                                      \
+    if (!::ddph_test::no_cuda_device_reason().empty())      \
+      GTEST_SKIP() << ::ddph_test::no_cuda_device_reason(); \
   } while (0)
 
 // n elements of device memory, optionally a copy of a host vector.

@@ -276,8 +276,18 @@ typedef struct ddph_bucket {
   size_t num_params;
   const ddph_param_t *params; /* num_params entries, or NULL when num_params == 0 */
   void *stream; /* cudaStream_t for CUDA buffers, NULL on the host */
+  /* --- ABI 1.2 --- */
+  /* Optional: the host's stable id of each parameter, num_params entries
+   * (e.g. its index in model.parameters()): the same on every rank and on
+   * every step, even when the host regroups parameters into other buckets
+   * (DDP rebuilds its buckets after the first step). NULL when the host has
+   * none. Hooks that keep state per parameter (hook_then_optimizer) key it
+   * by id when given, else by (bucket index, position). Borrowed like
+   * params. Read it only when struct_size >= DDPH_BUCKET_SIZE_V1_2. */
+  const int64_t *param_ids;
 } ddph_bucket_t;
 #define DDPH_BUCKET_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_bucket_t, stream)
+#define DDPH_BUCKET_SIZE_V1_2 DDPH_SIZE_THROUGH(ddph_bucket_t, param_ids)
 
 /* Completion of one bucket. Called exactly once per accepted bucket, from
  * [any-thread], possibly before the call that accepted it returns. The
