@@ -65,6 +65,10 @@ std::string Communicator::where(const char* what) const {
 }
 
 void Communicator::check_not_broken(const char* what) {
+  // MPI calls after MPI_Finalize are erroneous (Open MPI aborts the process).
+  DDPH_CHECK(!mpi_finalized(), DDPH_COMM_FAILURE,
+             where(what) << ": MPI has been finalized; close ddphooks sessions before "
+                            "MPI_Finalize");
   std::lock_guard<std::mutex> lock(broken_mutex_);
   DDPH_CHECK(broken_.empty(), DDPH_COMM_FAILURE,
              where(what) << ": communicator is broken since " << broken_);

@@ -85,6 +85,26 @@ TEST(PluginInit, InitializesMpiWithThreadSupport) {
   EXPECT_EQ(finalized, 0);
 }
 
+// A host that finalizes MPI under an open communicator gets errors, not an
+// abort from MPI; opening another is refused.
+TEST(HostFinalizes, CallsAfterMpiFinalizeFailCleanly) {
+  if (init_mode() != InitMode::kHostFinalizes) GTEST_SKIP() << "host_finalizes mode only";
+  Err err;
+  ddph_comm_t* comm = make_comm(&err);
+  ASSERT_NE(comm, nullptr) << err.text();
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  Tensor t(kF32, 4);
+  Err late = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+  EXPECT_EQ(late.code, DDPH_COMM_FAILURE);
+  EXPECT_TRUE(contains(late.message, "MPI has been finalized")) << late.message;
+  comm->destroy(comm->ctx);  // must not touch MPI
+  Err again;
+  EXPECT_EQ(make_comm(&again), nullptr);
+  EXPECT_EQ(again.code, DDPH_UNSUPPORTED);
+  EXPECT_TRUE(contains(again.message, "already been finalized")) << again.message;
+}
+
 TEST(ThreadLevel, RefusesAHostMpiWithoutThreadSupport) {
   if (init_mode() != InitMode::kSingle) GTEST_SKIP() << "single mode only";
   Err err;

@@ -24,18 +24,23 @@ int main(int argc, char** argv) {
   const char* mode = std::getenv("DDPH_MPI_TEST_INIT");
   if (mode == nullptr || std::strcmp(mode, "plugin") == 0) {
     comm_mpi_test::g_mode = InitMode::kPlugin;
-  } else if (std::strcmp(mode, "host") == 0 || std::strcmp(mode, "single") == 0) {
+  } else if (std::strcmp(mode, "host") == 0 || std::strcmp(mode, "single") == 0 ||
+             std::strcmp(mode, "host_finalizes") == 0) {
     const bool single = std::strcmp(mode, "single") == 0;
-    comm_mpi_test::g_mode = single ? InitMode::kSingle : InitMode::kHost;
+    comm_mpi_test::g_mode = single                           ? InitMode::kSingle
+                            : std::strcmp(mode, "host") == 0 ? InitMode::kHost
+                                                             : InitMode::kHostFinalizes;
     int provided = 0;
     MPI_Init_thread(&argc, &argv, single ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE, &provided);
   } else {
-    std::fprintf(stderr, "DDPH_MPI_TEST_INIT is '%s', not host, single or plugin\n", mode);
+    std::fprintf(stderr, "DDPH_MPI_TEST_INIT is '%s', not host, single, plugin or host_finalizes\n",
+                 mode);
     return 2;
   }
   const int rc = RUN_ALL_TESTS();
   // In host mode the plugin must have left MPI running: finalizing twice
   // would abort the process.
+  if (comm_mpi_test::g_mode == InitMode::kHostFinalizes) return rc;
   if (comm_mpi_test::g_mode != InitMode::kPlugin) {
     int finalized = 1;
     MPI_Finalized(&finalized);
