@@ -73,6 +73,10 @@ uint64_t bytes_sent_fn(void* ctx) {
   return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent() : 0;
 }
 
+uint64_t bytes_sent_to_fn(void* ctx, int peer) {
+  return ctx ? static_cast<Handle*>(ctx)->comm->bytes_sent_to(peer) : 0;
+}
+
 void destroy_fn(void* ctx) {
   try {
     delete static_cast<Handle*>(ctx);
@@ -86,6 +90,7 @@ void destroy_fn(void* ctx) {
 ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend) {
   auto* h = new Handle{};
   const bool counts = backend->counts_bytes();
+  const bool counts_per_peer = backend->counts_bytes_per_peer();
   h->comm = std::move(backend);
   ddph_comm_t& t = h->table;
   t.struct_size = sizeof t;
@@ -103,6 +108,7 @@ ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend) {
   t.bytes_sent = counts ? &bytes_sent_fn : nullptr;
   t.destroy = &destroy_fn;
   t.alltoallv = &alltoallv_fn;
+  t.bytes_sent_to = counts_per_peer ? &bytes_sent_to_fn : nullptr;
   return &h->table;
 }
 

@@ -34,6 +34,9 @@ class CommBackend {
   // when it does not, so stats report "unknown" rather than 0.
   virtual bool counts_bytes() const { return false; }
   virtual uint64_t bytes_sent() { return 0; }
+  // The same per peer (ddph_comm_t.bytes_sent_to, ABI 1.2).
+  virtual bool counts_bytes_per_peer() const { return false; }
+  virtual uint64_t bytes_sent_to(int /*peer*/) { return 0; }
 };
 
 // A table owning backend; its destroy frees both.

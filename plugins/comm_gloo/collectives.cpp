@@ -9,9 +9,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/comm_args.h"
 #include "plugins/comm_gloo/communicator.h"
 #include "plugins/comm_gloo/reduce_fn.h"
-#include "plugins/comm_gloo/tensor_args.h"
 
 namespace ddph {
 namespace comm_gloo {
@@ -64,11 +64,12 @@ void Communicator::drain_sends(const char* what) {
   });
 }
 
-void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
+                             void* /*stream: host memory only*/) {
   const char* what = "allreduce";
   check_op(op, what);
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(recv, send.numel, what, "recv", "recv has send's numel");
   const bool in_place = send.data == recv.data;
@@ -93,11 +94,12 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   });
 }
 
-void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
+                                  void* /*stream*/) {
   const char* what = "reduce_scatter";
   check_op(op, what);
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(send, size_t(size()) * recv.numel, what, "send", "size() * recv numel");
   drain_sends(what);
@@ -126,9 +128,9 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   std::memcpy(recv.data, scratch.data() + size_t(rank()) * recv.bytes(), recv.bytes());
 }
 
-void Communicator::broadcast(DLTensor* buf_t, int root) {
+void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   const char* what = "broadcast";
-  HostBuf buf = check_tensor(buf_t, what, "buf");
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
   DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
              what << ": root " << root << " is outside [0, " << size() << ")");
   drain_sends(what);
@@ -157,10 +159,10 @@ void Communicator::barrier() {
   });
 }
 
-void Communicator::send(const DLTensor* buf_t, int peer) {
+void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "send";
-  HostBuf buf = check_tensor(buf_t, what, "buf");
-  check_peer(peer, what);
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
+  check_peer(peer, rank(), size(), what);
   check_not_broken(what);
   if (buf.numel == 0) return;
   if (pending_sends_.size() >= kMaxPendingSends) {
@@ -184,10 +186,10 @@ void Communicator::send(const DLTensor* buf_t, int peer) {
   pending_sends_.push_back(std::move(pending));
 }
 
-void Communicator::recv(DLTensor* buf_t, int peer) {
+void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "recv";
-  HostBuf buf = check_tensor(buf_t, what, "buf");
-  check_peer(peer, what);
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
+  check_peer(peer, rank(), size(), what);
   check_not_broken(what);
   if (buf.numel == 0) return;
   const uint64_t slot = p2p_slot(peer, recv_seq_[size_t(peer)]++);

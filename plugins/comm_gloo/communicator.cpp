@@ -109,12 +109,5 @@ void Communicator::break_with(const Error& e) {
   }
 }
 
-void Communicator::check_peer(int peer, const char* what) const {
-  DDPH_CHECK(peer >= 0 && peer < size(), DDPH_INVALID_ARGUMENT,
-             what << ": peer " << peer << " is outside [0, " << size() << ")");
-  DDPH_CHECK(peer != rank(), DDPH_INVALID_ARGUMENT,
-             what << ": peer " << peer << " is this rank itself");
-}
-
 }  // namespace comm_gloo
 }  // namespace ddph

@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "core/comm_args.h"
+#include "core/comm_backend.h"
 #include "core/error.h"
 #include "plugins/comm_gloo/errors.h"
-#include "plugins/comm_gloo/tensor_args.h"
 #include "plugins/comm_gloo/wire_bytes.h"
 
 namespace gloo {
@@ -44,44 +45,48 @@ struct CommConfig {
   std::vector<int> world_ranks;
 };
 
-class Communicator {
+class Communicator : public CommBackend {
  public:
   // Collective: connects to every peer through store, which it shares with
   // the communicators split from it. They count their bytes into `wire`
   // too, so a session's wire bytes include its subgroups' traffic.
   Communicator(const CommConfig& config, std::shared_ptr<::gloo::rendezvous::Store> store,
                std::shared_ptr<WireBytes> wire = std::make_shared<WireBytes>());
-  ~Communicator();
+  ~Communicator() override;
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return config_.rank; }
-  int size() const { return config_.world; }
+  int rank() const override { return config_.rank; }
+  int size() const override { return config_.world; }
 
   // Collectives of ddph_comm_t; [serialized] per communicator.
-  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op);
-  void allgather(const DLTensor* send, DLTensor* recv);
-  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op);
-  void broadcast(DLTensor* buf, int root);
-  void barrier();
+  // Host memory only: `stream` is ignored.
+  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) override;
+  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
+  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                      void* stream) override;
+  void broadcast(DLTensor* buf, int root, void* stream) override;
+  void barrier() override;
   // send copies buf and returns once gloo has the message: gloo only puts
   // it on the wire after the peer posts the matching recv, so a blocking
   // send would deadlock a ring where every rank sends first. Delivery is
   // awaited by the next collective or barrier (drain_sends), which reports
   // a failed send.
-  void send(const DLTensor* buf, int peer);
-  void recv(DLTensor* buf, int peer);
+  void send(const DLTensor* buf, int peer, void* stream) override;
+  void recv(DLTensor* buf, int peer, void* stream) override;
   void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
-                 const int64_t* recv_counts);
+                 const int64_t* recv_counts, void* stream) override;
   // Collective: a communicator of the ranks that pass the same color,
   // ordered by (key, rank), or NULL for a negative color (split.cpp).
-  std::unique_ptr<Communicator> split(int color, int key);
+  std::unique_ptr<CommBackend> split(int color, int key) override;
 
   // [thread-safe]
-  uint64_t bytes_sent() { return wire_->total(); }
+  bool counts_bytes() const override { return true; }
+  uint64_t bytes_sent() override { return wire_->total(); }
+  bool counts_bytes_per_peer() const override { return true; }
   // Bytes sent to the process that is rank peer here, by this communicator
   // and those sharing its count; 0 for this rank or one out of range.
-  uint64_t bytes_sent_to(int peer);
+  uint64_t bytes_sent_to(int peer) override;
 
  private:
   // Runs a gloo call for collective `what`: fails fast when broken, turns
@@ -92,9 +97,8 @@ class Communicator {
   void check_not_broken(const char* what);
   void break_with(const Error& e);
   uint32_t next_tag() { return next_tag_++; }
-  void check_peer(int peer, const char* what) const;
   // DDPH_AVG with divide-first numerics, as one ring (ring_average.cpp).
-  void average_ring(const HostBuf& send, const HostBuf& recv);
+  void average_ring(const CommBuf& send, const CommBuf& recv);
   // A byte range of a buffer.
   struct Span {
     size_t offset, bytes;
@@ -102,8 +106,8 @@ class Communicator {
   // Sends sends[p] of `in` to each peer p and receives recvs[p] of `out`
   // from it, all posted before any is awaited (exchange.cpp). Entries of
   // this rank and empty spans are skipped.
-  void exchange(const char* what, const HostBuf& in, const std::vector<Span>& sends,
-                const HostBuf& out, const std::vector<Span>& recvs);
+  void exchange(const char* what, const CommBuf& in, const std::vector<Span>& sends,
+                const CommBuf& out, const std::vector<Span>& recvs);
   // Waits (within the timeout) until every buffered send is on the wire.
   void drain_sends(const char* what);
   // Learns which tracked socket leads to which rank: every rank publishes

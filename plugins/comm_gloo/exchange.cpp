@@ -24,8 +24,8 @@ constexpr uint64_t kExchangeSlotPrefix = 0x7bull << 56;  // apart from gloo's, r
 
 }  // namespace
 
-void Communicator::exchange(const char* what, const HostBuf& in, const std::vector<Span>& sends,
-                            const HostBuf& out, const std::vector<Span>& recvs) {
+void Communicator::exchange(const char* what, const CommBuf& in, const std::vector<Span>& sends,
+                            const CommBuf& out, const std::vector<Span>& recvs) {
   const int world = size(), me = rank();
   const uint64_t slot = kExchangeSlotPrefix | next_tag();
   run(what, [&] {
@@ -58,10 +58,10 @@ void Communicator::exchange(const char* what, const HostBuf& in, const std::vect
   });
 }
 
-void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
+void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*stream*/) {
   const char* what = "allgather";
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(recv, size_t(size()) * send.numel, what, "recv", "size() * send numel");
   // In place means send is this rank's own block of recv (as MPI_IN_PLACE).
@@ -81,10 +81,10 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
 }
 
 void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
-                             const int64_t* recv_counts) {
+                             const int64_t* recv_counts, void* /*stream*/) {
   const char* what = "alltoallv";
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
              what << ": send_counts or recv_counts is NULL");

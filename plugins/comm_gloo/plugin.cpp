@@ -7,12 +7,13 @@
 #include <cstring>
 #include <memory>
 
+#include "core/comm_backend.h"
 #include "core/comm_init.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "core/options.h"
 #include "core/rendezvous/gloo_store.h"
-#include "plugins/comm_gloo/comm_table.h"
+#include "plugins/comm_gloo/communicator.h"
 
 namespace ddph {
 namespace comm_gloo {

@@ -40,9 +40,13 @@ constexpr uint64_t kRingSlotPrefix = 0x7cull << 56;  // apart from gloo's and th
 constexpr size_t kSegmentBytes = size_t(1) << 20;
 constexpr size_t kSendsInFlight = 2;
 
-int wrap(int a, int world) { return ((a % world) + world) % world; }
+int wrap(int a, int world) {
+  return ((a % world) + world) % world;
+}
 
-size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+size_t round_up(size_t x, size_t m) {
+  return (x + m - 1) / m * m;
+}
 
 // gloo::allreduce's segmentation (gloo/allreduce.cc): at least two segments
 // per rank, each at most kSegmentBytes, and the same number for every rank.
@@ -75,7 +79,7 @@ class RingLayout {
 
 }  // namespace
 
-void Communicator::average_ring(const HostBuf& send, const HostBuf& recv) {
+void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
   const int world = size(), me = rank();
   const size_t es = dtype_size(recv.dtype);
   char* data = static_cast<char*>(recv.data);
@@ -111,11 +115,13 @@ void Communicator::average_ring(const HostBuf& send, const HostBuf& recv) {
     auto rs_send = [&](size_t t) { return layout.at(me + 1, t); };
     auto post_rs_recv = [&](size_t t) {
       auto r = rs_recv(t);
-      if (r.second > r.first) tmp->recv(from, slot, (t % 2) * tmp_slot_bytes, (r.second - r.first) * es);
+      if (r.second > r.first)
+        tmp->recv(from, slot, (t % 2) * tmp_slot_bytes, (r.second - r.first) * es);
     };
     auto post_rs_send = [&](size_t t) {
       auto r = rs_send(t);
-      if (t < layout.per_chunk() && r.second > r.first) divide(r);  // our own chunk, untouched so far
+      if (t < layout.per_chunk() && r.second > r.first)
+        divide(r);  // our own chunk, untouched so far
       post_send(r);
     };
     post_rs_recv(0);

@@ -16,14 +16,14 @@
 namespace ddph {
 namespace comm_gloo {
 
-std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+std::unique_ptr<CommBackend> Communicator::split(int color, int key) {
   const uint32_t seq = splits_++;
   const size_t world = size_t(size());
   std::vector<int64_t> mine = {color, key}, all(2 * world);
   int64_t two = 2, many = int64_t(all.size());
   DLTensor send{mine.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &two, nullptr, 0};
   DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &many, nullptr, 0};
-  allgather(&send, &recv);
+  allgather(&send, &recv, nullptr);
   if (color < 0) return nullptr;
 
   std::vector<int> members;  // ranks of this color, in (key, rank) order
