@@ -87,7 +87,7 @@ TEST_F(NcclWorldOfOne, ReductionsOnDeviceMemoryAreOrderedOnTheStream) {
     DLTensor t = tensor(d.get(), kF32, &n, true);
     ok(comm_->allreduce(comm_->ctx, &t, &t, op, stream_));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    EXPECT_EQ(d.to_host(), host) << "op " << int(op);
+    EXPECT_EQ(d.host(), host) << "op " << int(op);
   }
 }
 
@@ -108,19 +108,19 @@ TEST_F(NcclWorldOfOne, GatherScatterBroadcastAndAlltoallvMoveTheRightBytes) {
   DLTensor ta = tensor(a.get(), kF32, &n, true), tb = tensor(b.get(), kF32, &n, true);
   ok(comm_->allgather(comm_->ctx, &ta, &tb, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  EXPECT_EQ(b.to_host(), host);
+  EXPECT_EQ(b.host(), host);
   DeviceVec<float> c(4);
   DLTensor tc = tensor(c.get(), kF32, &n, true);
   ok(comm_->reduce_scatter(comm_->ctx, &ta, &tc, DDPH_AVG, stream_));
   ok(comm_->broadcast(comm_->ctx, &tc, 0, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  EXPECT_EQ(c.to_host(), host);
+  EXPECT_EQ(c.host(), host);
   DeviceVec<float> d(4);
   DLTensor td = tensor(d.get(), kF32, &n, true);
   const int64_t counts[1] = {4};
   ok(comm_->alltoallv(comm_->ctx, &ta, counts, &td, counts, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  EXPECT_EQ(d.to_host(), host);
+  EXPECT_EQ(d.host(), host);
 }
 
 TEST_F(NcclWorldOfOne, SplitGivesAGroupOrNothing) {
@@ -163,7 +163,7 @@ TEST_F(NcclWorldOfOne, TheAllreduceHookRunsOnACudaBucket) {
   std::string message;
   EXPECT_EQ(ddph_test::run_bucket(session_, b, &message), DDPH_OK) << message;
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  EXPECT_EQ(d.to_host(), host);  // the mean over a world of one
+  EXPECT_EQ(d.host(), host);  // the mean over a world of one
 }
 
 // The hooks with a CUDA path give, on a GPU bucket over NCCL, the bits their
@@ -198,7 +198,7 @@ TEST(NcclHooks, CudaPathsMatchTheCpuPathBitForBit) {
     std::string message;
     EXPECT_EQ(ddph_test::run_bucket(gpu, b, &message), DDPH_OK) << hook << ": " << message;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<float> back = d.to_host();
+    std::vector<float> back = d.host();
     EXPECT_EQ(std::memcmp(back.data(), on_cpu.data(), back.size() * 4), 0) << hook;
     ddph_session_close(gpu);
     ddph_session_close(cpu);

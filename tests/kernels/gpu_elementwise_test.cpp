@@ -88,7 +88,7 @@ TEST(GpuElementwise, DivideMatchesTheCpuForEveryDtypeAndDivisor) {
       ASSERT_EQ(
           ddph::cuda::divide_inplace(t, gpu.get(), cpu.size() / ddph::dtype_size(t), w, nullptr),
           cudaSuccess);
-      std::vector<uint8_t> back = gpu.to_host();
+      std::vector<uint8_t> back = gpu.host();
       const size_t at = first_diff(t, cpu, back);
       EXPECT_EQ(at, cpu.size() / ddph::dtype_size(t))
           << ddph::dtype_name(t) << " / " << w << " differs at element " << at;
@@ -107,7 +107,7 @@ TEST(GpuElementwise, CastsBothWaysMatchTheCpu) {
       ddph::cast_into(wide, src.data(), low, cpu.data(), n);
       DeviceVec<uint8_t> dsrc(src), ddst(n * 2);
       ASSERT_EQ(ddph::cuda::cast_into(wide, dsrc.get(), low, ddst.get(), n, nullptr), cudaSuccess);
-      EXPECT_EQ(first_diff(low, cpu, ddst.to_host()), n)
+      EXPECT_EQ(first_diff(low, cpu, ddst.host()), n)
           << ddph::dtype_name(wide) << " -> " << ddph::dtype_name(low);
       // Up: every 16-bit pattern -> wide.
       std::vector<uint8_t> lows = inputs_of(low, 0);
@@ -116,7 +116,7 @@ TEST(GpuElementwise, CastsBothWaysMatchTheCpu) {
       ddph::cast_into(low, lows.data(), wide, up.data(), m);
       DeviceVec<uint8_t> dl(lows), dup(up.size());
       ASSERT_EQ(ddph::cuda::cast_into(low, dl.get(), wide, dup.get(), m, nullptr), cudaSuccess);
-      EXPECT_EQ(first_diff(wide, up, dup.to_host()), m)
+      EXPECT_EQ(first_diff(wide, up, dup.host()), m)
           << ddph::dtype_name(low) << " -> " << ddph::dtype_name(wide);
     }
   }
@@ -136,7 +136,7 @@ TEST(GpuElementwise, CastDivideMatchesTheCpu) {
         DeviceVec<uint16_t> ddst(n);
         ASSERT_EQ(ddph::cuda::cast_div_into(from, dsrc.get(), low, ddst.get(), n, w, nullptr),
                   cudaSuccess);
-        std::vector<uint16_t> back = ddst.to_host();
+        std::vector<uint16_t> back = ddst.host();
         std::vector<uint8_t> a(n * 2), b(n * 2);
         std::memcpy(a.data(), cpu.data(), a.size());
         std::memcpy(b.data(), back.data(), b.size());

@@ -13,44 +13,13 @@
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
 #include "plugins/powersgd/lowrank.h"
 #include "plugins/powersgd/orthogonalize.h"
+#include "tests/support/cuda_device.h"
 
 namespace {
 
 namespace p = ddph::powersgd;
 
-const std::string& no_device_reason() {
-  static const std::string reason = [] {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
-    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
-    return std::string();
-  }();
-  return reason;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!no_device_reason().empty()) GTEST_SKIP() << no_device_reason()
-
-class Dev {
- public:
-  explicit Dev(const std::vector<float>& v) : n_(v.size()) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(float)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(p_, v.data(), n_ * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~Dev() { cudaFree(p_); }
-  float* get() { return p_; }
-  std::vector<float> host() const {
-    std::vector<float> v(n_);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(v.data(), p_, n_ * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
-    return v;
-  }
-
- private:
-  float* p_ = nullptr;
-  size_t n_;
-};
+using Dev = ddph_test::DeviceVec<float>;
 
 std::vector<float> random(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
@@ -69,7 +38,7 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 }
 
 TEST(GpuMath, ProductsMatchCpu) {
-  SKIP_WITHOUT_GPU();
+  DDPH_SKIP_WITHOUT_GPU();
   p::LowRankCuda gpu;
   const int n = 300, m = 257;
   for (int r : {1, 2, 4, 7}) {
@@ -92,7 +61,7 @@ TEST(GpuMath, ProductsMatchCpu) {
 }
 
 TEST(GpuMath, OrthogonalizeMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  DDPH_SKIP_WITHOUT_GPU();
   p::LowRankCuda gpu;
   for (int cols : {1, 2, 3, 4, 6}) {
     const int rows = 200, batch = 3;
@@ -119,7 +88,7 @@ TEST(GpuMath, OrthogonalizeMatchesCpu) {
 }
 
 TEST(GpuMath, AddAndDivide) {
-  SKIP_WITHOUT_GPU();
+  DDPH_SKIP_WITHOUT_GPU();
   p::LowRankCuda gpu;
   const std::vector<float> a = random(10001, 4), b = random(10001, 5);
   Dev da(a), db(b);

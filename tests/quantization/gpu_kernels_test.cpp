@@ -25,58 +25,14 @@
 #include "plugins/quantization/kernels/quant_cuda.h"
 #include "plugins/quantization/kernels/quant_tiles_cuda.h"
 #include "tests/quantization/kernels_test_data.h"
+#include "tests/support/cuda_device.h"
 
 namespace {
 
 namespace q = ddph::quant;
 using ddph::quant::QParams;
 
-// "" when a device is usable, else the one-line reason to skip. Asked once.
-const std::string& no_device_reason() {
-  static const std::string reason = [] {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
-    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
-    return std::string();
-  }();
-  return reason;
-}
-
-// Device memory holding a copy of a host vector (or n zero-initialized
-// elements); freed on scope exit.
-template <class T>
-class DeviceVec {
- public:
-  explicit DeviceVec(size_t n) : n_(n) {
-    if (n_ == 0) return;
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemset(p_, 0, n_ * sizeof(T)), cudaSuccess);
-  }
-  explicit DeviceVec(const std::vector<T>& v) : DeviceVec(v.size()) {
-    if (n_ != 0) {
-      EXPECT_EQ(cudaMemcpy(p_, v.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-    }
-  }
-  DeviceVec(const DeviceVec&) = delete;
-  DeviceVec& operator=(const DeviceVec&) = delete;
-  ~DeviceVec() { cudaFree(p_); }
-
-  T* get() const { return p_; }
-  // Waits for `stream`, then copies back.
-  std::vector<T> host(cudaStream_t stream) const {
-    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    std::vector<T> v(n_);
-    if (n_ != 0) {
-      EXPECT_EQ(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    }
-    return v;
-  }
-
- private:
-  size_t n_;
-  T* p_ = nullptr;
-};
+using ddph_test::DeviceVec;
 
 bool same_float(float a, float b) {
   uint32_t ua, ub;
@@ -114,7 +70,7 @@ size_t first_diff(const std::vector<QParams>& a, const std::vector<QParams>& b) 
 class GpuQuantKernels : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!no_device_reason().empty()) GTEST_SKIP() << no_device_reason();
+    DDPH_SKIP_WITHOUT_GPU();
     ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
   }
   void TearDown() override {

@@ -48,9 +48,12 @@ class DeviceVec {
   }
   DeviceVec(const DeviceVec&) = delete;
   DeviceVec& operator=(const DeviceVec&) = delete;
-  T* get() { return p_; }
+  T* get() const { return p_; }
   size_t size() const { return n_; }
-  std::vector<T> to_host() const {
+  // Waits for stream (NULL: the whole device), then copies back.
+  std::vector<T> host(cudaStream_t stream = nullptr) const {
+    EXPECT_EQ(stream != nullptr ? cudaStreamSynchronize(stream) : cudaDeviceSynchronize(),
+              cudaSuccess);
     std::vector<T> out(n_);
     if (n_ != 0) {
       EXPECT_EQ(cudaMemcpy(out.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
