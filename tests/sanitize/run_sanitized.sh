@@ -44,15 +44,20 @@ case "$kind" in
     # UBSan: stop at the first finding, with its stack.
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     # Leaks count: the C++ tests must free what they allocate (Gloo's own
-    # leaks on its error paths are suppressed, see lsan.supp).
+    # leaks on its error paths are suppressed, see lsan.supp). Left out: the
+    # rank-4 PowerSGD convergence training (2 x 3000 steps at hidden 256 ran
+    # past its 300 s timeout under ASan; PowerSGD's hooks run under ASan in
+    # their parity, hooks and config tests, and the other 4 trainings run).
     LSAN_OPTIONS=suppressions=$PWD/$here/lsan.supp \
       ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1 \
-      run_ctest "$log.cpp" -E "$excluded|^python\." || true
+      run_ctest "$log.cpp" -E "$excluded|^python\.|^powersgd\.train_converges\.rank4$" || true
     # The Python tests load the sanitized libddph.so into /usr/bin/python3,
     # which is not built with ASan: the runtime must be loaded first
-    # (LD_PRELOAD), and CPython's interned objects would read as leaks.
-    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-      run_ctest "$log.py" -L python -E "$excluded" || true
+    # (LD_PRELOAD), libstdc++ with it or ASan finds no __cxa_throw to wrap
+    # ("CHECK failed ... real___cxa_throw") at the first C++ exception, and
+    # CPython's interned objects would read as leaks.
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)" \
+      ASAN_OPTIONS=detect_leaks=0 run_ctest "$log.py" -L python -E "$excluded" || true
     logs=("$log.cpp" "$log.py")
     ;;
   tsan)
