@@ -2,6 +2,7 @@
 #include "core/comm_backend.h"
 
 #include "core/error.h"
+#include "core/host.h"
 
 namespace ddph {
 namespace {
@@ -110,6 +111,25 @@ ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend) {
   t.alltoallv = &alltoallv_fn;
   t.bytes_sent_to = counts_per_peer ? &bytes_sent_to_fn : nullptr;
   return &h->table;
+}
+
+bool adopt_host_of(const ddph_comm_init_t* init) {
+  if (host() == nullptr && init != nullptr && init->struct_size >= DDPH_COMM_INIT_SIZE_V1_0)
+    set_host(init->host);
+  return host() != nullptr;
+}
+
+ddph_comm_factory_t comm_factory(const char* backend, const char* summary,
+                                 const ddph_option_spec_t* options, size_t num_options,
+                                 ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**)) {
+  ddph_comm_factory_t f{};
+  f.struct_size = sizeof f;
+  f.backend = backend;
+  f.summary = summary;
+  f.options = options;
+  f.num_options = num_options;
+  f.create = create;
+  return f;
 }
 
 }  // namespace ddph

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/comm_init.h"
+#include "core/error.h"
+
 namespace ddph {
 
 class CommBackend {
@@ -41,5 +44,34 @@ class CommBackend {
 
 // A table owning backend; its destroy frees both.
 ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend);
+
+// For a host that calls a factory's create() without ddph_plugin_entry:
+// adopts init->host as this plugin's host table. False when there is no
+// table at all (no error object can be made then).
+bool adopt_host_of(const ddph_comm_init_t* init);
+
+// The body of every comm factory's create(): adopts the host, refuses a
+// NULL out and a bad init (check_comm_init, naming `who`), then builds the
+// backend with make(*init) and hands back its table; an exception becomes
+// the returned error and *out stays NULL.
+template <class Make>
+ddph_error_t* create_comm(const ddph_comm_init_t* init, ddph_comm_t** out, const char* who,
+                          Rendezvous rendezvous, Make&& make) {
+  if (!adopt_host_of(init)) {
+    if (out != nullptr) *out = nullptr;  // the only way left to say it failed
+    return nullptr;
+  }
+  return guard([&] {
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, who << ": out is NULL");
+    *out = nullptr;
+    check_comm_init(init, who, rendezvous);
+    *out = make_comm_table(make(*init));
+  });
+}
+
+// A factory's table, for a plugin's static description.
+ddph_comm_factory_t comm_factory(const char* backend, const char* summary,
+                                 const ddph_option_spec_t* options, size_t num_options,
+                                 ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**));
 
 }  // namespace ddph

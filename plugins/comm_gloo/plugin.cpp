@@ -39,46 +39,27 @@ std::string string_option(const Options& options, const ddph_comm_init_t& init, 
   return fallback;
 }
 
-ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
-  // A host that calls create without going through ddph_plugin_entry still
-  // gets proper error objects, made with its own table.
-  if (host() == nullptr && init != nullptr && init->struct_size >= DDPH_COMM_INIT_SIZE_V1_0)
-    set_host(init->host);
-  if (host() == nullptr) {
-    // No table to make an error with: the failure shows as *out == NULL.
-    if (out != nullptr) *out = nullptr;
-    return nullptr;
-  }
-  return guard([&] {
-    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "comm_gloo create: out is NULL");
-    *out = nullptr;
-    check_comm_init(init, "comm_gloo create", Rendezvous::kRequired);
-    Options options(init->options, init->num_options);
-    CommConfig config;
-    config.rank = init->rank;
-    config.world = init->world_size;
-    config.timeout = std::chrono::milliseconds(init->timeout_ms);
-    config.prefix = init->prefix != nullptr ? init->prefix : "";
-    config.hostname = string_option(options, *init, "hostname", kHostnameDefault);
-    config.iface = string_option(options, *init, "iface", kIfaceDefault);
-    DDPH_CHECK(!config.hostname.empty() || !config.iface.empty(), DDPH_INVALID_ARGUMENT,
-               "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
-
-    std::shared_ptr<::gloo::rendezvous::Store> store = rendezvous::open_init_store(*init);
-    *out = make_comm_table(std::make_unique<Communicator>(config, std::move(store)));
-  });
+std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
+  Options options(init.options, init.num_options);
+  CommConfig config;
+  config.rank = init.rank;
+  config.world = init.world_size;
+  config.timeout = std::chrono::milliseconds(init.timeout_ms);
+  config.prefix = init.prefix != nullptr ? init.prefix : "";
+  config.hostname = string_option(options, init, "hostname", kHostnameDefault);
+  config.iface = string_option(options, init, "iface", kIfaceDefault);
+  DDPH_CHECK(!config.hostname.empty() || !config.iface.empty(), DDPH_INVALID_ARGUMENT,
+             "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
+  return std::make_unique<Communicator>(config, rendezvous::open_init_store(init));
 }
 
-const ddph_comm_factory_t kFactory = [] {
-  ddph_comm_factory_t f{};
-  f.struct_size = sizeof f;
-  f.backend = "gloo";
-  f.summary = "Gloo over TCP on CPU tensors; rendezvous via file://, redis:// or the host's store";
-  f.options = kOptions;
-  f.num_options = sizeof kOptions / sizeof kOptions[0];
-  f.create = &create;
-  return f;
-}();
+ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
+  return create_comm(init, out, "comm_gloo create", Rendezvous::kRequired, &connect);
+}
+
+const ddph_comm_factory_t kFactory = comm_factory(
+    "gloo", "Gloo over TCP on CPU tensors; rendezvous via file://, redis:// or the host's store",
+    kOptions, sizeof kOptions / sizeof kOptions[0], &create);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};
 

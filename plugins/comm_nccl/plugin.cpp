@@ -44,41 +44,27 @@ int pick_device(int64_t option, int rank) {
   return device;
 }
 
-ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
-  if (host() == nullptr && init != nullptr && init->struct_size >= DDPH_COMM_INIT_SIZE_V1_0)
-    set_host(init->host);
-  if (host() == nullptr) {
-    if (out != nullptr) *out = nullptr;
-    return nullptr;
-  }
-  return guard([&] {
-    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "comm_nccl create: out is NULL");
-    *out = nullptr;
-    check_comm_init(init, "comm_nccl create", Rendezvous::kRequired);
-    Options options(init->options, init->num_options);
-    NcclConfig config;
-    config.rank = init->rank;
-    config.world = init->world_size;
-    config.timeout = std::chrono::milliseconds(init->timeout_ms);
-    config.device = pick_device(init->num_options > 0 ? options.get_int("device") : -1, init->rank);
-    std::shared_ptr<::gloo::rendezvous::Store> store = rendezvous::open_init_store(*init);
-    ::gloo::rendezvous::PrefixStore scoped(init->prefix != nullptr ? init->prefix : "", *store);
-    *out = make_comm_table(Communicator::connect(config, scoped));
-  });
+std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
+  Options options(init.options, init.num_options);
+  NcclConfig config;
+  config.rank = init.rank;
+  config.world = init.world_size;
+  config.timeout = std::chrono::milliseconds(init.timeout_ms);
+  config.device = pick_device(init.num_options > 0 ? options.get_int("device") : -1, init.rank);
+  std::shared_ptr<::gloo::rendezvous::Store> store = rendezvous::open_init_store(init);
+  ::gloo::rendezvous::PrefixStore scoped(init.prefix != nullptr ? init.prefix : "", *store);
+  return Communicator::connect(config, scoped);
 }
 
-const ddph_comm_factory_t kFactory = [] {
-  ddph_comm_factory_t f{};
-  f.struct_size = sizeof f;
-  f.backend = "nccl";
-  f.summary =
-      "NCCL on CUDA tensors (enqueued on the bucket's stream); host tensors are staged through "
-      "the GPU; rendezvous via file://, redis:// or the host's store";
-  f.options = kOptions;
-  f.num_options = sizeof kOptions / sizeof kOptions[0];
-  f.create = &create;
-  return f;
-}();
+ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
+  return create_comm(init, out, "comm_nccl create", Rendezvous::kRequired, &connect);
+}
+
+const ddph_comm_factory_t kFactory = comm_factory(
+    "nccl",
+    "NCCL on CUDA tensors (enqueued on the bucket's stream); host tensors are staged through the "
+    "GPU; rendezvous via file://, redis:// or the host's store",
+    kOptions, sizeof kOptions / sizeof kOptions[0], &create);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};
 
