@@ -2,8 +2,10 @@
 # The one set-up script, for users and CI alike: installs the Debian packages
 # that are missing, configures and builds into build/.
 #   ./build.sh          install dependencies and build
-#   ./build.sh test     ... then run the whole test suite (CTest) and the
+#   ./build.sh test     ... then run the whole test suite (CTest), the
 #                       fuzzers (DDPH_FUZZ_SECONDS each, default 60; 0 skips)
+#                       and the suite under sanitizers (DDPH_SANITIZE_RUNS,
+#                       default "asan tsan"; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -43,5 +45,15 @@ if [ "${1:-}" = "test" ]; then
   # adversarial buckets, DDPH_FUZZ_SECONDS each (tests/fuzz; 0 skips).
   if [ "${DDPH_FUZZ_SECONDS:-60}" != 0 ]; then
     tests/fuzz/run_fuzzers.sh "${DDPH_FUZZ_SECONDS:-60}"
+  fi
+  # The suite again in a GCC ASan + UBSan build and in a TSan build
+  # (tests/sanitize; DDPH_SANITIZE_RUNS=0 skips, =asan or =tsan runs one).
+  runs=${DDPH_SANITIZE_RUNS:-asan tsan}
+  if [ "$runs" != 0 ]; then
+    status=0
+    for kind in $runs; do
+      tests/sanitize/run_sanitized.sh "$kind" || status=1
+    done
+    exit $status
   fi
 fi
