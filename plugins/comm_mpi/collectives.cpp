@@ -37,11 +37,12 @@ void copy_divided(DType dtype, char* dst, const void* src, size_t numel, int div
 
 }  // namespace
 
-void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
+                             void* /*stream: host memory only*/) {
   const char* what = "allreduce";
   check_op(op, what);
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(recv, send.numel, what, "recv", "recv has send's numel");
   check_mpi_count(send.numel, what, "send numel");
@@ -67,11 +68,12 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   count(2 * uint64_t(size_ - 1) * send.bytes() / uint64_t(size_));
 }
 
-void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op) {
+void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
+                                  void* /*stream*/) {
   const char* what = "reduce_scatter";
   check_op(op, what);
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(send, size_t(size_) * recv.numel, what, "send", "size() * recv numel");
   check_mpi_count(recv.numel, what, "recv numel");
@@ -93,10 +95,10 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   count(uint64_t(size_ - 1) * recv.bytes());
 }
 
-void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
+void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*stream*/) {
   const char* what = "allgather";
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(recv, size_t(size_) * send.numel, what, "recv", "size() * send numel");
   check_mpi_count(send.numel, what, "send numel");
@@ -118,9 +120,9 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t) {
   count(uint64_t(size_ - 1) * send.bytes());
 }
 
-void Communicator::broadcast(DLTensor* buf_t, int root) {
+void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   const char* what = "broadcast";
-  HostBuf buf = check_tensor(buf_t, what, "buf");
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "MPI", CommMemory::kHost);
   DDPH_CHECK(root >= 0 && root < size_, DDPH_INVALID_ARGUMENT,
              what << ": root " << root << " is outside [0, " << size_ << ")");
   check_mpi_count(buf.numel, what, "buf numel");

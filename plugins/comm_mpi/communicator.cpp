@@ -93,13 +93,6 @@ void Communicator::check(int rc, const char* call, const char* what) {
   }
 }
 
-void Communicator::check_peer(int peer, const char* what) const {
-  DDPH_CHECK(peer >= 0 && peer < size_, DDPH_INVALID_ARGUMENT,
-             what << ": peer " << peer << " is outside [0, " << size_ << ")");
-  DDPH_CHECK(peer != rank_, DDPH_INVALID_ARGUMENT,
-             what << ": peer " << peer << " is this rank itself");
-}
-
 void Communicator::wait(MPI_Request* req, const char* what, std::initializer_list<Staging*> staging,
                         MPI_Status* status) {
   using clock = std::chrono::steady_clock;

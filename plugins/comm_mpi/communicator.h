@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "plugins/comm_mpi/tensor_args.h"
+#include "core/comm_args.h"
+#include "core/comm_backend.h"
+#include "plugins/comm_mpi/mpi_count.h"
 
 namespace ddph {
 namespace comm_mpi {
@@ -40,7 +42,7 @@ class Staging {
   std::unique_ptr<std::vector<char>> mem_ = std::make_unique<std::vector<char>>();
 };
 
-class Communicator {
+class Communicator : public CommBackend {
  public:
   // Takes ownership of comm (made by MPI_Comm_idup or MPI_Comm_split) and
   // sets MPI_ERRORS_RETURN on it. Split communicators share their parent's
@@ -48,34 +50,37 @@ class Communicator {
   Communicator(
       MPI_Comm comm, std::chrono::milliseconds timeout, bool staging,
       std::shared_ptr<std::atomic<uint64_t>> bytes = std::make_shared<std::atomic<uint64_t>>(0));
-  ~Communicator();
+  ~Communicator() override;
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
 
   // Collectives of ddph_comm_t; [serialized] per communicator.
-  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op);
-  void allgather(const DLTensor* send, DLTensor* recv);
-  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op);
-  void broadcast(DLTensor* buf, int root);
-  void barrier();
+  // Host memory only: `stream` is ignored.
+  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) override;
+  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
+  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
+                      void* stream) override;
+  void broadcast(DLTensor* buf, int root, void* stream) override;
+  void barrier() override;
   // send copies buf, posts it and returns: a blocking send would deadlock a
   // ring where every rank sends first. Collectives release the sends that
   // have completed; destroy waits (within the timeout) for the rest.
-  void send(const DLTensor* buf, int peer);
-  void recv(DLTensor* buf, int peer);
+  void send(const DLTensor* buf, int peer, void* stream) override;
+  void recv(DLTensor* buf, int peer, void* stream) override;
   void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
-                 const int64_t* recv_counts);
+                 const int64_t* recv_counts, void* stream) override;
   // Collective: MPI_Comm_split of the ranks that pass the same color,
   // ordered by (key, rank); NULL for a negative color (MPI_UNDEFINED).
-  std::unique_ptr<Communicator> split(int color, int key);
+  std::unique_ptr<CommBackend> split(int color, int key) override;
 
   // Payload bytes this rank sent, counted per call by the algorithm-level
   // model in docs/mpi.md (MPI does not say what it put on the wire).
   // [thread-safe]
-  uint64_t bytes_sent() const { return bytes_->load(std::memory_order_relaxed); }
+  bool counts_bytes() const override { return true; }
+  uint64_t bytes_sent() override { return bytes_->load(std::memory_order_relaxed); }
 
  private:
   // Waits for req within the timeout. On timeout or an MPI error the
@@ -88,7 +93,6 @@ class Communicator {
   void break_with(const std::string& reason);
   // MPICHECK with this communicator's context; breaks it on failure.
   void check(int rc, const char* call, const char* what);
-  void check_peer(int peer, const char* what) const;
   // Waits (within the timeout) for every posted send; reports a failed one.
   void drain_sends(const char* what);
   // Releases the posted sends that have completed, without waiting. Not a

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/host.h"
 #include "core/options.h"
-#include "plugins/comm_mpi/comm_table.h"
+#include "plugins/comm_mpi/communicator.h"
 #include "plugins/comm_mpi/mpi_check.h"
 #include "plugins/comm_mpi/mpi_runtime.h"
 
@@ -53,63 +53,46 @@ void check_placement(const ddph_comm_init_t& init) {
                     "ddph_session_options.rank/world_size or DDPH_RANK/DDPH_WORLD_SIZE)");
 }
 
-ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
-  // A host that calls create without going through ddph_plugin_entry still
-  // gets proper error objects, made with its own table.
-  if (host() == nullptr && init != nullptr && init->struct_size >= DDPH_COMM_INIT_SIZE_V1_0)
-    set_host(init->host);
-  if (host() == nullptr) {
-    if (out != nullptr) *out = nullptr;
-    return nullptr;
+std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
+  ensure_mpi();
+  check_placement(init);
+  const std::chrono::milliseconds timeout(init.timeout_ms);
+  const bool staging = staging_option(init);
+  // A private copy of MPI_COMM_WORLD: ddphooks' messages never match the
+  // host's. MPI_Comm_idup, so that a missing rank is a timeout, not a hang.
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPICHECK(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req), "comm_mpi create");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int done = 0; !done; std::this_thread::yield()) {
+    MPICHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "comm_mpi create");
+    DDPH_CHECK(done || std::chrono::steady_clock::now() < deadline, DDPH_TIMEOUT,
+               "comm_mpi create on rank " << init.rank << ": timed out after " << init.timeout_ms
+                                          << " ms waiting for the " << init.world_size
+                                          << " ranks of MPI_COMM_WORLD to create the "
+                                             "communicator (a rank did not open the session)");
   }
-  return guard([&] {
-    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "comm_mpi create: out is NULL");
-    *out = nullptr;
-    // init.rendezvous and init.store may be unset and are not used: MPI's
-    // launcher wired the ranks up before the process started.
-    check_comm_init(init, "comm_mpi create", Rendezvous::kNone);
-    ensure_mpi();
-    check_placement(*init);
-    const std::chrono::milliseconds timeout(init->timeout_ms);
-    const bool staging = staging_option(*init);
-    // A private copy of MPI_COMM_WORLD: ddphooks' messages never match the
-    // host's. MPI_Comm_idup, so that a missing rank is a timeout, not a hang.
-    MPI_Comm dup = MPI_COMM_NULL;
-    MPI_Request req = MPI_REQUEST_NULL;
-    MPICHECK(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req), "comm_mpi create");
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (int done = 0; !done; std::this_thread::yield()) {
-      MPICHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "comm_mpi create");
-      DDPH_CHECK(done || std::chrono::steady_clock::now() < deadline, DDPH_TIMEOUT,
-                 "comm_mpi create on rank " << init->rank << ": timed out after "
-                                            << init->timeout_ms << " ms waiting for the "
-                                            << init->world_size
-                                            << " ranks of MPI_COMM_WORLD to create the "
-                                               "communicator (a rank did not open the session)");
-    }
-    std::unique_ptr<Communicator> comm;
-    try {
-      comm = std::make_unique<Communicator>(dup, timeout, staging);
-    } catch (...) {
-      MPI_Comm_free(&dup);
-      throw;
-    }
-    *out = make_comm_table(std::move(comm));
-  });
+  std::unique_ptr<Communicator> comm;
+  try {
+    comm = std::make_unique<Communicator>(dup, timeout, staging);
+  } catch (...) {
+    MPI_Comm_free(&dup);
+    throw;
+  }
+  return comm;
 }
 
-const ddph_comm_factory_t kFactory = [] {
-  ddph_comm_factory_t f{};
-  f.struct_size = sizeof f;
-  f.backend = "mpi";
-  f.summary =
-      "MPI (e.g. Open MPI under mpirun) on CPU tensors; ranks come from the MPI launcher, no "
-      "rendezvous";
-  f.options = kOptions;
-  f.num_options = sizeof kOptions / sizeof kOptions[0];
-  f.create = &create;
-  return f;
-}();
+ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
+  // init.rendezvous and init.store may be unset and are not used: MPI's
+  // launcher wired the ranks up before the process started.
+  return create_comm(init, out, "comm_mpi create", Rendezvous::kNone, &connect);
+}
+
+const ddph_comm_factory_t kFactory = comm_factory(
+    "mpi",
+    "MPI (e.g. Open MPI under mpirun) on CPU tensors; ranks come from the MPI launcher, no "
+    "rendezvous",
+    kOptions, sizeof kOptions / sizeof kOptions[0], &create);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};
 

@@ -20,10 +20,10 @@ constexpr size_t kMaxPendingSends = 64;
 
 }  // namespace
 
-void Communicator::send(const DLTensor* buf_t, int peer) {
+void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "send";
-  HostBuf buf = check_tensor(buf_t, what, "buf");
-  check_peer(peer, what);
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "MPI", CommMemory::kHost);
+  check_peer(peer, rank_, size_, what);
   check_mpi_count(buf.numel, what, "buf numel");
   check_not_broken(what);
   if (buf.numel == 0) return;
@@ -45,10 +45,10 @@ void Communicator::send(const DLTensor* buf_t, int peer) {
   count(buf.bytes());
 }
 
-void Communicator::recv(DLTensor* buf_t, int peer) {
+void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "recv";
-  HostBuf buf = check_tensor(buf_t, what, "buf");
-  check_peer(peer, what);
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "MPI", CommMemory::kHost);
+  check_peer(peer, rank_, size_, what);
   check_mpi_count(buf.numel, what, "buf numel");
   check_not_broken(what);
   if (buf.numel == 0) return;
@@ -70,10 +70,10 @@ void Communicator::recv(DLTensor* buf_t, int peer) {
 }
 
 void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
-                             const int64_t* recv_counts) {
+                             const int64_t* recv_counts, void* /*stream*/) {
   const char* what = "alltoallv";
-  HostBuf send = check_tensor(send_t, what, "send");
-  HostBuf recv = check_tensor(recv_t, what, "recv");
+  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
+  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
              what << ": send_counts and recv_counts must both be set");
@@ -127,7 +127,7 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
   count(uint64_t(send_total - send_counts[size_t(rank_)]) * es);
 }
 
-std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+std::unique_ptr<CommBackend> Communicator::split(int color, int key) {
   const char* what = "split";
   reap_sends(what);
   check_not_broken(what);
@@ -138,7 +138,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   int64_t two = 2, many = int64_t(all.size());
   DLTensor send_t{mine.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &two, nullptr, 0};
   DLTensor recv_t{all.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &many, nullptr, 0};
-  allgather(&send_t, &recv_t);
+  allgather(&send_t, &recv_t, nullptr);
   MPI_Comm sub = MPI_COMM_NULL;
   check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split",
         what);
