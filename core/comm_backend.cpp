@@ -1,6 +1,9 @@
 // C trampolines: every entry checks ctx and turns exceptions into errors.
 #include "core/comm_backend.h"
 
+#include <cstring>
+#include <type_traits>
+
 #include "core/error.h"
 #include "core/host.h"
 
@@ -18,6 +21,21 @@ CommBackend& comm_of(void* ctx, const char* what) {
   return *static_cast<Handle*>(ctx)->comm;
 }
 
+// A C host may pass any integer as the op, but in C++ an enum whose
+// enumerators are 0 to 3 cannot hold 7: reading it as the enum is undefined
+// (UBSan stops there). So its bits are checked as an integer first, before
+// anything reads it as the enum.
+ddph_reduce_op_t valid_op(const ddph_reduce_op_t& op, const char* collective) {
+  std::underlying_type_t<ddph_reduce_op_t> raw;
+  static_assert(sizeof raw == sizeof op, "an enum is its underlying type");
+  std::memcpy(&raw, &op, sizeof raw);
+  const long long v = raw;
+  DDPH_CHECK(v == DDPH_SUM || v == DDPH_AVG || v == DDPH_MAX || v == DDPH_MIN,
+             DDPH_INVALID_ARGUMENT,
+             collective << ": op " << int(v) << " is not DDPH_SUM, DDPH_AVG, DDPH_MAX or DDPH_MIN");
+  return static_cast<ddph_reduce_op_t>(raw);
+}
+
 int rank_fn(void* ctx) {
   return ctx ? static_cast<Handle*>(ctx)->comm->rank() : -1;
 }
@@ -27,7 +45,8 @@ int size_fn(void* ctx) {
 
 ddph_error_t* allreduce_fn(void* ctx, const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
                            void* stream) {
-  return guard([&] { comm_of(ctx, "allreduce").allreduce(send, recv, op, stream); });
+  return guard(
+      [&] { comm_of(ctx, "allreduce").allreduce(send, recv, valid_op(op, "allreduce"), stream); });
 }
 
 ddph_error_t* allgather_fn(void* ctx, const DLTensor* send, DLTensor* recv, void* stream) {
@@ -36,7 +55,10 @@ ddph_error_t* allgather_fn(void* ctx, const DLTensor* send, DLTensor* recv, void
 
 ddph_error_t* reduce_scatter_fn(void* ctx, const DLTensor* send, DLTensor* recv,
                                 ddph_reduce_op_t op, void* stream) {
-  return guard([&] { comm_of(ctx, "reduce_scatter").reduce_scatter(send, recv, op, stream); });
+  return guard([&] {
+    comm_of(ctx, "reduce_scatter")
+        .reduce_scatter(send, recv, valid_op(op, "reduce_scatter"), stream);
+  });
 }
 
 ddph_error_t* broadcast_fn(void* ctx, DLTensor* buf, int root, void* stream) {
