@@ -25,6 +25,10 @@ constexpr int64_t kN = 1 << 18;  // 1 MiB of float32
 constexpr uint64_t kPayload = uint64_t(kN) * 4;
 // Far below the payload: what barriers and the split's allgather send.
 constexpr uint64_t kSmall = 64 * 1024;
+// Above a payload: its framing, and TCP retransmissions, which TCP_INFO
+// counts as sent again (seen on a loaded machine: 94 KB once in 8 runs on
+// loopback). Still far below a payload counted twice or under two peers.
+constexpr uint64_t kSlack = kPayload / 4;
 
 // Waits (the last segments may still sit in the socket buffer) until
 // bytes_sent_to(peer) reaches want; returns the last reading.
@@ -60,7 +64,7 @@ int per_peer_body(int rank, int world, const std::string& dir) {
   CHILD_OK(comm->barrier(comm->ctx));
   if (rank == 0) {
     const uint64_t to2 = settle(comm, 2, kPayload), to1 = comm->bytes_sent_to(comm->ctx, 1);
-    DDPH_CHILD_CHECK(to2 >= kPayload && to2 < kPayload + kSmall, "to rank 2: %llu",
+    DDPH_CHILD_CHECK(to2 >= kPayload && to2 < kPayload + kSlack, "to rank 2: %llu",
                      (unsigned long long)to2);
     DDPH_CHILD_CHECK(to1 < kSmall, "to rank 1, which got no payload: %llu",
                      (unsigned long long)to1);
@@ -83,7 +87,7 @@ int per_peer_body(int rank, int world, const std::string& dir) {
     CHILD_OK(sub->barrier(sub->ctx));
     if (me == 0) {
       const uint64_t parent = settle(comm, 2, before + kPayload);
-      DDPH_CHILD_CHECK(parent >= before + kPayload && parent < before + kPayload + kSmall,
+      DDPH_CHILD_CHECK(parent >= before + kPayload && parent < before + kPayload + kSlack,
                        "parent's count to rank 2 grew by %llu",
                        (unsigned long long)(parent - before));
       DDPH_CHILD_CHECK(sub->bytes_sent_to(sub->ctx, 1) == comm->bytes_sent_to(comm->ctx, 2),

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/comm_tensors.h"
+
 namespace comm_mpi_test {
 
 // dlopens libddph_comm_mpi.so once per process, as the loader does
@@ -32,36 +34,20 @@ Err take(ddph_error_t* e);
 // factory()->create as rank/world (default: the job's); NULL and *err on failure.
 ddph_comm_t* make_comm(Err* err, int64_t timeout_ms = 20000, int rank = -1, int world = -1);
 
-// A 1-D host tensor over a vector it owns.
-class Tensor {
- public:
-  Tensor(DLDataType dtype, int64_t numel);
-  DLTensor* dl() { return &dl_; }
-  template <class T>
-  T* as() {
-    return reinterpret_cast<T*>(bytes_.data());
-  }
-  int64_t numel() const { return numel_; }
-
- private:
-  std::vector<unsigned char> bytes_;
-  int64_t numel_;
-  DLTensor dl_{};
-};
-
-// A view of *shape elements at element offset `offset` of t (aliases t's memory).
-DLTensor view(Tensor& t, int64_t offset, int64_t* shape);
-
-constexpr DLDataType kF32{kDLFloat, 32, 1}, kF64{kDLFloat, 64, 1}, kF16{kDLFloat, 16, 1},
-    kBF16{kDLBfloat, 16, 1}, kI32{kDLInt, 32, 1}, kI64{kDLInt, 64, 1}, kU8{kDLUInt, 8, 1},
-    kI8{kDLInt, 8, 1};
-
-// Element i of t as a double / set from a double; exact for the values the
-// tests use (16-bit floats: only values a half / bfloat16 holds exactly,
-// which set() checks).
-double get(Tensor& t, int64_t i);
-void set(Tensor& t, int64_t i, double v);
-
-double now_s();
+// Typed host tensors, shared with the other communicators' tests.
+using ddph_test::get;
+using ddph_test::kBF16;
+using ddph_test::kF16;
+using ddph_test::kF32;
+using ddph_test::kF64;
+using ddph_test::kI32;
+using ddph_test::kI64;
+using ddph_test::kI8;
+using ddph_test::kU8;
+using ddph_test::now_s;
+using ddph_test::seconds_since;
+using ddph_test::set;
+using ddph_test::Tensor;
+using ddph_test::view;
 
 }  // namespace comm_mpi_test
