@@ -46,7 +46,7 @@ Communicator::Communicator(const CommConfig& config,
        << config_.timeout.count() << " ms)";
   const std::string what_text = what.str();
   gloo_call(what_text.c_str(), rank(), [&] { context->connectFullMesh(*prefix_store_, device_); });
-  const std::vector<SocketEnds> ends = wire_->track_new_sockets(before, FdSnapshot::take());
+  const std::vector<SocketEnds> ends = wire_->track_new_sockets(before, FdSnapshot::take(), this);
   context_ = std::move(context);
   attribute_sockets(ends);
   // connectFullMesh can return on one side of a pair before the other side
@@ -71,9 +71,10 @@ Communicator::~Communicator() {
     // destroy cannot report; the peer will see its recv fail.
   }
   try {
-    // The last reading of this communicator's sockets, before they close:
-    // the count is shared with the communicator this one was split from.
-    wire_->total();
+    // The last reading of this communicator's sockets, and our duplicates
+    // closed before gloo closes the pairs (else peers would not see it): the
+    // count is shared with the communicator this one was split from.
+    wire_->release(this);
     pending_sends_.clear();
     // Pairs refer to the device: the context goes first.
     context_.reset();
@@ -97,7 +98,9 @@ void Communicator::break_with(const Error& e) {
   }
   log(DDPH_LOG_ERROR, "comm_gloo", std::string("communicator broken: ") + e.what());
   // Hard-close every pair (RST): peers still blocked on this rank then fail
-  // at once instead of waiting out their own timeout.
+  // at once instead of waiting out their own timeout. Our duplicates of the
+  // sockets go first, or the close would not reach the peers.
+  wire_->release(this);
   SigpipeBlock block;
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) continue;

@@ -2,20 +2,23 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/tcp.h>  // struct tcp_info with tcpi_bytes_sent (glibc's lacks it)
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
 
 namespace ddph {
 namespace comm_gloo {
 namespace {
 
-// Reads the bytes sent on fd if it is still the socket we tracked.
-bool read_bytes_sent(int fd, ino_t ino, uint64_t* out) {
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != ino) return false;
+// Reads the bytes sent on fd (a descriptor of ours, so it is the socket).
+bool read_bytes_sent(int fd, uint64_t* out) {
   struct tcp_info info {};
   socklen_t len = sizeof info;
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
@@ -63,6 +66,9 @@ bool end_name(int fd, bool peer, std::string* out) {
 }  // namespace
 
 FdSnapshot FdSnapshot::take() {
+  // Names, not descriptors: readlink on /proc/self/fd/N says "socket:[ino]"
+  // without touching descriptor N, which gloo's device thread may be closing
+  // right now (an fstat there is a race on the descriptor).
   FdSnapshot snap;
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return snap;
@@ -71,27 +77,62 @@ FdSnapshot FdSnapshot::take() {
     char* end = nullptr;
     long fd = strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || fd == own) continue;
-    struct stat st;
-    if (fstat(int(fd), &st) == 0 && S_ISSOCK(st.st_mode)) snap.fds.emplace(int(fd), st.st_ino);
+    char link[64];
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+    if (n <= 0) continue;
+    link[n] = '\0';
+    unsigned long long ino = 0;
+    if (std::sscanf(link, "socket:[%llu]", &ino) == 1) snap.fds.emplace(int(fd), ino_t(ino));
   }
   closedir(dir);
   return snap;
 }
 
+WireBytes::~WireBytes() {
+  for (Socket& s : sockets_)
+    if (s.fd >= 0) close(s.fd);
+}
+
 std::vector<SocketEnds> WireBytes::track_new_sockets(const FdSnapshot& before,
-                                                     const FdSnapshot& after) {
+                                                     const FdSnapshot& after, const void* owner) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<SocketEnds> ends;
   for (const auto& fd_ino : after.fds) {
-    if (before.fds.count(fd_ino) != 0 || !is_established_tcp(fd_ino.first)) continue;
+    if (before.fds.count(fd_ino) != 0) continue;
+    // Duplicated first, then checked through the duplicate: from here on
+    // nothing gloo does to its own descriptor can change what we read.
+    const int own = fcntl(fd_ino.first, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) continue;
+    struct stat st;
     uint64_t base = 0;
-    if (!read_bytes_sent(fd_ino.first, fd_ino.second, &base)) continue;
+    if (fstat(own, &st) != 0 || st.st_ino != fd_ino.second || !is_established_tcp(own) ||
+        !read_bytes_sent(own, &base)) {
+      close(own);
+      continue;
+    }
     std::string local, remote;
-    if (end_name(fd_ino.first, false, &local) && end_name(fd_ino.first, true, &remote))
+    if (end_name(own, false, &local) && end_name(own, true, &remote))
       ends.push_back(SocketEnds{sockets_.size(), local, remote});
-    sockets_.push_back(Socket{fd_ino.first, fd_ino.second, base, 0, -1});
+    sockets_.push_back(Socket{own, base, 0, -1, owner});
   }
   return ends;
+}
+
+void WireBytes::refresh(Socket& s) {
+  uint64_t now = 0;
+  if (s.fd >= 0 && read_bytes_sent(s.fd, &now) && now >= s.base && now - s.base > s.last)
+    s.last = now - s.base;
+}
+
+void WireBytes::release(const void* owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Socket& s : sockets_) {
+    if (s.owner != owner || s.fd < 0) continue;
+    refresh(s);
+    close(s.fd);
+    s.fd = -1;
+  }
 }
 
 void WireBytes::set_peer(size_t index, int peer) {
@@ -103,9 +144,7 @@ uint64_t WireBytes::sum(int peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t sum = 0;
   for (Socket& s : sockets_) {
-    uint64_t now = 0;
-    if (read_bytes_sent(s.fd, s.ino, &now) && now >= s.base && now - s.base > s.last)
-      s.last = now - s.base;
+    refresh(s);
     if (peer == kAll || s.peer == peer) sum += s.last;
   }
   return sum;

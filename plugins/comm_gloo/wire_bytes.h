@@ -8,6 +8,13 @@
 // really send, framing included, rather than what we think they send.
 // Caveat: a socket another thread of the host opens during those few
 // milliseconds would be counted too (two ranks in one process included).
+//
+// We read through our own duplicate of each descriptor: gloo's device
+// thread closes a pair's descriptor when its peer hangs up, and a number
+// gloo closed can be reused by the next socket before we read it (ThreadSanitizer
+// reported exactly that race). A duplicate also keeps the connection open, so
+// a communicator releases its duplicates before it closes or hard-closes its
+// pairs, or its peers would not see the close.
 #pragma once
 
 #include <sys/types.h>
@@ -39,9 +46,19 @@ struct SocketEnds {
 
 class WireBytes {
  public:
+  WireBytes() = default;
+  ~WireBytes();
+  WireBytes(const WireBytes&) = delete;
+  WireBytes& operator=(const WireBytes&) = delete;
+
   // Tracks the established TCP sockets that are in `after` but not in
-  // `before`, and returns their ends. Call right after connectFullMesh.
-  std::vector<SocketEnds> track_new_sockets(const FdSnapshot& before, const FdSnapshot& after);
+  // `before` for `owner` (the communicator whose pairs they are), and
+  // returns their ends. Call right after connectFullMesh.
+  std::vector<SocketEnds> track_new_sockets(const FdSnapshot& before, const FdSnapshot& after,
+                                            const void* owner);
+  // Takes a last reading of owner's sockets and closes our duplicates of
+  // them; their counts stay in the totals. [thread-safe]
+  void release(const void* owner);
   // The tracked socket `index` leads to world rank `peer` (the rank in the
   // communicator this count was first made for).
   void set_peer(size_t index, int peer);
@@ -54,12 +71,14 @@ class WireBytes {
 
  private:
   struct Socket {
-    int fd;
-    ino_t ino;
+    int fd;  // our duplicate; -1 once released
     uint64_t base;
     uint64_t last;
     int peer;  // world rank, or -1 when unknown
+    const void* owner;
   };
+  // Updates s.last from the kernel while the duplicate is open.
+  static void refresh(Socket& s);
   // Sum over the sockets leading to peer, or over all for peer == kAll.
   uint64_t sum(int peer);
   static constexpr int kAll = -2;
