@@ -14,6 +14,9 @@ cd "$(dirname "$0")/../.."
 here=tests/sanitize
 kind=${1:?usage: run_sanitized.sh asan|tsan [BUILD_DIR]}
 excluded='^(abi\.|install\.|python\.install$)'
+# It checks that a plugin's SIGSEGV is reported by the signal's name; the
+# sanitizers catch SIGSEGV themselves and exit with status 1 instead.
+excluded+='|^ValidatePlugin\.ACrashInRunBucketIsAFailRowNamingTheSignal$'
 case "$kind" in
   asan) build=${2:-build-asan} sanitize=address,undefined name=asan+ubsan mpi=AUTO ;;
   tsan) build=${2:-build-tsan} sanitize=thread name=tsan mpi=OFF ;;
