@@ -48,27 +48,6 @@ double input(ddph_reduce_op_t op, int rank, int world, int i) {
   return op == DDPH_AVG ? world * value(rank, i) : value(rank, i);
 }
 
-struct CommFixture : ::testing::Test {
-  void SetUp() override {
-    Err err;
-    comm = make_comm(&err);
-    ASSERT_NE(comm, nullptr) << err.text();
-    rank = comm->rank(comm->ctx);
-    world = comm->size(comm->ctx);
-  }
-  void TearDown() override {
-    if (comm != nullptr) comm->destroy(comm->ctx);
-  }
-  ddph_comm_t* comm = nullptr;
-  int rank = 0, world = 1;
-};
-
-#define EXPECT_CALL_OK(call)                            \
-  do {                                                  \
-    Err e_ = take(call);                                \
-    ASSERT_TRUE(e_.ok()) << #call << ": " << e_.text(); \
-  } while (0)
-
 using Collectives = CommFixture;
 
 TEST_F(Collectives, RankAndSizeAreMpis) {

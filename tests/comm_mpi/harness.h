@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ddph/ddph.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
@@ -34,6 +35,22 @@ Err take(ddph_error_t* e);
 // factory()->create as rank/world (default: the job's); NULL and *err on failure.
 ddph_comm_t* make_comm(Err* err, int64_t timeout_ms = 20000, int rank = -1, int world = -1);
 
+// A communicator of the whole job, made for each test and destroyed after.
+struct CommFixture : ::testing::Test {
+  void SetUp() override {
+    Err err;
+    comm = make_comm(&err);
+    ASSERT_NE(comm, nullptr) << err.text();
+    rank = comm->rank(comm->ctx);
+    world = comm->size(comm->ctx);
+  }
+  void TearDown() override {
+    if (comm != nullptr) comm->destroy(comm->ctx);
+  }
+  ddph_comm_t* comm = nullptr;
+  int rank = 0, world = 1;
+};
+
 // Typed host tensors, shared with the other communicators' tests.
 using ddph_test::get;
 using ddph_test::kBF16;
@@ -51,3 +68,10 @@ using ddph_test::Tensor;
 using ddph_test::view;
 
 }  // namespace comm_mpi_test
+
+// Asserts that a comm call returned no error, printing its text if it did.
+#define EXPECT_CALL_OK(call)                               \
+  do {                                                     \
+    ::comm_mpi_test::Err e_ = ::comm_mpi_test::take(call); \
+    ASSERT_TRUE(e_.ok()) << #call << ": " << e_.text();    \
+  } while (0)

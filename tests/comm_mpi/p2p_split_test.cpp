@@ -9,28 +9,8 @@
 namespace comm_mpi_test {
 namespace {
 
-struct PeerFixture : ::testing::Test {
-  void SetUp() override {
-    Err err;
-    comm = make_comm(&err);
-    ASSERT_NE(comm, nullptr) << err.text();
-    rank = comm->rank(comm->ctx);
-    world = comm->size(comm->ctx);
-  }
-  void TearDown() override {
-    if (comm != nullptr) comm->destroy(comm->ctx);
-  }
-  ddph_comm_t* comm = nullptr;
-  int rank = 0, world = 1;
-};
-
-#define EXPECT_CALL_OK(call)                            \
-  do {                                                  \
-    Err e_ = take(call);                                \
-    ASSERT_TRUE(e_.ok()) << #call << ": " << e_.text(); \
-  } while (0)
-
-using PointToPoint = PeerFixture;
+using PeerFixture = CommFixture;
+using PointToPoint = CommFixture;
 
 // Every rank sends to the next before anyone receives: a blocking send of a
 // message past MPI's eager limit would deadlock here. Two messages per pair
