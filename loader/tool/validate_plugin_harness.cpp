@@ -118,39 +118,21 @@ Instance::~Instance() {
 }
 
 namespace {
-void shape_for(int64_t n, int64_t* rows, int64_t* cols) {
-  *rows = 1;
-  *cols = n;
-  // The most square factorization, so matrix hooks (PowerSGD) see a matrix.
+// The most square factorization of n, so matrix hooks (PowerSGD) see a
+// matrix: (rows, cols), with (0, 1) for n == 0.
+std::pair<int64_t, int64_t> matrix_shape(int64_t n) {
+  if (n == 0) return {0, 1};
+  int64_t rows = 1;
   for (int64_t r = 2; r * r <= n; ++r)
-    if (n % r == 0) *rows = r, *cols = n / r;
-  if (n == 0) *rows = 0, *cols = 1;
+    if (n % r == 0) rows = r;
+  return {rows, n / rows};
 }
 }  // namespace
 
 TestBucket::TestBucket(int64_t n_, uint64_t step)
-    : n(n_), data(size_t(n_ > 0 ? n_ : 1)), param_data(size_t(n_ > 0 ? n_ : 1), 1.0f) {
+    : LentBucket(n_, matrix_shape(n_).first, matrix_shape(n_).second), n(n_) {
   for (int64_t i = 0; i < n; ++i) data[size_t(i)] = float(int(i % 17) - 8) * 0.25f + 0.125f;
-  shape[0] = n;
-  shape_for(n, &param_shape[0], &param_shape[1]);
-  b.struct_size = sizeof b;
   b.step = step;
-  b.is_last = 1;
-  b.buffer.data = data.data();
-  b.buffer.device = {kDLCPU, 0};
-  b.buffer.ndim = 1;
-  b.buffer.dtype = {kDLFloat, 32, 1};
-  b.buffer.shape = shape;
-  param.struct_size = sizeof param;
-  param.ndim = 2;
-  param.shape = param_shape;
-  param.data.data = param_data.data();
-  param.data.device = {kDLCPU, 0};
-  param.data.ndim = 2;
-  param.data.dtype = {kDLFloat, 32, 1};
-  param.data.shape = param_shape;
-  b.num_params = 1;
-  b.params = &param;
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/options.h"
+#include "loader/tool/lent_bucket.h"
 
 namespace ddph_validate {
 
@@ -45,19 +46,12 @@ class Instance {
 // the inner hook that wrappers are validated around.
 const ddph_hook_t* trivial_inner();
 
-// A float32 bucket of n elements with one rows x cols (rows * cols == n)
-// parameter view at offset 0 whose tensor is lent too: optimizer hooks update
-// it, mixed precision writes its fp32 gradient there, others ignore it.
-struct TestBucket {
+// A LentBucket of n elements with a pattern of values and the most square
+// rows x cols (rows * cols == n) parameter view, so matrix hooks see a matrix.
+struct TestBucket : LentBucket {
   TestBucket(int64_t n, uint64_t step);
-  TestBucket(const TestBucket&) = delete;
-  TestBucket& operator=(const TestBucket&) = delete;
   float* values() { return data.data(); }
   int64_t n;
-  std::vector<float> data, param_data;  // never empty, so data() is never NULL
-  int64_t shape[1], param_shape[2];
-  ddph_param_t param{};
-  ddph_bucket_t b{};
 };
 
 // One run_bucket call and what came of it.

@@ -8,7 +8,7 @@
 
 #include "loader/state_blob.h"
 #include "tests/fuzz/fuzz_session.h"
-#include "tests/support/lent_bucket.h"
+#include "loader/tool/lent_bucket.h"
 
 namespace {
 
@@ -85,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // Loaded: the state must be usable.
-  ddph_test::LentBucket b(64, 8, 8);
+  ddph_validate::LentBucket b(64, 8, 8);
   (void)ddph_fuzz::run(s, &b.b);
   (void)save(s);
   return 0;

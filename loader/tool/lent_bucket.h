@@ -1,7 +1,9 @@
 // A float32 bucket over its own storage, with one rows x cols parameter view
 // at offset 0 whose tensor is lent too (params[0].data): hooks that take the
 // parameters (optimizers, mixed precision, model averaging) run on it, and
-// the others ignore the view. Header-only, so the fuzz build can use it.
+// the others ignore the view. Used by `ddph validate-plugin` (TestBucket)
+// and by the fuzzers; header-only, so the fuzz build can use it. Storage is
+// never empty, so data() is never NULL even for a bucket of 0 elements.
 #pragma once
 
 #include <ddph/ddph.h>
@@ -9,11 +11,12 @@
 #include <cstdint>
 #include <vector>
 
-namespace ddph_test {
+namespace ddph_validate {
 
 struct LentBucket {
   LentBucket(int64_t n, int64_t rows, int64_t cols)
-      : data(size_t(n), 0.5f), param_data(size_t(rows * cols), 1.0f) {
+      : data(size_t(n > 0 ? n : 1), 0.5f),
+        param_data(size_t(rows * cols > 0 ? rows * cols : 1), 1.0f) {
     shape[0] = n;
     param_shape[0] = rows;
     param_shape[1] = cols;
@@ -44,4 +47,4 @@ struct LentBucket {
   ddph_bucket_t b{};
 };
 
-}  // namespace ddph_test
+}  // namespace ddph_validate
