@@ -21,40 +21,14 @@ namespace {
 using ddph::DType;
 using ddph_test::DeviceVec;
 
-bool is_nan_bits(DType t, const uint8_t* p) {
-  switch (t) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return std::isnan(f);
-    }
-    case DType::F64: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return std::isnan(d);
-    }
-    case DType::F16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0;
-    }
-    case DType::BF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0;
-    }
-    default:
-      return false;
-  }
-}
-
 // Index of the first element that differs (other than NaN against NaN), or n.
 size_t first_diff(DType t, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   const size_t es = ddph::dtype_size(t), n = a.size() / es;
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* x = a.data() + i * es;
     const uint8_t* y = b.data() + i * es;
-    if (std::memcmp(x, y, es) != 0 && !(is_nan_bits(t, x) && is_nan_bits(t, y))) return i;
+    if (std::memcmp(x, y, es) != 0 && !(ddph_test::is_nan(t, x) && ddph_test::is_nan(t, y)))
+      return i;
   }
   return n;
 }

@@ -167,36 +167,14 @@ TEST(KernelDispatch, DivideValues) {
   EXPECT_THROW(ddph::divide_inplace(DType::F32, f.data(), f.size(), 0), ddph::Error);
 }
 
-bool is_nan(DType t, const uint8_t* p) {
-  uint16_t h = 0;
-  if (ddph::dtype_size(t) == 2) std::memcpy(&h, p, 2);  // a 1-byte last element has no second byte
-  switch (t) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return std::isnan(f);
-    }
-    case DType::F64: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return std::isnan(d);
-    }
-    case DType::F16:
-      return (h & 0x7C00) == 0x7C00 && (h & 0x3FF);
-    case DType::BF16:
-      return (h & 0x7F80) == 0x7F80 && (h & 0x7F);
-    default:
-      return false;
-  }
-}
-
 // When both operands are NaN, IEEE (and x86) leave open whose payload the sum
 // carries, and the compiler may order the operands either way; reduce.h
 // promises bit-identical results everywhere else. b's NaN becomes a zero.
 void drop_double_nans(DType t, const std::vector<uint8_t>& a, std::vector<uint8_t>& b, size_t n) {
   const size_t es = ddph::dtype_size(t);
   for (size_t i = 0; i < n; ++i)
-    if (is_nan(t, &a[i * es]) && is_nan(t, &b[i * es])) std::memset(&b[i * es], 0, es);
+    if (ddph_test::is_nan(t, &a[i * es]) && ddph_test::is_nan(t, &b[i * es]))
+      std::memset(&b[i * es], 0, es);
 }
 
 TEST(KernelDispatch, ReduceEveryOpAndDtype) {

@@ -61,4 +61,27 @@ std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
+bool is_nan(ddph::DType t, const uint8_t* p) {
+  uint16_t h = 0;
+  if (ddph::dtype_size(t) == 2) std::memcpy(&h, p, 2);  // a 1-byte last element has no second byte
+  switch (t) {
+    case ddph::DType::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return std::isnan(f);
+    }
+    case ddph::DType::F64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return std::isnan(d);
+    }
+    case ddph::DType::F16:
+      return (h & 0x7C00) == 0x7C00 && (h & 0x3FF);
+    case ddph::DType::BF16:
+      return (h & 0x7F80) == 0x7F80 && (h & 0x7F);
+    default:
+      return false;
+  }
+}
+
 }  // namespace ddph_test

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace ddph_test {
 
 std::vector<uint16_t> all_16bit_patterns();
@@ -16,5 +18,9 @@ std::vector<uint16_t> all_16bit_patterns();
 std::vector<float> float_corner_cases(size_t random_count, uint32_t seed = 1);
 // Random bytes (any bit pattern, NaNs included for float types).
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed);
+
+// Whether the element of dtype t at p is a NaN (false for integer dtypes);
+// reads only the element's own bytes.
+bool is_nan(ddph::DType t, const uint8_t* p);
 
 }  // namespace ddph_test
