@@ -12,6 +12,10 @@
 // Wrapping hook_then_optimizer reproduces PyTorch's order exactly (reduce,
 // optimizer step, average); with the host's own optimizer the average comes
 // first, right before that step's update.
+//
+// On a CUDA bucket the parameters are device memory on the bucket's GPU;
+// the inner hook, the copies and the allreduce are all enqueued on the
+// bucket's stream (param_average.h).
 #include <memory>
 #include <sstream>
 #include <string>
@@ -21,6 +25,7 @@
 #include "core/hook.h"
 #include "core/options.h"
 #include "core/rank_groups.h"
+#include "plugins/post_localsgd/cuda_build.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/param_average.h"
 #include "plugins/post_localsgd/step_counter.h"
@@ -66,6 +71,7 @@ std::vector<std::pair<int64_t, int64_t>> parse_hierarchy(const std::string& text
 class ModelAveragingHook : public Hook {
  public:
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS;
+  static constexpr bool kRunsOnCuda = true;
 
   explicit ModelAveragingHook(const ddph_hook_init_t& init)
       : world_(init.comm), inner_(*init.inner) {
@@ -88,9 +94,10 @@ class ModelAveragingHook : public Hook {
   }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    require_cuda_build(bucket, kHook);
     count_in(uint64_t(bucket.buffer.shape[0]) * dtype_size(dtype));
     run_hook_blocking(inner_, bucket);
-    if (ddph_comm_t* group = group_now()) count_out(average_params(group, bucket, flat_, kHook));
+    if (ddph_comm_t* group = group_now()) count_out(average_params(group, bucket, scratch_, kHook));
     counter_.advance(bucket);
     done.ok();
   }
@@ -123,7 +130,7 @@ class ModelAveragingHook : public Hook {
   uint64_t warmup_ = 0, periodic_ = 1;
   std::vector<Level> levels_;
   StepCounter counter_;
-  std::vector<float> flat_;
+  ScratchBuffers scratch_;
 };
 
 const ddph_option_spec_t kSpecs[] = {

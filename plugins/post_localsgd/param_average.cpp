@@ -1,6 +1,6 @@
 #include "plugins/post_localsgd/param_average.h"
 
-#include <cstring>
+#include <vector>
 
 #include "core/comm_call.h"
 #include "core/param_view.h"
@@ -9,22 +9,30 @@
 namespace ddph {
 namespace post_localsgd {
 
-uint64_t average_params(ddph_comm_t* group, const ddph_bucket_t& bucket, std::vector<float>& flat,
+uint64_t average_params(ddph_comm_t* group, const ddph_bucket_t& bucket, ScratchBuffers& scratch,
                         const char* hook) {
   std::vector<float*> data(bucket.num_params);
   size_t total = 0;
   for (size_t i = 0; i < bucket.num_params; ++i) {
-    data[i] = param_f32_data(bucket, i, hook, "the parameter");
+    data[i] = param_f32_data(bucket, i, hook, "the parameter", BucketMemory::kHostOrCuda);
     total += size_t(view_numel(bucket.params[i]));
   }
   if (total == 0) return 0;
-  flat.resize(total);
-  for (size_t i = 0, at = 0; i < bucket.num_params; at += size_t(view_numel(bucket.params[i])), ++i)
-    std::memcpy(flat.data() + at, data[i], size_t(view_numel(bucket.params[i])) * sizeof(float));
-  FlatTensor buf(flat.data(), DType::F32, int64_t(total));
+  const Where at = where_of(bucket);
+  ScratchBuffers::Lease lease = scratch.get(at, bucket.index, total * sizeof(float));
+  float* flat = static_cast<float*>(lease.data());
+  for (size_t i = 0, at_elem = 0; i < bucket.num_params; ++i) {
+    const size_t n = size_t(view_numel(bucket.params[i]));
+    cast_into(at, DType::F32, data[i], DType::F32, flat + at_elem, n);
+    at_elem += n;
+  }
+  FlatTensor buf(flat, DType::F32, int64_t(total), at.device);
   comm_allreduce(group, buf, DDPH_AVG, bucket.stream);
-  for (size_t i = 0, at = 0; i < bucket.num_params; at += size_t(view_numel(bucket.params[i])), ++i)
-    std::memcpy(data[i], flat.data() + at, size_t(view_numel(bucket.params[i])) * sizeof(float));
+  for (size_t i = 0, at_elem = 0; i < bucket.num_params; ++i) {
+    const size_t n = size_t(view_numel(bucket.params[i]));
+    cast_into(at, DType::F32, flat + at_elem, DType::F32, data[i], n);
+    at_elem += n;
+  }
   return total * sizeof(float);
 }
 

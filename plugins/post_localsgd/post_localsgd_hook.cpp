@@ -3,6 +3,9 @@
 // (by default the ranks of one machine), or no gradient communication at
 // all (post_local_gradient_allreduce: false). Model averaging
 // (model_averaging_hook.cpp) keeps the subgroups from drifting apart.
+//
+// On a CUDA bucket the communicator enqueues the allreduce on the bucket's
+// stream (comm_nccl); the step counter is host state either way.
 #include <memory>
 #include <string>
 
@@ -11,6 +14,7 @@
 #include "core/options.h"
 #include "core/tensor.h"
 #include "core/rank_groups.h"
+#include "plugins/post_localsgd/cuda_build.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/step_counter.h"
 #include "core/group_comm.h"
@@ -33,6 +37,7 @@ std::vector<int> subgroup_colors(ddph_comm_t* world, const Options& o) {
 class PostLocalSgdHook : public Hook {
  public:
   static constexpr uint32_t kFlags = 0;
+  static constexpr bool kRunsOnCuda = true;
 
   explicit PostLocalSgdHook(const ddph_hook_init_t& init) : world_(init.comm) {
     Options o(init.options, init.num_options);
@@ -44,6 +49,7 @@ class PostLocalSgdHook : public Hook {
   }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    require_cuda_build(bucket, kHook);
     const int64_t n = bucket.buffer.shape[0];
     const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
     count_in(bytes);
