@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "plugins/optimizer_overlap/optim_plan.h"
+
 namespace ddph {
 namespace optimizer_overlap {
 
@@ -40,9 +42,51 @@ struct ParamState {
   std::vector<float> max_second;  // adam with amsgrad: max_exp_avg_sq
 };
 
-// param[0..n) -= the update for grad[0..n), advancing state. param and grad
-// must not overlap. Throws DDPH_INVALID_ARGUMENT when the state holds
-// buffers of another length (a checkpoint of another model).
+// The state tensors of one parameter, wherever they live: ParamState's host
+// vectors (HostSlots) or device memory (the hook's CUDA path). Size 0 is
+// torch's "not created yet".
+enum class Slot { kMomentum = 0, kSecond = 1, kMaxSecond = 2 };
+class StateSlots {
+ public:
+  virtual ~StateSlots() = default;
+  virtual size_t size(Slot slot) const = 0;
+  // Makes slot n zeros (torch's zeros_like; sgd's first buffer is then
+  // overwritten by the clone of the gradient).
+  virtual void create(Slot slot, size_t n) = 0;
+  virtual float* data(Slot slot) = 0;
+};
+
+// ParamState's vectors as slots.
+class HostSlots : public StateSlots {
+ public:
+  explicit HostSlots(ParamState& s) : s_(s) {}
+  size_t size(Slot slot) const override { return vec(slot).size(); }
+  void create(Slot slot, size_t n) override { vec(slot).assign(n, 0.f); }
+  float* data(Slot slot) override { return vec(slot).data(); }
+
+ private:
+  std::vector<float>& vec(Slot slot) const {
+    return slot == Slot::kMomentum ? s_.momentum : slot == Slot::kSecond ? s_.second : s_.max_second;
+  }
+  ParamState& s_;
+};
+
+// The host half of a step, for host and device state alike: creates the
+// slots this step needs (as torch does on its first step), advances *step,
+// and returns the loop to run with its scalars. Throws
+// DDPH_INVALID_ARGUMENT when a slot holds buffers of another length (a
+// checkpoint of another model).
+StepPlan plan_step(const OptimConfig& c, uint64_t* step, StateSlots& slots, size_t n);
+
+// The slot pointers plan's loop reads (optim_plan.h).
+SlotData slot_data(const StepPlan& plan, StateSlots& slots);
+
+// Runs plan over host memory: param[0..n) -= the update for grad[0..n).
+// param and grad must not overlap.
+void run_step_host(const StepPlan& plan, float* param, const float* grad, const SlotData& state,
+                   size_t n);
+
+// plan_step, then run_step_host, on host state.
 void optim_step(const OptimConfig& c, ParamState& state, float* param, const float* grad, size_t n);
 
 }  // namespace optimizer_overlap
