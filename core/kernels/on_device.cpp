@@ -4,6 +4,8 @@
 #include "core/kernels/cast.h"
 #include "core/kernels/divide.h"
 #ifdef DDPH_HAVE_CUDA
+#include "core/kernels/cuda/cuda_check.h"
+#include "core/kernels/cuda/device_guard.h"
 #include "core/kernels/cuda/elementwise_cuda.h"
 #include "core/kernels/cuda/scratch_pool.h"
 #endif
@@ -12,26 +14,17 @@ namespace ddph {
 namespace {
 
 #ifdef DDPH_HAVE_CUDA
+// Kernel launches and pool calls: a failure here is the GPU's, not the caller's.
 void enqueued(cudaError_t error, const char* what) {
-  DDPH_CHECK(error == cudaSuccess, DDPH_INTERNAL,
-             what << " on the GPU failed: " << cudaGetErrorName(error) << ": "
-                  << cudaGetErrorString(error));
+  cuda::check(error, "on the GPU", what);
 }
 cudaStream_t stream_of(const Where& at) {
   return static_cast<cudaStream_t>(at.stream);
 }
 // Launches go to the buffer's device, whatever the calling thread's is.
-class OnDevice {
+class OnDevice : public cuda::DeviceGuard {
  public:
-  explicit OnDevice(const Where& at) {
-    enqueued(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != at.device.device_id)
-      enqueued(cudaSetDevice(at.device.device_id), "cudaSetDevice");
-  }
-  ~OnDevice() { cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
+  explicit OnDevice(const Where& at) : cuda::DeviceGuard(at.device.device_id, "on the GPU") {}
 };
 #else
 [[noreturn]] void no_cuda(const char* what) {

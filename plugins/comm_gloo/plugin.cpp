@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/comm_backend.h"
+#include "core/comm_host_staging.h"
 #include "core/comm_init.h"
 #include "core/error.h"
 #include "core/host.h"
@@ -50,7 +51,8 @@ std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
   config.iface = string_option(options, init, "iface", kIfaceDefault);
   DDPH_CHECK(!config.hostname.empty() || !config.iface.empty(), DDPH_INVALID_ARGUMENT,
              "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
-  return std::make_unique<Communicator>(config, rendezvous::open_init_store(init));
+  return stage_cuda_through_host(
+      std::make_unique<Communicator>(config, rendezvous::open_init_store(init)), "gloo");
 }
 
 ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
@@ -58,7 +60,9 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
 }
 
 const ddph_comm_factory_t kFactory = comm_factory(
-    "gloo", "Gloo over TCP on CPU tensors; rendezvous via file://, redis:// or the host's store",
+    "gloo",
+    "Gloo over TCP on CPU tensors (CUDA tensors staged through host memory); rendezvous via "
+    "file://, redis:// or the host's store",
     kOptions, sizeof kOptions / sizeof kOptions[0], &create);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};

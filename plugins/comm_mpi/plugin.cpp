@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/comm_host_staging.h"
 #include "core/comm_init.h"
 #include "core/error.h"
 #include "core/host.h"
@@ -79,7 +80,7 @@ std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
     MPI_Comm_free(&dup);
     throw;
   }
-  return comm;
+  return stage_cuda_through_host(std::move(comm), "mpi");
 }
 
 ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
@@ -90,8 +91,8 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
 
 const ddph_comm_factory_t kFactory = comm_factory(
     "mpi",
-    "MPI (e.g. Open MPI under mpirun) on CPU tensors; ranks come from the MPI launcher, no "
-    "rendezvous",
+    "MPI (e.g. Open MPI under mpirun) on CPU tensors (CUDA tensors staged through host "
+    "memory); ranks come from the MPI launcher, no rendezvous",
     kOptions, sizeof kOptions / sizeof kOptions[0], &create);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/cuda/device_guard.h"
 #include "core/kernels/cuda/elementwise_cuda.h"
 #include "core/kernels/cuda/scratch_pool.h"
 #include "plugins/comm_nccl/communicator.h"
@@ -15,7 +16,7 @@ namespace comm_nccl {
 template <class Enqueue>
 void Communicator::run(const char* what, std::initializer_list<Arg> args, void* stream,
                        Enqueue&& enqueue) {
-  DeviceScope device(config_.device);
+  cuda::DeviceGuard device(config_.device, "comm_nccl");
   bool on_cuda = false;
   for (const Arg& a : args) on_cuda = on_cuda || a.buf->on_cuda();
   if (on_cuda) {

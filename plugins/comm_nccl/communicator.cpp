@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/cuda/device_guard.h"
 #include "plugins/comm_nccl/nccl_check.h"
 
 namespace ddph {
@@ -25,19 +26,9 @@ ncclConfig_t nonblocking_config() {
 
 }  // namespace
 
-DeviceScope::DeviceScope(int device) {
-  DDPH_CUDA(cudaGetDevice(&previous_));
-  if (previous_ != device) DDPH_CUDA(cudaSetDevice(device));
-}
-
-DeviceScope::~DeviceScope() {
-  int now = -1;
-  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
-}
-
 std::unique_ptr<Communicator> Communicator::connect(const NcclConfig& config,
                                                     ::gloo::rendezvous::Store& store) {
-  DeviceScope device(config.device);
+  cuda::DeviceGuard device(config.device, "comm_nccl");
   ncclUniqueId id;
   // gloo's stores throw their own exceptions; say which step failed.
   try {
@@ -78,7 +69,7 @@ Communicator::Communicator(const NcclConfig& config, ncclComm_t comm)
 
 Communicator::~Communicator() {
   try {
-    DeviceScope device(config_.device);
+    cuda::DeviceGuard device(config_.device, "comm_nccl");
     watchdog_.reset();  // no abort can race the teardown below
     if (ncclComm_t c = comm_->release()) {
       // Finalize flushes what is still enqueued; if that cannot finish in
@@ -125,7 +116,7 @@ void Communicator::wait_staging(const char* what) {
 }
 
 std::unique_ptr<CommBackend> Communicator::split(int color, int key) {
-  DeviceScope device(config_.device);
+  cuda::DeviceGuard device(config_.device, "comm_nccl");
   ncclComm_t child = nullptr;
   ncclConfig_t nccl_config = nonblocking_config();
   const int nccl_color = color < 0 ? NCCL_SPLIT_NOCOLOR : color;

@@ -75,16 +75,5 @@ class Communicator : public CommBackend {
   std::unique_ptr<Watchdog> watchdog_;
 };
 
-// Makes `device` current on the calling thread while alive. The session
-// calls collectives from its worker thread, whose current device is unknown.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device);
-  ~DeviceScope();
-
- private:
-  int previous_ = -1;
-};
-
 }  // namespace comm_nccl
 }  // namespace ddph

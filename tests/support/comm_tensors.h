@@ -4,8 +4,10 @@
 #pragma once
 
 #include <ddph/ddph.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ddph_test {
@@ -41,5 +43,26 @@ void set(Tensor& t, int64_t i, double v);
 
 double now_s();
 double seconds_since(double start);
+
+// What a host-memory communicator (Gloo, MPI) answers when handed a host
+// pointer labelled kDLCUDA. A CUDA build stages CUDA buffers through host
+// memory (core/comm_host_staging.h): without a GPU that fails for want of
+// one; with a GPU the label is found to be false. A build without CUDA
+// refuses the device type outright.
+inline void expect_false_cuda_label_refused(int code, const std::string& message) {
+#if DDPH_TEST_WITH_CUDA
+  if (message.find("no usable CUDA device") != std::string::npos) {
+    EXPECT_EQ(code, DDPH_UNSUPPORTED) << message;
+    return;
+  }
+  EXPECT_EQ(code, DDPH_INVALID_ARGUMENT) << message;
+  EXPECT_NE(message.find("is labelled kDLCUDA but its data is not CUDA device memory"),
+            std::string::npos)
+      << message;
+#else
+  EXPECT_EQ(code, DDPH_UNSUPPORTED) << message;
+  EXPECT_NE(message.find("device type 2"), std::string::npos) << message;
+#endif
+}
 
 }  // namespace ddph_test

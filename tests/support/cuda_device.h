@@ -5,23 +5,60 @@
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 namespace ddph_test {
 
-// "" when a device is usable, else why not. Asked once.
+// "" when a device is usable, else why not.
+inline std::string probe_cuda_device() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
+  if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
+  return std::string();
+}
+
+// The same, asked once in this process.
 inline const std::string& no_cuda_device_reason() {
-  static const std::string reason = [] {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
-    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
-    return std::string();
-  }();
+  static const std::string reason = probe_cuda_device();
   return reason;
 }
+
+// The same, asked in a child process, for tests that fork ranks which use
+// CUDA: a child cannot use a CUDA runtime its parent had initialised before
+// fork(), so the parent must not touch CUDA itself.
+inline std::string no_cuda_device_reason_before_fork() {
+  int fds[2];
+  if (pipe(fds) != 0) return "no CUDA device: pipe() failed";
+  const pid_t pid = fork();
+  if (pid < 0) return "no CUDA device: fork() failed";
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string reason = probe_cuda_device();
+    const ssize_t written = write(fds[1], reason.data(), reason.size());
+    _exit(written == ssize_t(reason.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string reason;
+  char chunk[256];
+  for (ssize_t got; (got = read(fds[0], chunk, sizeof chunk)) > 0;)
+    reason.append(chunk, size_t(got));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "no CUDA device: the probe crashed";
+  return reason;
+}
+
+#define DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK()                                       \
+  do {                                                                            \
+    const std::string reason_ = ::ddph_test::no_cuda_device_reason_before_fork(); \
+    if (!reason_.empty()) GTEST_SKIP() << reason_;                                \
+  } while (0)
 
 #define DDPH_SKIP_WITHOUT_GPU()                             \
   do {                                                      \
