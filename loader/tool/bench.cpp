@@ -58,9 +58,10 @@ const char kUsage[] =
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
-    "buffer. --json prints one object per config per line. --matrix tiles the bucket\n"
-    "with ROWS x COLS parameter views (and a 1-D rest), as hooks that factor\n"
-    "matrices (powersgd) need; by default the bucket is one flat parameter.\n"
+    "buffer on the config's own communicator (Gloo, MPI...). --json prints one\n"
+    "object per config per line. --matrix tiles the bucket with ROWS x COLS\n"
+    "parameter views (and a 1-D rest), as hooks that factor matrices (powersgd)\n"
+    "need; by default the bucket is one flat parameter.\n"
     "--dtype: the bucket's dtype (bf16/f16 for mixed_precision); the baseline stays\n"
     "fp32. Hooks that take the parameters get a tensor per parameter view.\n"
     "--overlap N (hook_then_optimizer configs): a step of N buckets, each after MS\n"
@@ -142,7 +143,7 @@ std::string json_string(const std::string& s) {
 
 void print_header(size_t label_width) {
   std::printf("%-*s %5s %10s %11s %15s %6s %12s\n", static_cast<int>(label_width), "hook", "world",
-              "bucket", "median", "gloo allreduce", "ratio", "wire/rank");
+              "bucket", "median", "raw allreduce", "ratio", "wire/rank");
 }
 
 void print_result(const BenchOptions& o, const std::string& config, const std::string& label,
