@@ -2,15 +2,13 @@
 // square matrix, zero-padded to ceil(sqrt(n))^2. PyTorch 1.13's version fails
 // its own orthogonalization assertion (it passes 2-D matrices where 3-D are
 // required); this one runs the algorithm that code describes.
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
-#include "core/kernels/divide.h"
 #include "plugins/powersgd/hook_base.h"
 #include "plugins/powersgd/hooks.h"
-#include "plugins/powersgd/lowrank.h"
-#include "plugins/powersgd/orthogonalize.h"
+#include "plugins/powersgd/torch_rng.h"
 
 namespace ddph {
 namespace powersgd {
@@ -43,43 +41,42 @@ class BatchedHook : public PsgdHook {
 
     // M (padded): with error feedback it lives in the error buffer (see the
     // layer-wise hook), else in a scratch copy.
+    ScratchBuffers::Lease copy = scratch_.get(at_, 0, opts_.error_feedback ? 0 : padded * 4);
     float* m;
     if (opts_.error_feedback) {
       m = error_buffer(index, padded);
-      for (size_t i = 0; i < n; ++i) m[i] += data[i];
+      ops_->add(m, data, n);
     } else {
-      scratch_.assign(padded, 0.0f);
-      std::memcpy(scratch_.data(), data, n * sizeof(float));
-      m = scratch_.data();
+      m = static_cast<float*>(copy.data());
+      ops_->copy(m, data, n);
+      ops_->zero(m + n, padded - n);
     }
 
-    BucketMemory& mem = state_.buckets[index];
     const size_t factor = size_t(s) * size_t(r);
-    if (!opts_.warm_start || !mem.has_pq) {
-      mem.has_pq = true;
-      mem.p.assign(factor, 0.0f);  // torch.empty: no draw
-      mem.q.assign(factor, 0.0f);
-      TorchGenerator(next_q_seed()).randn(mem.q.data(), factor);
+    Factors f{};
+    if (wants_fresh_q(index)) {
+      fresh_q_.assign(factor, 0.0f);  // P: torch.empty, no draw
+      TorchGenerator(next_q_seed()).randn(fresh_q_.data(), factor);
+      f = fresh_factors(index, factor, fresh_q_);
     } else {
-      check_memory(mem.p, factor, index, "P");
-      check_memory(mem.q, factor, index, "Q");
+      f = remembered_factors(index, factor, factor);
     }
-    orthogonalize(mem.q.data(), s, r, opts_.orthogonalization_epsilon);
-    multiply_mq(m, nullptr, s, s, mem.q.data(), r, mem.p.data());
-    allreduce_sum(mem.p.data(), factor, wire);
-    orthogonalize(mem.p.data(), s, r, opts_.orthogonalization_epsilon);
-    multiply_mtp(m, s, s, mem.p.data(), r, mem.q.data());
-    allreduce_sum(mem.q.data(), factor, wire);
-    divide_inplace(DType::F32, mem.q.data(), factor, world_);
+    ops_->orthogonalize(f.q, 1, s, r, opts_.orthogonalization_epsilon);
+    ops_->multiply_mq(m, nullptr, s, s, f.q, r, f.p);
+    allreduce_sum(f.p, factor, wire);
+    ops_->orthogonalize(f.p, 1, s, r, opts_.orthogonalization_epsilon);
+    ops_->multiply_mtp(m, s, s, f.p, r, f.q);
+    allreduce_sum(f.q, factor, wire);
+    divide_by_world(f.q, factor);
 
-    out_.resize(padded);
-    reconstruct(mem.p.data(), mem.q.data(), s, s, r, out_.data(),
-                opts_.error_feedback ? m : nullptr);
-    std::memcpy(data, out_.data(), n * sizeof(float));
+    ScratchBuffers::Lease out = out_.get(at_, 0, padded * 4);
+    ops_->reconstruct(f.p, f.q, s, s, r, static_cast<float*>(out.data()),
+                      opts_.error_feedback ? m : nullptr);
+    ops_->copy(data, static_cast<const float*>(out.data()), n);
   }
 
  private:
-  std::vector<float> scratch_, out_;
+  ScratchBuffers scratch_, out_;
 };
 
 }  // namespace

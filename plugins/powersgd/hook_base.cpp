@@ -7,7 +7,6 @@
 
 #include "core/comm_call.h"
 #include "core/host.h"
-#include "core/kernels/cast.h"
 #include "core/tensor.h"
 
 namespace ddph {
@@ -29,38 +28,41 @@ PsgdHook::PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind
   state_.rng.seed_with(uint32_t(opts_.seed));
 }
 
+PsgdHook::~PsgdHook() {
+  release_all();
+}
+
 void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
   char text[32];
   DDPH_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16, DDPH_UNSUPPORTED,
              "powersgd/" << name_ << ": bucket dtype " << dl_dtype_text(bucket.buffer.dtype, text)
                          << " is not supported (float32, or float16/bfloat16 as the "
                             "fp16_wrapper/bf16_wrapper hand it)");
-  DDPH_CHECK(bucket.buffer.device.device_type == kDLCPU, DDPH_UNSUPPORTED,
-             "powersgd/" << name_ << ": bucket on device type "
-                         << int(bucket.buffer.device.device_type)
-                         << " is not supported (host memory, kDLCPU, only)");
+  bind(bucket);
   const auto t0 = std::chrono::steady_clock::now();
   const size_t n = size_t(bucket.buffer.shape[0]);
   count_in(n * dtype_size(dtype));
   void* data = data_ptr(bucket.buffer);
   if (n > 0 && state_.iter < opts_.start_iter) {
     // PyTorch's allreduce_hook: divide first, then sum (DDPH_AVG).
-    FlatTensor buf(data, dtype, int64_t(n));
+    FlatTensor buf(data, dtype, int64_t(n), at_.device);
     count_out(n * dtype_size(dtype));
     count_compression(n, n, dtype);
     const auto c0 = std::chrono::steady_clock::now();
-    comm_allreduce(comm_, buf, DDPH_AVG, nullptr);
+    comm_allreduce(comm_, buf, DDPH_AVG, at_.stream);
     step_comm_s_ += seconds_since(c0);
   } else if (n > 0) {
+    // One host buffer for every bucket (index 0): buckets run one at a time.
+    ScratchBuffers::Lease work = work_.get(at_, 0, dtype == DType::F32 ? 0 : n * sizeof(float));
     float* x = static_cast<float*>(data);
     if (dtype != DType::F32) {
-      work_.resize(n);
-      cast_into(dtype, data, DType::F32, work_.data(), n);
-      x = work_.data();
+      x = static_cast<float*>(work.data());
+      cast_into(at_, dtype, data, DType::F32, x, n);
     }
     compress(bucket, x, n, dtype);
-    if (dtype != DType::F32) cast_into(DType::F32, x, dtype, data, n);
-    // PyTorch clears every bucket's P and Q after each step without warm start.
+    if (dtype != DType::F32) cast_into(at_, DType::F32, x, dtype, data, n);
+    // PyTorch clears every bucket's P and Q after each step without warm
+    // start. Resident arrays keep their memory for the next fresh draw.
     if (!opts_.warm_start)
       for (auto& kv : state_.buckets) {
         kv.second.has_pq = false;
@@ -71,6 +73,124 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
   step_total_s_ += seconds_since(t0);
   finish_step(bucket);
   done.ok();
+}
+
+void PsgdHook::bind(const ddph_bucket_t& bucket) {
+  at_ = where_of(bucket);
+  LowRankOps* want = &cpu_ops();
+  if (at_.cuda()) {
+    const int device = at_.device.device_id;
+    if (cuda_ops_ == nullptr || cuda_device_ != device) {
+      // Another GPU: its memory cannot serve as this one's, so the state
+      // goes through the host (rare: a hook normally stays on one device).
+      evict_to_host();
+      cuda_ops_.reset();
+      cuda_ops_ = make_cuda_ops(device);
+      cuda_device_ = device;
+    }
+    want = cuda_ops_.get();
+  }
+  if (resident_ops_ != want) {
+    evict_to_host();
+    resident_ops_ = want;
+  }
+  ops_ = want;
+  ops_->set_stream(at_.stream);
+}
+
+PsgdHook::Resident& PsgdHook::resident(uint64_t index) {
+  auto it = resident_.find(index);
+  if (it != resident_.end()) return it->second;
+  // First touch in this memory: what the state holds (a checkpoint, or an
+  // earlier memory's values) moves in, once.
+  BucketMemory& m = state_.buckets[index];
+  Resident& r = resident_[index];
+  const std::vector<float>* from[3] = {&m.p, &m.q, &m.error};
+  Array* to[3] = {&r.p, &r.q, &r.error};
+  for (int k = 0; k < 3; ++k) {
+    fit(*to[k], from[k]->size());
+    ops_->upload(to[k]->data, from[k]->data(), from[k]->size());
+  }
+  // Pageable host memory is staged before upload() returns, so the host
+  // copies can go now.
+  m.p = std::vector<float>();
+  m.q = std::vector<float>();
+  m.error = std::vector<float>();
+  return r;
+}
+
+void PsgdHook::fit(Array& a, size_t n) {
+  if (a.size == n && (n == 0 || a.data != nullptr)) return;
+  resident_ops_->release(a.data);
+  a.data = nullptr;
+  a.size = 0;
+  a.data = resident_ops_->allocate(n);
+  a.size = n;
+}
+
+void PsgdHook::download_into(const Resident& r, BucketMemory& m) {
+  // P and Q absent (cleared without warm start) stay absent whatever
+  // memory their arrays still hold.
+  if (m.has_pq) {
+    m.p.resize(r.p.size);
+    resident_ops_->download(m.p.data(), r.p.data, r.p.size);
+    m.q.resize(r.q.size);
+    resident_ops_->download(m.q.data(), r.q.data, r.q.size);
+  }
+  m.error.resize(r.error.size);
+  resident_ops_->download(m.error.data(), r.error.data, r.error.size);
+}
+
+void PsgdHook::evict_to_host() {
+  for (const auto& kv : resident_) download_into(kv.second, state_.buckets[kv.first]);
+  release_all();
+}
+
+void PsgdHook::release_all() {
+  for (auto& kv : resident_)
+    for (Array* a : {&kv.second.p, &kv.second.q, &kv.second.error}) resident_ops_->release(a->data);
+  resident_.clear();
+}
+
+float* PsgdHook::error_buffer(uint64_t index, size_t n) {
+  Array& e = resident(index).error;
+  if (e.size == 0) {
+    fit(e, n);
+    ops_->zero(e.data, n);
+  }
+  DDPH_CHECK(e.size == n, DDPH_INVALID_ARGUMENT,
+             "powersgd/" << name_ << ": bucket " << index << " has an error buffer of " << e.size
+                         << " floats (from a checkpoint or an earlier layout), but needs " << n);
+  return e.data;
+}
+
+bool PsgdHook::wants_fresh_q(uint64_t index) {
+  return !opts_.warm_start || !state_.buckets[index].has_pq;
+}
+
+PsgdHook::Factors PsgdHook::fresh_factors(uint64_t index, size_t p_numel,
+                                          const std::vector<float>& q_host) {
+  Resident& r = resident(index);
+  state_.buckets[index].has_pq = true;
+  fit(r.p, p_numel);
+  ops_->zero(r.p.data, p_numel);
+  fit(r.q, q_host.size());
+  ops_->upload(r.q.data, q_host.data(), q_host.size());
+  return Factors{r.p.data, r.q.data};
+}
+
+PsgdHook::Factors PsgdHook::remembered_factors(uint64_t index, size_t p_numel, size_t q_numel) {
+  Resident& r = resident(index);
+  check_length(r.p.size, p_numel, index, "P");
+  check_length(r.q.size, q_numel, index, "Q");
+  return Factors{r.p.data, r.q.data};
+}
+
+void PsgdHook::check_length(size_t have, size_t want, uint64_t index, const char* what) {
+  DDPH_CHECK(have == want, DDPH_INVALID_ARGUMENT,
+             "powersgd/" << name_ << ": bucket " << index << " remembers " << have << " floats of "
+                         << what << " (from a checkpoint or an earlier layout), "
+                         << "but its layout at rank " << opts_.rank << " needs " << want);
 }
 
 void PsgdHook::finish_step(const ddph_bucket_t& bucket) {
@@ -90,41 +210,28 @@ void PsgdHook::finish_step(const ddph_bucket_t& bucket) {
   step_total_s_ = step_comm_s_ = 0;
 }
 
-float* PsgdHook::error_buffer(uint64_t index, size_t n) {
-  std::vector<float>& e = state_.buckets[index].error;
-  if (e.empty()) e.assign(n, 0.0f);
-  DDPH_CHECK(e.size() == n, DDPH_INVALID_ARGUMENT,
-             "powersgd/" << name_ << ": bucket " << index << " has an error buffer of " << e.size()
-                         << " floats (from a checkpoint or an earlier layout), but needs " << n);
-  return e.data();
-}
-
-void PsgdHook::check_memory(const std::vector<float>& v, size_t want, uint64_t index,
-                            const char* what) {
-  DDPH_CHECK(v.size() == want, DDPH_INVALID_ARGUMENT,
-             "powersgd/" << name_ << ": bucket " << index << " remembers " << v.size()
-                         << " floats of " << what << " (from a checkpoint or an earlier layout), "
-                         << "but its layout at rank " << opts_.rank << " needs " << want);
-}
-
 void PsgdHook::allreduce_sum(float* x, size_t n, DType wire) {
   if (n == 0) return;
   count_out(n * dtype_size(wire));
   const auto c0 = std::chrono::steady_clock::now();
   if (wire == DType::F32) {
-    FlatTensor buf(x, DType::F32, int64_t(n));
-    comm_allreduce(comm_, buf, DDPH_SUM, nullptr);
+    FlatTensor buf(x, DType::F32, int64_t(n), at_.device);
+    comm_allreduce(comm_, buf, DDPH_SUM, at_.stream);
     step_comm_s_ += seconds_since(c0);
     return;
   }
   // Under fp16_wrapper/bf16_wrapper the factors travel in 16 bits, as they
   // do under PyTorch's wrappers; the products are computed in fp32.
-  wire_scratch_.resize(n);
-  cast_into(DType::F32, x, wire, wire_scratch_.data(), n);
-  FlatTensor buf(wire_scratch_.data(), wire, int64_t(n));
-  comm_allreduce(comm_, buf, DDPH_SUM, nullptr);
+  ScratchBuffers::Lease low = wire_.get(at_, 0, n * 2);
+  cast_into(at_, DType::F32, x, wire, low.data(), n);
+  FlatTensor buf(low.data(), wire, int64_t(n), at_.device);
+  comm_allreduce(comm_, buf, DDPH_SUM, at_.stream);
   step_comm_s_ += seconds_since(c0);
-  cast_into(wire, wire_scratch_.data(), DType::F32, x, n);
+  cast_into(at_, wire, low.data(), DType::F32, x, n);
+}
+
+void PsgdHook::divide_by_world(float* x, size_t n) {
+  divide_inplace(at_, DType::F32, x, n, world_);
 }
 
 void PsgdHook::count_compression(uint64_t numel_before, uint64_t numel_after, DType wire) {
@@ -133,12 +240,18 @@ void PsgdHook::count_compression(uint64_t numel_before, uint64_t numel_after, DT
 }
 
 void PsgdHook::save_state(ddph_write_fn write, void* sink) {
-  const std::string blob = encode_state(state_, kind_);
+  // Resident arrays are copied out (from a GPU: waiting for the steps
+  // ordered before), so the blob is the CPU path's, byte for byte.
+  PsgdState out = state_;
+  for (const auto& kv : resident_) download_into(kv.second, out.buckets[kv.first]);
+  const std::string blob = encode_state(out, kind_);
   write(sink, blob.data(), blob.size());
 }
 
 void PsgdHook::load_state(const void* bytes, size_t n) {
-  state_ = decode_state(bytes, n, kind_);  // decoded in full first: all or nothing
+  PsgdState loaded = decode_state(bytes, n, kind_);  // decoded in full first: all or nothing
+  release_all();                                     // the next step uploads the loaded values
+  state_ = std::move(loaded);
 }
 
 }  // namespace powersgd

@@ -1,13 +1,20 @@
 // What both powersgd hooks share: the plain-allreduce phase before
 // start_iter, the fp32 working copy of 16-bit buckets (fp16_wrapper,
-// bf16_wrapper), error-feedback buffers, the step counter, fresh-Q seeds,
-// checkpoints and statistics. A subclass implements one compressed step.
+// bf16_wrapper), error-feedback buffers, P and Q between steps, the step
+// counter, fresh-Q seeds, checkpoints and statistics. A subclass implements
+// one compressed step through ops_ (math_ops.h), so host and CUDA buckets
+// run the same step: only the memory and the arithmetic's implementation
+// differ.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "core/hook.h"
+#include "core/kernels/on_device.h"
+#include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/options.h"
 #include "plugins/powersgd/state.h"
 
@@ -17,45 +24,93 @@ namespace powersgd {
 class PsgdHook : public Hook {
  public:
   static constexpr uint32_t kFlags = 0;
+  // CUDA buckets: P, Q and errors live on the bucket's GPU and the step is
+  // enqueued on bucket.stream (math_ops.h, cuda/cuda_ops.h).
+  static constexpr bool kRunsOnCuda = true;
 
   PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind);
+  ~PsgdHook() override;
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override;
   void save_state(ddph_write_fn write, void* sink) override;
   void load_state(const void* bytes, size_t n) override;
 
  protected:
-  // One compressed step on data (n fp32 values: the bucket, or its fp32
-  // copy), leaving the mean's low-rank estimate in data. `wire` is the
-  // bucket's own dtype, which the collectives use.
+  // One compressed step on data (n fp32 values in the bucket's memory: the
+  // bucket, or its fp32 copy), leaving the mean's low-rank estimate in
+  // data. `wire` is the bucket's own dtype, which the collectives use.
   virtual void compress(const ddph_bucket_t& bucket, float* data, size_t n, DType wire) = 0;
 
-  // The error buffer of a bucket index, n floats: zeros on first use. A
-  // remembered buffer of another length (a checkpoint of another model) is
-  // an error rather than noise added to the wrong elements.
+  // The error buffer of a bucket index, n floats in the step's memory:
+  // zeros on first use. A remembered buffer of another length (a checkpoint
+  // of another model) is an error rather than noise added to the wrong
+  // elements.
   float* error_buffer(uint64_t index, size_t n);
+
+  // P and Q of a bucket index in the step's memory.
+  struct Factors {
+    float* p;
+    float* q;
+  };
+  // Whether this step draws a fresh Q (no warm start, or none remembered).
+  bool wants_fresh_q(uint64_t index);
+  // A zero P of p_numel floats and Q = q_host (drawn on the host: PyTorch's
+  // generator), remembered as the bucket's.
+  Factors fresh_factors(uint64_t index, size_t p_numel, const std::vector<float>& q_host);
+  // The remembered P and Q; throws unless they have the lengths the layout needs.
+  Factors remembered_factors(uint64_t index, size_t p_numel, size_t q_numel);
+
   // PyTorch's `torch.manual_seed(state.rng.randint(1_000_000_000))`.
   uint64_t next_q_seed() { return numpy_randint_1e9(state_.rng); }
   // In-place SUM over ranks of fp32 values, sent in `wire` precision.
   void allreduce_sum(float* x, size_t n, DType wire);
+  // x /= world size, with core's divide (the same bits on host and GPU).
+  void divide_by_world(float* x, size_t n);
   // Counts PyTorch's compression statistics, in elements of the bucket dtype.
   void count_compression(uint64_t numel_before, uint64_t numel_after, DType wire);
-  // Throws unless a remembered P/Q has the length the layout needs.
-  void check_memory(const std::vector<float>& v, size_t want, uint64_t index, const char* what);
 
   const char* name_;
   ddph_comm_t* comm_;
   int world_;
   PsgdOptions opts_;
   PsgdState state_;
+  // This step's memory and arithmetic (set by run()).
+  Where at_{};
+  LowRankOps* ops_ = nullptr;
+  std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
 
  private:
+  // A float array in resident_ops_'s memory.
+  struct Array {
+    float* data = nullptr;
+    size_t size = 0;
+  };
+  // P, Q and error of a bucket index while a step's memory holds them; the
+  // state's host vectors of that index are empty meanwhile.
+  struct Resident {
+    Array p, q, error;
+  };
+
+  void bind(const ddph_bucket_t& bucket);
+  Resident& resident(uint64_t index);
+  void fit(Array& a, size_t n);
+  void download_into(const Resident& r, BucketMemory& m);
+  // Moves every resident array back into state_ (a bucket changed memory).
+  void evict_to_host();
+  void release_all();
+  void check_length(size_t have, size_t want, uint64_t index, const char* what);
   void finish_step(const ddph_bucket_t& bucket);
+
   HookKind kind_;
-  std::vector<float> work_;             // fp32 copy of a 16-bit bucket
-  std::vector<uint16_t> wire_scratch_;  // 16-bit copy of what goes on the wire
+  std::map<uint64_t, Resident> resident_;
+  LowRankOps* resident_ops_ = nullptr;  // whose memory resident_ is in
+  std::unique_ptr<LowRankOps> cuda_ops_;
+  int cuda_device_ = -1;
+  ScratchBuffers work_;  // fp32 copy of a 16-bit bucket
+  ScratchBuffers wire_;  // 16-bit copy of what goes on the wire
   uint64_t step_before_ = 0, step_after_ = 0;
   // This step's seconds in the hook and, of those, in collectives: the
-  // DEBUG log line splits compression time from communication time.
+  // DEBUG log line splits compression time from communication time. On a
+  // GPU both count enqueuing only.
   double step_total_s_ = 0, step_comm_s_ = 0;
 };
 

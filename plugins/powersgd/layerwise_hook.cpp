@@ -1,14 +1,11 @@
 // powersgd: PyTorch's powerSGD_hook, one low-rank factorization per
 // gradient matrix of the bucket, step for step as PyTorch 1.13 computes it.
-#include <cstring>
 #include <vector>
 
-#include "core/kernels/divide.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/hook_base.h"
 #include "plugins/powersgd/hooks.h"
-#include "plugins/powersgd/lowrank.h"
-#include "plugins/powersgd/orthogonalize.h"
+#include "plugins/powersgd/torch_rng.h"
 
 namespace ddph {
 namespace powersgd {
@@ -34,57 +31,56 @@ class LayerwiseHook : public PsgdHook {
     float* m = err != nullptr ? err : data;
     if (err != nullptr)
       for (const Segment& s : plan.uncompressed)
-        for (int64_t i = s.offset; i < s.offset + s.numel; ++i) err[i] += data[i];
+        ops_->add(err + s.offset, data + s.offset, size_t(s.numel));
 
-    BucketMemory& mem = state_.buckets[index];
-    if (!opts_.warm_start || !mem.has_pq) {
-      mem.has_pq = true;
-      mem.p.assign(size_t(plan.p_numel), 0.0f);
-      mem.q.assign(size_t(plan.q_numel), 0.0f);
-      draw_q(plan, mem.q.data());
+    Factors f{};
+    if (wants_fresh_q(index)) {
+      fresh_q_.assign(size_t(plan.q_numel), 0.0f);
+      draw_q(plan, fresh_q_.data());
+      f = fresh_factors(index, size_t(plan.p_numel), fresh_q_);
     } else {
-      check_memory(mem.p, size_t(plan.p_numel), index, "P");
-      check_memory(mem.q, size_t(plan.q_numel), index, "Q");
+      f = remembered_factors(index, size_t(plan.p_numel), size_t(plan.q_numel));
     }
-    for (const MatrixSlot& s : plan.matrices)
-      orthogonalize(mem.q.data() + s.q_offset, s.cols, s.r, opts_.orthogonalization_epsilon);
+    // A shape group's matrices are contiguous in P and Q: one batched call each.
+    for (const ShapeGroup& g : plan.groups)
+      ops_->orthogonalize(f.q + plan.matrices[size_t(g.members.front())].q_offset,
+                          int(g.members.size()), g.cols, g.r, opts_.orthogonalization_epsilon);
 
     // One allreduce carries the uncompressed gradients and every P: PyTorch
     // sends them in two, but a sum is a sum, and each collective costs a
     // round of messages.
     const size_t u = size_t(plan.uncompressed_numel);
-    send_.resize(u + size_t(plan.p_numel));
-    float* at = send_.data();
+    ScratchBuffers::Lease lease = send_.get(at_, 0, (u + size_t(plan.p_numel)) * sizeof(float));
+    float* send = static_cast<float*>(lease.data());
+    float* at = send;
     for (const Segment& s : plan.uncompressed) {
-      std::memcpy(at, m + s.offset, size_t(s.numel) * sizeof(float));
+      ops_->copy(at, m + s.offset, size_t(s.numel));
       at += s.numel;
     }
     for (const MatrixSlot& s : plan.matrices)
-      multiply_mq(data + s.offset, err == nullptr ? nullptr : err + s.offset, s.rows, s.cols,
-                  mem.q.data() + s.q_offset, s.r, send_.data() + u + s.p_offset);
-    allreduce_sum(send_.data(), send_.size(), wire);
-    divide_inplace(DType::F32, send_.data(), u, world_);  // PyTorch: sum, then div_
-    if (plan.p_numel > 0)  // no matrix compressed: p is empty, and memcpy(NULL) is undefined
-      std::memcpy(mem.p.data(), send_.data() + u, size_t(plan.p_numel) * sizeof(float));
+      ops_->multiply_mq(data + s.offset, err == nullptr ? nullptr : err + s.offset, s.rows, s.cols,
+                        f.q + s.q_offset, s.r, send + u + s.p_offset);
+    allreduce_sum(send, u + size_t(plan.p_numel), wire);
+    divide_by_world(send, u);  // PyTorch: sum, then div_
+    ops_->copy(f.p, send + u, size_t(plan.p_numel));
 
-    for (const MatrixSlot& s : plan.matrices) {
-      float* p = mem.p.data() + s.p_offset;
-      orthogonalize(p, s.rows, s.r, opts_.orthogonalization_epsilon);
-      multiply_mtp(m + s.offset, s.rows, s.cols, p, s.r, mem.q.data() + s.q_offset);
-    }
-    allreduce_sum(mem.q.data(), mem.q.size(), wire);
-    divide_inplace(DType::F32, mem.q.data(), mem.q.size(), world_);
+    for (const ShapeGroup& g : plan.groups)
+      ops_->orthogonalize(f.p + plan.matrices[size_t(g.members.front())].p_offset,
+                          int(g.members.size()), g.rows, g.r, opts_.orthogonalization_epsilon);
+    for (const MatrixSlot& s : plan.matrices)
+      ops_->multiply_mtp(m + s.offset, s.rows, s.cols, f.p + s.p_offset, s.r, f.q + s.q_offset);
+    allreduce_sum(f.q, size_t(plan.q_numel), wire);
+    divide_by_world(f.q, size_t(plan.q_numel));
 
     float* before = err;
     for (const MatrixSlot& s : plan.matrices)
-      reconstruct(mem.p.data() + s.p_offset, mem.q.data() + s.q_offset, s.rows, s.cols, s.r,
-                  data + s.offset, before == nullptr ? nullptr : before + s.offset);
-    at = send_.data();
+      ops_->reconstruct(f.p + s.p_offset, f.q + s.q_offset, s.rows, s.cols, s.r, data + s.offset,
+                        before == nullptr ? nullptr : before + s.offset);
+    at = send;
     for (const Segment& s : plan.uncompressed) {
       float* d = data + s.offset;
-      std::memcpy(d, at, size_t(s.numel) * sizeof(float));
-      if (before != nullptr)
-        for (int64_t i = 0; i < s.numel; ++i) before[s.offset + i] -= d[i];
+      ops_->copy(d, at, size_t(s.numel));
+      if (before != nullptr) ops_->subtract(before + s.offset, d, size_t(s.numel));
       at += s.numel;
     }
   }
@@ -92,7 +88,8 @@ class LayerwiseHook : public PsgdHook {
  private:
   // PyTorch draws one torch.randn per matrix, or per shape group with
   // batch_tensors_with_same_shape (a group's Qs are contiguous in memory),
-  // all from one generator seeded from the numpy RandomState.
+  // all from one generator seeded from the numpy RandomState. On the host,
+  // whatever memory the bucket is in: the bits are PyTorch's.
   void draw_q(const BucketPlan& plan, float* q) {
     TorchGenerator gen(next_q_seed());
     for (const ShapeGroup& g : plan.groups) {
@@ -106,7 +103,7 @@ class LayerwiseHook : public PsgdHook {
     }
   }
 
-  std::vector<float> send_;
+  ScratchBuffers send_;
 };
 
 }  // namespace

@@ -1,20 +1,21 @@
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cusolverDn.h>
 
 #include <algorithm>
 #include <string>
 
 #include "core/error.h"
+#include "core/kernels/cuda/cuda_check.h"
+#include "plugins/powersgd/cuda/blas_api.h"
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
 
 namespace ddph {
 namespace powersgd {
 namespace {
 
+constexpr const char* kWho = "powersgd";
+
 void check_cuda(cudaError_t e, const char* what) {
-  DDPH_CHECK(e == cudaSuccess, DDPH_INTERNAL,
-             "powersgd CUDA: " << what << ": " << cudaGetErrorString(e));
+  cuda::check(e, kWho, what);
 }
 void check_blas(cublasStatus_t s, const char* what) {
   DDPH_CHECK(s == CUBLAS_STATUS_SUCCESS, DDPH_INTERNAL,
@@ -29,6 +30,12 @@ __global__ void add_kernel(float* err, const float* data, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
     err[i] += data[i];
+}
+
+__global__ void subtract_kernel(float* a, const float* b, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    a[i] -= b[i];
 }
 
 __global__ void divide_kernel(float* data, size_t n, float w) {
@@ -122,30 +129,37 @@ struct LowRankCuda::Impl {
   }
 };
 
-LowRankCuda::LowRankCuda() : impl_(new Impl) {
-  check_blas(cublasCreate(&impl_->blas), "cublasCreate");
-  check_solver(cusolverDnCreate(&impl_->solver), "cusolverDnCreate");
+// cuBLAS/cuSOLVER are loaded (or refused) before anything is allocated.
+LowRankCuda::LowRankCuda() : impl_((blas_api(), new Impl)) {
+  check_blas(blas_api().blas_create(&impl_->blas), "cublasCreate");
+  check_solver(blas_api().solver_create(&impl_->solver), "cusolverDnCreate");
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), sizeof(int)), "cudaMalloc");
 }
 
 LowRankCuda::~LowRankCuda() {
   cudaFree(impl_->scratch);
   cudaFree(impl_->info);
-  cusolverDnDestroy(impl_->solver);
-  cublasDestroy(impl_->blas);
+  blas_api().solver_destroy(impl_->solver);
+  blas_api().blas_destroy(impl_->blas);
   delete impl_;
 }
 
 void LowRankCuda::set_stream(void* stream) {
   impl_->stream = static_cast<cudaStream_t>(stream);
-  check_blas(cublasSetStream(impl_->blas, impl_->stream), "cublasSetStream");
-  check_solver(cusolverDnSetStream(impl_->solver, impl_->stream), "cusolverDnSetStream");
+  check_blas(blas_api().blas_set_stream(impl_->blas, impl_->stream), "cublasSetStream");
+  check_solver(blas_api().solver_set_stream(impl_->solver, impl_->stream), "cusolverDnSetStream");
 }
 
 void LowRankCuda::add(float* err, const float* data, size_t n) {
   if (n == 0) return;
   add_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, data, n);
   check_cuda(cudaGetLastError(), "add kernel");
+}
+
+void LowRankCuda::subtract(float* a, const float* b, size_t n) {
+  if (n == 0) return;
+  subtract_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(a, b, n);
+  check_cuda(cudaGetLastError(), "subtract kernel");
 }
 
 void LowRankCuda::divide(float* data, size_t n, int w) {
@@ -159,8 +173,8 @@ void LowRankCuda::divide(float* data, size_t n, int w) {
 void LowRankCuda::multiply_mq(const float* m, int rows, int cols, const float* q, int r, float* p) {
   const float one = 1.0f, zero = 0.0f;
   // P^T (r x rows) = Q^T (r x cols) M^T (cols x rows).
-  check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_N, CUBLAS_OP_N, r, rows, cols, &one, q, r, m, cols,
-                         &zero, p, r),
+  check_blas(blas_api().sgemm(impl_->blas, CUBLAS_OP_N, CUBLAS_OP_N, r, rows, cols, &one, q, r, m,
+                              cols, &zero, p, r),
              "cublasSgemm (P = M Q)");
 }
 
@@ -168,8 +182,8 @@ void LowRankCuda::multiply_mtp(const float* m, int rows, int cols, const float* 
                                float* q) {
   const float one = 1.0f, zero = 0.0f;
   // Q^T (r x cols) = P^T (r x rows) M (rows x cols).
-  check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_N, CUBLAS_OP_T, r, cols, rows, &one, p, r, m, cols,
-                         &zero, q, r),
+  check_blas(blas_api().sgemm(impl_->blas, CUBLAS_OP_N, CUBLAS_OP_T, r, cols, rows, &one, p, r, m,
+                              cols, &zero, q, r),
              "cublasSgemm (Q = M^T P)");
 }
 
@@ -177,14 +191,14 @@ void LowRankCuda::reconstruct(const float* p, const float* q, int rows, int cols
                               float* before) {
   const float one = 1.0f, zero = 0.0f, minus_one = -1.0f;
   // out^T (cols x rows) = Q (cols x r) P^T (r x rows).
-  check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, r, &one, q, r, p, r,
-                         &zero, out, cols),
+  check_blas(blas_api().sgemm(impl_->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, r, &one, q, r, p,
+                              r, &zero, out, cols),
              "cublasSgemm (P Q^T)");
   if (before != nullptr) {
     // before -= P Q^T, as a second product rather than a read of out, so
     // that it needs no ordering against other writers of out.
-    check_blas(cublasSgemm(impl_->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, r, &minus_one, q, r,
-                           p, r, &one, before, cols),
+    check_blas(blas_api().sgemm(impl_->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, r, &minus_one, q,
+                                r, p, r, &one, before, cols),
                "cublasSgemm (error)");
   }
 }
@@ -199,10 +213,10 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
   const int usable = std::min(rows, cols);
   int lwork_qr = 0, lwork_q = 0;
   float* w = impl_->reserve(size_t(rows) * cols);  // sizes first: reserve may reallocate
-  check_solver(cusolverDnSgeqrf_bufferSize(impl_->solver, rows, usable, w, rows, &lwork_qr),
+  check_solver(blas_api().geqrf_buffer_size(impl_->solver, rows, usable, w, rows, &lwork_qr),
                "geqrf buffer size");
   check_solver(
-      cusolverDnSorgqr_bufferSize(impl_->solver, rows, usable, usable, w, rows, nullptr, &lwork_q),
+      blas_api().orgqr_buffer_size(impl_->solver, rows, usable, usable, w, rows, nullptr, &lwork_q),
       "orgqr buffer size");
   const size_t lwork = size_t(std::max(lwork_qr, lwork_q));
   w = impl_->reserve(size_t(rows) * cols + size_t(usable) + lwork);
@@ -215,9 +229,9 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, w);
     check_cuda(cudaGetLastError(), "transpose kernel");
     check_solver(
-        cusolverDnSgeqrf(impl_->solver, rows, usable, w, rows, tau, work, int(lwork), impl_->info),
+        blas_api().geqrf(impl_->solver, rows, usable, w, rows, tau, work, int(lwork), impl_->info),
         "cusolverDnSgeqrf");
-    check_solver(cusolverDnSorgqr(impl_->solver, rows, usable, usable, w, rows, tau, work,
+    check_solver(blas_api().orgqr(impl_->solver, rows, usable, usable, w, rows, tau, work,
                                   int(lwork), impl_->info),
                  "cusolverDnSorgqr");
     if (usable < cols)

@@ -6,8 +6,9 @@
 // per matrix. Pointers are device pointers; matrices are row-major, like
 // the CPU path's and PyTorch's views.
 //
-// Not yet wired into the hooks (GPU buckets are still refused); the GPU test
+// The hooks reach it through cuda/cuda_ops.h; the GPU test
 // (tests/powersgd/gpu_math_test.cpp) checks it against the CPU path.
+// cuBLAS and cuSOLVER are opened at run time (cuda/blas_api.h).
 #pragma once
 
 #include <cstddef>
@@ -24,8 +25,9 @@ class LowRankCuda {
 
   // A cudaStream_t; NULL is the default stream.
   void set_stream(void* stream);
-  // err += data.
+  // err += data; a -= b.
   void add(float* err, const float* data, size_t n);
+  void subtract(float* a, const float* b, size_t n);
   // P = M Q; Q = M^T P; out = P Q^T and, when before != NULL, before -= out.
   void multiply_mq(const float* m, int rows, int cols, const float* q, int r, float* p);
   void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q);

@@ -1,0 +1,148 @@
+// LowRankOps on one GPU: LowRankCuda's cuBLAS/cuSOLVER products and
+// kernels, plus the copies, all enqueued on the bucket's stream. State
+// arrays (P, Q, errors) are cudaMalloc'd once per bucket index and kept;
+// per-step scratch comes from core's stream-ordered pool (the hooks'
+// ScratchBuffers), so a warm step allocates nothing.
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "core/error.h"
+#include "core/kernels/cuda/cuda_check.h"
+#include "core/kernels/cuda/device_guard.h"
+#include "plugins/powersgd/cuda/lowrank_cuda.h"
+#include "plugins/powersgd/math_ops.h"
+
+namespace ddph {
+namespace powersgd {
+namespace {
+
+constexpr const char* kWho = "powersgd";
+
+// cuda::DeviceGuard for destructors and release(), which must not throw:
+// best effort.
+class OnDeviceQuietly {
+ public:
+  explicit OnDeviceQuietly(int device) {
+    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
+                cudaSetDevice(device) == cudaSuccess;
+  }
+  ~OnDeviceQuietly() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  OnDeviceQuietly(const OnDeviceQuietly&) = delete;
+  OnDeviceQuietly& operator=(const OnDeviceQuietly&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+class CudaOps final : public LowRankOps {
+ public:
+  explicit CudaOps(int device) : device_(device) {
+    // Asked first, so that a host without a driver or GPU hears so
+    // (DDPH_UNSUPPORTED) rather than a cuBLAS status.
+    int count = 0;
+    DDPH_CUDA_CHECK(cudaGetDeviceCount(&count), kWho);
+    DDPH_CHECK(
+        device >= 0 && device < count, DDPH_INVALID_ARGUMENT,
+        "powersgd: the bucket is on CUDA device " << device << ", but this host has " << count);
+    cuda::DeviceGuard on(device_, kWho);
+    math_ = std::make_unique<LowRankCuda>();
+  }
+  ~CudaOps() override {
+    OnDeviceQuietly on(device_);
+    math_.reset();
+  }
+
+  void set_stream(void* stream) override {
+    stream_ = static_cast<cudaStream_t>(stream);
+    cuda::DeviceGuard on(device_, kWho);
+    math_->set_stream(stream);
+  }
+  void add(float* a, const float* b, size_t n) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->add(a, b, n);
+  }
+  void subtract(float* a, const float* b, size_t n) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->subtract(a, b, n);
+  }
+  void copy(float* dst, const float* src, size_t n) override {
+    if (n == 0) return;
+    cuda::DeviceGuard on(device_, kWho);
+    DDPH_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                    kWho);
+  }
+  void zero(float* dst, size_t n) override {
+    if (n == 0) return;
+    cuda::DeviceGuard on(device_, kWho);
+    DDPH_CUDA_CHECK(cudaMemsetAsync(dst, 0, n * sizeof(float), stream_), kWho);
+  }
+  void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
+                   float* p) override {
+    cuda::DeviceGuard on(device_, kWho);
+    const float* m = data;
+    if (err != nullptr) {  // the CPU fuses this add into the product's pass
+      math_->add(err, data, size_t(rows) * size_t(cols));
+      m = err;
+    }
+    math_->multiply_mq(m, rows, cols, q, r, p);
+  }
+  void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->multiply_mtp(m, rows, cols, p, r, q);
+  }
+  void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
+                   float* before) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->reconstruct(p, q, rows, cols, r, out, before);
+  }
+  void orthogonalize(float* a, int batch, int rows, int cols, float eps) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->orthogonalize(a, batch, rows, cols, eps);
+  }
+  float* allocate(size_t n) override {
+    if (n == 0) return nullptr;
+    cuda::DeviceGuard on(device_, kWho);
+    void* p = nullptr;
+    DDPH_CUDA_CHECK(cudaMalloc(&p, n * sizeof(float)), kWho);
+    return static_cast<float*>(p);
+  }
+  void release(float* p) override {
+    if (p == nullptr) return;
+    OnDeviceQuietly on(device_);
+    cudaFree(p);  // waits for the device: no step still reads it
+  }
+  void upload(float* dst, const float* host, size_t n) override {
+    if (n == 0) return;
+    cuda::DeviceGuard on(device_, kWho);
+    // From pageable memory the copy is staged before this returns, so the
+    // host buffer may change at once.
+    DDPH_CUDA_CHECK(cudaMemcpyAsync(dst, host, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
+                    kWho);
+  }
+  void download(float* host, const float* src, size_t n) override {
+    if (n == 0) return;
+    cuda::DeviceGuard on(device_, kWho);
+    // save_state's host wait, for every step enqueued so far: the device,
+    // not the last bucket's stream, which the host may have destroyed since.
+    DDPH_CUDA_CHECK(cudaDeviceSynchronize(), kWho);
+    DDPH_CUDA_CHECK(cudaMemcpy(host, src, n * sizeof(float), cudaMemcpyDeviceToHost), kWho);
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<LowRankCuda> math_;
+};
+
+}  // namespace
+
+std::unique_ptr<LowRankOps> make_cuda_ops(int device) {
+  return std::make_unique<CudaOps>(device);
+}
+
+}  // namespace powersgd
+}  // namespace ddph

@@ -1,0 +1,60 @@
+// The arithmetic of a PowerSGD step, behind one interface with a host
+// implementation (lowrank.h, orthogonalize.h) and a CUDA one
+// (cuda/cuda_ops.h: cuBLAS, cuSOLVER and small kernels on the bucket's
+// stream). The hooks hold the logic (plans, steps, state) once and call
+// these on whatever memory the bucket is in, so the CPU tests exercise the
+// same step the GPU runs.
+//
+// Every pointer is in the implementation's memory (host or device). The
+// calls enqueue and return; only download() waits.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace ddph {
+namespace powersgd {
+
+class LowRankOps {
+ public:
+  virtual ~LowRankOps() = default;
+
+  // Later calls are ordered on this stream (a cudaStream_t; ignored on the host).
+  virtual void set_stream(void* stream) = 0;
+
+  // a += b; a -= b; dst = src; dst = 0 (n floats each).
+  virtual void add(float* a, const float* b, size_t n) = 0;
+  virtual void subtract(float* a, const float* b, size_t n) = 0;
+  virtual void copy(float* dst, const float* src, size_t n) = 0;
+  virtual void zero(float* dst, size_t n) = 0;
+
+  // lowrank.h's three products, with its contracts (multiply_mq adds data
+  // to err first when err != NULL and reads M from err).
+  virtual void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
+                           float* p) = 0;
+  virtual void multiply_mtp(const float* m, int rows, int cols, const float* p, int r,
+                            float* q) = 0;
+  virtual void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
+                           float* before) = 0;
+  // orthogonalize.h on `batch` contiguous rows x cols matrices.
+  virtual void orthogonalize(float* a, int batch, int rows, int cols, float eps) = 0;
+
+  // Memory that outlives a step (P, Q, errors): n floats, uninitialized;
+  // NULL for n == 0. release(NULL) does nothing.
+  virtual float* allocate(size_t n) = 0;
+  virtual void release(float* p) = 0;
+  // n floats from / to host memory. download waits for the work ordered
+  // before it, so the host may read the result at once.
+  virtual void upload(float* dst, const float* host, size_t n) = 0;
+  virtual void download(float* host, const float* src, size_t n) = 0;
+};
+
+// The host implementation (stateless; one for the process).
+LowRankOps& cpu_ops();
+
+// The CUDA implementation for GPU `device`. Throws DDPH_UNSUPPORTED in a
+// build without CUDA, or where cuBLAS/cuSOLVER cannot be loaded.
+std::unique_ptr<LowRankOps> make_cuda_ops(int device);
+
+}  // namespace powersgd
+}  // namespace ddph

@@ -1,0 +1,65 @@
+// The host LowRankOps: lowrank.h and orthogonalize.h as they were called
+// before the interface existed, so the CPU path keeps its bits.
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "plugins/powersgd/lowrank.h"
+#include "plugins/powersgd/math_ops.h"
+#include "plugins/powersgd/orthogonalize.h"
+
+namespace ddph {
+namespace powersgd {
+namespace {
+
+class CpuOps final : public LowRankOps {
+ public:
+  void set_stream(void*) override {}
+  void add(float* a, const float* b, size_t n) override {
+    for (size_t i = 0; i < n; ++i) a[i] += b[i];
+  }
+  void subtract(float* a, const float* b, size_t n) override {
+    for (size_t i = 0; i < n; ++i) a[i] -= b[i];
+  }
+  void copy(float* dst, const float* src, size_t n) override {
+    if (n > 0) std::memcpy(dst, src, n * sizeof(float));  // memcpy(NULL, ..., 0) is undefined
+  }
+  void zero(float* dst, size_t n) override {
+    if (n > 0) std::memset(dst, 0, n * sizeof(float));
+  }
+  void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
+                   float* p) override {
+    powersgd::multiply_mq(data, err, rows, cols, q, r, p);
+  }
+  void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q) override {
+    powersgd::multiply_mtp(m, rows, cols, p, r, q);
+  }
+  void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
+                   float* before) override {
+    powersgd::reconstruct(p, q, rows, cols, r, out, before);
+  }
+  void orthogonalize(float* a, int batch, int rows, int cols, float eps) override {
+    const size_t each = size_t(rows) * size_t(cols);
+    for (int b = 0; b < batch; ++b) powersgd::orthogonalize(a + size_t(b) * each, rows, cols, eps);
+  }
+  float* allocate(size_t n) override {
+    if (n == 0) return nullptr;
+    void* p = std::malloc(n * sizeof(float));
+    DDPH_CHECK(p != nullptr, DDPH_OUT_OF_MEMORY,
+               "powersgd: cannot allocate " << n * sizeof(float) << " bytes of state");
+    return static_cast<float*>(p);
+  }
+  void release(float* p) override { std::free(p); }
+  void upload(float* dst, const float* host, size_t n) override { copy(dst, host, n); }
+  void download(float* host, const float* src, size_t n) override { copy(host, src, n); }
+};
+
+}  // namespace
+
+LowRankOps& cpu_ops() {
+  static CpuOps ops;
+  return ops;
+}
+
+}  // namespace powersgd
+}  // namespace ddph

@@ -1,0 +1,297 @@
+// The powersgd hooks' CUDA path against their CPU path, world of one: the
+// same buckets on a GPU over NCCL and on the host over Gloo, step by step
+// across the start_iter switch, then their checkpoints, then a checkpoint
+// of the CPU run loaded into a GPU session. Without a GPU each such test
+// skips with one line; one test checks instead that a CUDA bucket is
+// refused with the reason.
+//
+// Tolerance. The two paths share every step of the logic (hook_base.cpp,
+// math_ops.h) but not the sums inside the products: cuBLAS and the CPU's
+// fused kernels/OpenBLAS add the K terms of each dot product in different
+// orders, and cuSOLVER's Householder QR blocks differently from LAPACK's.
+// Each dot product of length K carries at most gamma_K = K u |a|.|b| of
+// rounding (u = 2^-24), so the two paths differ by at most 2 K u per
+// product relative to the scale of the values. Orthonormalizing P or Q can
+// amplify a perturbation by the condition number of the matrix it
+// orthonormalizes; for Gaussian gradients of these sizes (at most 31 x 31,
+// rank <= 4) that is below 10, and we allow kAmplification = 100. Error
+// feedback and warm start carry a step's difference into the next, so the
+// bound grows with the compressed steps (kCompressedSteps). Hence
+//   tol = kCompressedSteps * kAmplification * 2 * K_max * u,
+// relative to the largest magnitude of the CPU's values, about 1.1e-3 here;
+// a wrong index, layout or missing term is off by O(1).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "plugins/powersgd/state.h"
+#include "tests/powersgd/psgd_support.h"
+#include "tests/quantization/hooks_ranks.h"
+#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/cuda_device.h"
+
+namespace {
+
+namespace p = ddph::powersgd;
+namespace ps = ddph_test::psgd;
+using ddph_test::DeviceVec;
+
+constexpr int kStartIter = 3;
+constexpr int kSteps = 6;
+constexpr int kCompressedSteps = kSteps - kStartIter;
+constexpr double kAmplification = 100;
+
+// Two buckets: matrices of two shapes (one shape twice: a batch), a bias
+// and a 3-D gradient; at rank 4 the (8, 15) view fails the compression
+// test and travels as it is.
+const std::vector<ps::Shape> kBucket0 = {{16, 24}, {24}, {16, 24}, {8, 5, 3}};
+const std::vector<ps::Shape> kBucket1 = {{12, 20}, {7}};
+
+// The largest inner dimension of a product: the batched hook's side
+// (ceil(sqrt(numel)) of the larger bucket), the layer-wise hook's columns.
+int k_max() {
+  const int64_t n = ps::numel_of(kBucket0);
+  int64_t side = 0;
+  while (side * side < n) ++side;
+  return int(std::max<int64_t>(side, 24));
+}
+
+double tolerance() {
+  return kCompressedSteps * kAmplification * 2.0 * k_max() * std::ldexp(1.0, -24);
+}
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/ddph-psgd-gpu-XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  EXPECT_NE(dir, nullptr);
+  return dir != nullptr ? dir : "/tmp";
+}
+
+struct Case {
+  const char* hook;
+  int rank;
+  bool warm_start;
+  bool error_feedback;
+};
+
+std::string options(const Case& c) {
+  std::string o = "rank: " + std::to_string(c.rank) +
+                  ", start_iter: " + std::to_string(kStartIter) +
+                  ", warm_start: " + (c.warm_start ? "true" : "false") +
+                  ", error_feedback: " + (c.error_feedback ? "true" : "false");
+  if (std::string(c.hook) == "powersgd") o += ", batch_same_shape: true";
+  return o;
+}
+
+std::string name(const Case& c) {
+  return std::string(c.hook) + " rank " + std::to_string(c.rank) +
+         (c.warm_start ? " warm" : " cold") + (c.error_feedback ? " feedback" : " no-feedback");
+}
+
+// Deterministic Gaussian-like gradients per (bucket, step).
+std::vector<float> gradients(size_t n, uint64_t index, int step) {
+  std::vector<float> v(n);
+  uint64_t x = 0x9E3779B97F4A7C15ull * (index + 1) + uint64_t(step) * 0xBF58476D1CE4E5B9ull;
+  for (float& f : v) {
+    double s = 0;
+    for (int k = 0; k < 4; ++k) {  // a sum of uniforms: bell-shaped, bounded
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      s += double(x >> 11) / double(1ull << 53) - 0.5;
+    }
+    f = float(s * 1.7);
+  }
+  return v;
+}
+
+double scale_of(const std::vector<float>& v) {
+  double m = 1e-30;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+
+::testing::AssertionResult close(const std::vector<float>& got, const std::vector<float>& want,
+                                 double tol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << got.size() << " values, want " << want.size();
+  const double scale = scale_of(want);
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(double(got[i]) - double(want[i])) <= tol * scale))
+      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << ", want "
+                                           << want[i] << " (tolerance " << tol * scale << ")";
+  return ::testing::AssertionSuccess();
+}
+
+class Pair {
+ public:
+  explicit Pair(const Case& c) {
+    std::string error;
+    const std::string hook =
+        "{family: powersgd, name: " + std::string(c.hook) + ", options: {" + options(c) + "}}";
+    gpu_ = ddph_test::open_session("comm: {backend: nccl, timeout: 60s}\nhook: " + hook + "\n", 0,
+                                   1, temp_dir(), &error);
+    EXPECT_NE(gpu_, nullptr) << error;
+    cpu_ = ddph_test::open_session(ps::yaml(c.hook, options(c)), 0, 1, temp_dir(), &error);
+    EXPECT_NE(cpu_, nullptr) << error;
+    EXPECT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+  }
+  ~Pair() {
+    if (gpu_ != nullptr) ddph_session_close(gpu_);
+    if (cpu_ != nullptr) ddph_session_close(cpu_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  bool ok() const { return gpu_ != nullptr && cpu_ != nullptr && stream_ != nullptr; }
+  ddph_session_t* gpu() const { return gpu_; }
+  ddph_session_t* cpu() const { return cpu_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  ddph_session_t* gpu_ = nullptr;
+  ddph_session_t* cpu_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Runs one bucket on a GPU session; the result, read back after the stream.
+std::vector<float> run_on_gpu(ddph_session_t* s, cudaStream_t stream,
+                              const std::vector<float>& input, const std::vector<ps::Shape>& shapes,
+                              uint64_t index, int step, bool is_last, std::string* message) {
+  std::vector<float> shadow = input;  // the host bucket lends its parameter views
+  ps::ShapedBucket host(shadow, shapes, index, uint64_t(step), is_last);
+  DeviceVec<float> d(input);
+  ddph_bucket_t b = *host.get();
+  b.buffer.data = d.get();
+  b.buffer.device = {kDLCUDA, 0};
+  b.stream = stream;
+  const ddph_code_t code = ddph_test::run_bucket(s, b, message);
+  if (code != DDPH_OK) return {};
+  return d.host(stream);
+}
+
+std::string hook_blob(ddph_session_t* s) {
+  return ddph_test::quant::hook_blob(ddph_test::session_state(s));
+}
+
+::testing::AssertionResult same_state(const p::PsgdState& gpu, const p::PsgdState& cpu,
+                                      double tol) {
+  if (gpu.iter != cpu.iter)
+    return ::testing::AssertionFailure() << "step " << gpu.iter << ", want " << cpu.iter;
+  if (gpu.rng.pos != cpu.rng.pos || gpu.rng.mt != cpu.rng.mt)
+    return ::testing::AssertionFailure() << "the RNG states differ";
+  if (gpu.buckets.size() != cpu.buckets.size())
+    return ::testing::AssertionFailure()
+           << gpu.buckets.size() << " buckets, want " << cpu.buckets.size();
+  for (const auto& kv : cpu.buckets) {
+    auto it = gpu.buckets.find(kv.first);
+    if (it == gpu.buckets.end()) return ::testing::AssertionFailure() << "no bucket " << kv.first;
+    const p::BucketMemory &g = it->second, &c = kv.second;
+    if (g.has_pq != c.has_pq)
+      return ::testing::AssertionFailure() << "bucket " << kv.first << ": P/Q presence differs";
+    for (auto [what, a, b] : {std::make_tuple("P", &g.p, &c.p), std::make_tuple("Q", &g.q, &c.q),
+                              std::make_tuple("error", &g.error, &c.error)}) {
+      ::testing::AssertionResult r = close(*a, *b, tol);
+      if (!r)
+        return ::testing::AssertionFailure()
+               << "bucket " << kv.first << " " << what << ": " << r.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Runs steps [from, to) of both buckets on both sessions and compares.
+void run_steps(const Pair& pair, int from, int to, const std::string& label) {
+  const std::vector<ps::Shape>* shapes[2] = {&kBucket0, &kBucket1};
+  for (int step = from; step < to; ++step)
+    for (uint64_t index = 0; index < 2; ++index) {
+      const std::vector<float> in = gradients(size_t(ps::numel_of(*shapes[index])), index, step);
+      std::vector<float> on_cpu = in;
+      std::string message;
+      ASSERT_EQ(
+          ps::run(pair.cpu(), on_cpu, *shapes[index], index, uint64_t(step), index == 1, &message),
+          DDPH_OK)
+          << label << " step " << step << ": " << message;
+      const std::vector<float> on_gpu = run_on_gpu(pair.gpu(), pair.stream(), in, *shapes[index],
+                                                   index, step, index == 1, &message);
+      ASSERT_EQ(message, "") << label << " step " << step;
+      if (step < kStartIter)  // plain allreduce: a divide by 1 and the same bits
+        EXPECT_EQ(on_gpu, on_cpu) << label << " step " << step << " bucket " << index;
+      else
+        EXPECT_TRUE(close(on_gpu, on_cpu, tolerance()))
+            << label << " step " << step << " bucket " << index;
+    }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const char* hook : {"powersgd", "batched_powersgd"})
+    for (int rank : {1, 4})
+      for (bool warm : {true, false})
+        for (bool feedback : {true, false}) out.push_back(Case{hook, rank, warm, feedback});
+  return out;
+}
+
+TEST(PsgdGpuHooks, MatchTheCpuPathAcrossStartIterAndInTheirCheckpoints) {
+  DDPH_SKIP_WITHOUT_GPU();
+  for (const Case& c : cases()) {
+    const std::string label = name(c);
+    Pair pair(c);
+    ASSERT_TRUE(pair.ok()) << label;
+    run_steps(pair, 0, kSteps, label);
+    // save_state copies the GPU's P, Q and errors out: the CPU's format.
+    const std::string g = hook_blob(pair.gpu()), h = hook_blob(pair.cpu());
+    ASSERT_FALSE(g.empty()) << label;
+    const p::HookKind kind =
+        std::string(c.hook) == "powersgd" ? p::HookKind::kLayerwise : p::HookKind::kBatched;
+    EXPECT_TRUE(same_state(p::decode_state(g.data(), g.size(), kind),
+                           p::decode_state(h.data(), h.size(), kind), tolerance()))
+        << label;
+  }
+}
+
+// A checkpoint written by the CPU path loads into a GPU session (uploaded
+// on its first step there) and both continue alike.
+TEST(PsgdGpuHooks, ACpuCheckpointResumesOnTheGpu) {
+  DDPH_SKIP_WITHOUT_GPU();
+  for (const Case& c : {Case{"powersgd", 4, true, true}, Case{"batched_powersgd", 1, true, true}}) {
+    const std::string label = name(c);
+    Pair first(c);
+    ASSERT_TRUE(first.ok()) << label;
+    run_steps(first, 0, kSteps - 1, label);
+    const std::string blob = ddph_test::session_state(first.cpu());
+    ASSERT_FALSE(blob.empty()) << label;
+    Pair resumed(c);
+    ASSERT_TRUE(resumed.ok()) << label;
+    for (ddph_session_t* s : {resumed.gpu(), resumed.cpu()}) {
+      ddph_error_t* e = ddph_session_load_state(s, blob.data(), blob.size());
+      ASSERT_EQ(e, nullptr) << label << ": " << ddph_error_message(e);
+    }
+    run_steps(resumed, kSteps - 1, kSteps + 1, label + " resumed");
+  }
+}
+
+TEST(PsgdWithoutGpu, ACudaBucketIsRefusedWithTheReason) {
+  if (ddph_test::no_cuda_device_reason().empty())
+    GTEST_SKIP() << "a GPU is present: the PsgdGpuHooks tests cover it";
+  // Over Gloo: what is checked is the hook's own refusal, before any
+  // collective or any read of the (never dereferenced) device pointer.
+  std::string error;
+  ddph_session_t* s =
+      ddph_test::open_session(ps::yaml("powersgd", "start_iter: 2"), 0, 1, temp_dir(), &error);
+  ASSERT_NE(s, nullptr) << error;
+  std::vector<float> shadow(16, 1.0f);
+  ps::ShapedBucket host(shadow, {{4, 4}}, 0, 0, true);
+  ddph_bucket_t b = *host.get();
+  b.buffer.data = reinterpret_cast<void*>(uintptr_t(0x1000));
+  b.buffer.device = {kDLCUDA, 0};
+  std::string message;
+  EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
+  EXPECT_NE(message.find("powersgd: no usable CUDA device"), std::string::npos) << message;
+  ddph_session_close(s);
+}
+
+}  // namespace
