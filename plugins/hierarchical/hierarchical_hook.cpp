@@ -49,6 +49,9 @@ void append_to_string(void* sink, const void* bytes, size_t n) {
 class HierarchicalHook : public Hook {
  public:
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_MAKES_INNER;
+  // Only collectives on the bucket's memory and stream, and the inner hook,
+  // which answers for its own CUDA path.
+  static constexpr bool kRunsOnCuda = true;
 
   explicit HierarchicalHook(const ddph_hook_init_t& init) : world_(init.comm) {
     Options o(init.options, init.num_options);
@@ -100,10 +103,9 @@ class HierarchicalHook : public Hook {
     Outcome inner;
     if (leader_) inner.capture([&] { run_hook_blocking(inner_, bucket); });
     if (local != nullptr && owns_inner_) {
-      // Host memory: a device communicator cannot broadcast it, and there
-      // the leader's failure only reaches the others as their timeout.
-      if (bucket.buffer.device.device_type == kDLCPU)
-        inner.share_from_leader(local, leader_rank_, "the inner hook");
+      // A small host message, which every communicator carries (NCCL stages
+      // it through the GPU), so a GPU bucket's failure is named too.
+      inner.share_from_leader(local, leader_rank_, "the inner hook");
       inner.rethrow();
       count_out(bytes);
       comm_broadcast(local, buf, 0, bucket.stream);

@@ -30,8 +30,8 @@ class Outcome {
   // failed (its outcome then names the lowest failing leader's code).
   void agree(ddph_comm_t* leaders, const char* what);
   // Collective over local: local rank 0 (the leader) hands its outcome to
-  // the ranks of its machine, who take it as theirs. Host memory: only for
-  // CPU communicators.
+  // the ranks of its machine, who take it as theirs. A few bytes of host
+  // memory, which every communicator carries (NCCL stages them).
   void share_from_leader(ddph_comm_t* local, int world_rank_of_leader, const char* what);
   // Throws the kept error, if any.
   void rethrow() const;

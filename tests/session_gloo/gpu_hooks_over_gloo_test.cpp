@@ -1,0 +1,110 @@
+// Every hook with a CUDA path, on GPU buckets, over Gloo (which stages CUDA
+// buffers through host memory: core/comm_host_staging.h), against the same
+// hook on the same values in host buckets: W real processes sharing one GPU,
+// three steps each. The GPU path must give the CPU path's bits, and every
+// rank must end with the same bits. Without a GPU the test skips with one
+// line. Hooks whose CUDA path lives in another family's tests (quantization,
+// powersgd, optimizer_overlap...) add a row here when that path exists.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/cuda_device.h"
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+struct Case {
+  const char* name;
+  const char* hook;  // a YAML flow map
+  int world;
+};
+
+// `hierarchical` with local_size 2 at world 4 is two simulated machines.
+const Case kCases[] = {
+    {"allreduce", "{family: default, name: allreduce}", 3},
+    {"fp16_compress", "{family: default, name: fp16_compress}", 2},
+    {"bf16_compress", "{family: default, name: bf16_compress}", 3},
+    {"fp16_wrapper",
+     "{family: default, name: fp16_wrapper, wrap: {family: default, name: allreduce}}", 2},
+    {"noop", "{family: debugging, name: noop}", 2},
+    {"hierarchical over fp16_compress",
+     "{family: hierarchical, name: hierarchical, options: {local_size: 2}, "
+     "wrap: {family: default, name: fp16_compress}}",
+     4},
+};
+
+std::string yaml(const char* hook) {
+  return std::string("comm: {backend: gloo, timeout: 60s}\nhook: ") + hook + "\n";
+}
+
+// Different per rank and step, finite, and wide enough in magnitude that
+// the 16-bit casts round.
+std::vector<float> values(int rank, uint64_t step, size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t h = uint32_t(i) * 2654435761u + uint32_t(rank) * 40503u + uint32_t(step) * 97u;
+    v[i] = (float((h >> 8) % 20001) - 10000.0f) / 777.0f;
+  }
+  return v;
+}
+
+int body(const Case& c, int rank, int world, const std::string& dir) {
+  DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "rank %d: cudaSetDevice", rank);
+  cudaStream_t stream = nullptr;
+  DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+                   "rank %d: cudaStreamCreate", rank);
+  std::string error;
+  ddph_session_t* gpu = ddph_test::open_session(yaml(c.hook), rank, world, dir, &error);
+  DDPH_CHILD_CHECK(gpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
+  ddph_session_t* cpu = ddph_test::open_session(yaml(c.hook), rank, world, dir, &error);
+  DDPH_CHILD_CHECK(cpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
+  const size_t n = 100003;  // odd: ragged ends everywhere
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<float> host = values(rank, step, n);
+    ddph_test::DeviceVec<float> device(host);
+    ddph_test::FloatBucket hb(host, 0, step, true);
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(cpu, hb) == DDPH_OK, "%s rank %d step %d: host bucket",
+                     c.name, rank, int(step));
+    std::vector<float> unused(0);
+    ddph_test::FloatBucket db(unused, 0, step, true);
+    db.shape[0] = int64_t(n);
+    db.bucket.buffer.data = device.get();
+    db.bucket.buffer.device = {kDLCUDA, 0};
+    db.bucket.stream = stream;
+    std::string message;
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, db.bucket, &message) == DDPH_OK,
+                     "%s rank %d step %d: GPU bucket: %s", c.name, rank, int(step),
+                     message.c_str());
+    const std::vector<float> back = device.host(stream);
+    size_t differ = 0, first = n;
+    for (size_t i = 0; i < n; ++i)
+      if (std::memcmp(&back[i], &host[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+    DDPH_CHILD_CHECK(
+        differ == 0, "%s rank %d step %d: %zu elements differ, first [%zu] GPU %.9g CPU %.9g",
+        c.name, rank, int(step), differ, first, double(back[first]), double(host[first]));
+    DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(cpu, back.data(), n * sizeof(float)),
+                     "%s step %d: ranks differ", c.name, int(step));
+  }
+  ddph_session_close(gpu);
+  ddph_session_close(cpu);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+TEST(HooksOnCudaOverGloo, GpuBucketsGiveTheCpuPathsBitsOnEveryRank) {
+  DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
+  for (const Case& c : kCases) {
+    const auto results = ddph_test::run_ranks(
+        c.world,
+        [&](int rank, int world, const std::string& dir) { return body(c, rank, world, dir); },
+        240);
+    EXPECT_TRUE(ddph_test::all_passed(results)) << c.name << ": " << ddph_test::describe(results);
+  }
+}
+
+}  // namespace
