@@ -8,10 +8,8 @@
 // block per rank carries both, behind the rank header, which changes no value. PyTorch's
 // per-channel pads a bucket whose length is a multiple of the channel size with a whole zero
 // channel; that channel is never part of the result, so it is not sent.
-#include <algorithm>
-
 #include "core/comm_call.h"
-#include "core/kernels/divide.h"
+#include "plugins/quantization/codec.h"
 #include "plugins/quantization/protocols.h"
 #include "plugins/quantization/rank_header.h"
 
@@ -23,28 +21,28 @@ Outcome run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob&
   const Segment seg{job.n, o.channel_size != 0 ? o.channel_size : job.n};
   const size_t block = kRankHeaderBytes + encoded_bytes(seg, o.bits);
   const size_t world = size_t(job.world);
-  if (ws.recv.size() < world * block) ws.recv.resize(world * block);
-  uint8_t* all = ws.recv.data();
+  Codec codec(job.at, ws.scratch, seg.n, segment_channels(seg), 1);
+  const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kRecvKey, world * block);
+  uint8_t* all = static_cast<uint8_t*>(recv_buf.data());
   uint8_t* own = all + size_t(job.rank) * block;
-  const bool finite =
-      encode_segment(job.data, seg, own_encode_args(o, job, 0), own + kRankHeaderBytes, ws.codec);
-  write_rank_header(own, finite);
+  codec.encode(job.data, seg, own_encode_args(o, job, 0), own + kRankHeaderBytes);
+  codec.write_rank_header(own);
 
   // In place: this rank's block of recv is the send buffer.
-  FlatTensor send(own, DType::U8, int64_t(block), job.device);
-  FlatTensor recv(all, DType::U8, int64_t(world * block), job.device);
-  comm_allgather(comm, send, recv, job.stream);
+  FlatTensor send(own, DType::U8, int64_t(block), job.at.device);
+  FlatTensor recv(all, DType::U8, int64_t(world * block), job.at.device);
+  comm_allgather(comm, send, recv, job.at.stream);
   Outcome out;
   out.bytes = block;
-  out.nonfinite_ranks = nonfinite_senders(all, block, job.world);
+  out.nonfinite_ranks = codec.nonfinite_senders(all, block, job.world);
   if (!out.nonfinite_ranks.empty()) return out;
 
   // The bucket's own values are already in `own`, so the bucket itself can
   // be the fp32 accumulator.
-  std::fill(job.data, job.data + job.n, 0.0f);
+  codec.zero(job.data, job.n * sizeof(float));
   for (size_t r = 0; r < world; ++r)
-    decode_add(all + r * block + kRankHeaderBytes, seg, o.bits, job.data, ws.codec);
-  divide_inplace(DType::F32, job.data, job.n, job.world);
+    codec.decode_add(all + r * block + kRankHeaderBytes, seg, o.bits, job.data);
+  codec.divide(job.data, job.n, job.world);
   return out;
 }
 

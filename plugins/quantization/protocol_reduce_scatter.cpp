@@ -19,11 +19,10 @@
 // chunk's mean and adds it to the next step's mean (DeepSpeed's "server
 // error"), so no quantization error of this protocol is lost for good.
 #include <algorithm>
-#include <cstring>
 
 #include "core/comm_call.h"
-#include "core/kernels/divide.h"
 #include "plugins/quantization/chunking.h"
+#include "plugins/quantization/codec.h"
 #include "plugins/quantization/protocols.h"
 #include "plugins/quantization/rank_header.h"
 
@@ -37,67 +36,73 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   const std::vector<Chunk> chunks = split_chunks(job.n, o.channel_size, world);
   // Contribution j (to rank j): the rank header, then chunk j's encoding.
   std::vector<int64_t> send_counts(w);
-  std::vector<size_t> offset(w + 1, 0);  // of contribution j in ws.send
-  size_t widest = 0;
+  std::vector<size_t> offset(w + 1, 0);  // of contribution j in the send buffer
+  size_t widest = 0, longest = 0, most_channels = 0;
   for (size_t j = 0; j < w; ++j) {
     const size_t bytes = encoded_bytes(chunks[j].seg, o.bits);
     send_counts[j] = int64_t(kRankHeaderBytes + bytes);
     offset[j + 1] = offset[j] + size_t(send_counts[j]);
     widest = std::max(widest, bytes);
+    longest = std::max(longest, chunks[j].seg.n);
+    most_channels = std::max(most_channels, segment_channels(chunks[j].seg));
   }
   const Chunk& mine = chunks[size_t(rank)];
   const size_t mine_bytes = size_t(send_counts[size_t(rank)]);  // from every rank, header included
   const std::vector<int64_t> recv_counts(w, static_cast<int64_t>(mine_bytes));
 
+  // Every chunk of the own data, then the owner's mean.
+  Codec codec(job.at, ws.scratch, longest, most_channels, w + 1);
+  const ScratchBuffers::Lease send_buf = ws.scratch.get(job.at, kSendKey, offset[w]);
+  const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kRecvKey, w * mine_bytes);
+  uint8_t* sent = static_cast<uint8_t*>(send_buf.data());
+  uint8_t* received = static_cast<uint8_t*>(recv_buf.data());
+
   // 1. Quantize every chunk of this rank's data and trade contributions.
-  if (ws.send.size() < offset[w]) ws.send.resize(offset[w]);
-  bool finite = true;
   for (size_t j = 0; j < w; ++j)
-    finite &= encode_segment(job.data + chunks[j].begin, chunks[j].seg,
-                             own_encode_args(o, job, chunks[j].begin),
-                             ws.send.data() + offset[j] + kRankHeaderBytes, ws.codec);
-  for (size_t j = 0; j < w; ++j) write_rank_header(ws.send.data() + offset[j], finite);
-  if (ws.recv.size() < w * mine_bytes) ws.recv.resize(w * mine_bytes);
+    codec.encode(job.data + chunks[j].begin, chunks[j].seg,
+                 own_encode_args(o, job, chunks[j].begin), sent + offset[j] + kRankHeaderBytes);
+  for (size_t j = 0; j < w; ++j) codec.write_rank_header(sent + offset[j]);
   {
-    FlatTensor send(ws.send.data(), DType::U8, int64_t(offset[w]), job.device);
-    FlatTensor recv(ws.recv.data(), DType::U8, int64_t(w * mine_bytes), job.device);
-    comm_alltoallv(comm, send, send_counts, recv, recv_counts, job.stream);
+    FlatTensor send(sent, DType::U8, int64_t(offset[w]), job.at.device);
+    FlatTensor recv(received, DType::U8, int64_t(w * mine_bytes), job.at.device);
+    comm_alltoallv(comm, send, send_counts, recv, recv_counts, job.at.stream);
   }
   Outcome out;
   out.bytes = offset[w] - mine_bytes;  // the own contribution stays local
-  out.nonfinite_ranks = nonfinite_senders(ws.recv.data(), mine_bytes, world);
+  out.nonfinite_ranks = codec.nonfinite_senders(received, mine_bytes, world);
   if (!out.nonfinite_ranks.empty()) return out;
 
   // 2. The owner's mean of its chunk, in rank order from zeros.
   const size_t m = mine.seg.n;
-  if (ws.acc.size() < m) ws.acc.resize(m);
-  float* acc = ws.acc.data();
-  std::fill(acc, acc + m, 0.0f);
+  const ScratchBuffers::Lease acc_buf = ws.scratch.get(job.at, kAccKey, m * sizeof(float));
+  float* acc = static_cast<float*>(acc_buf.data());
+  codec.zero(acc, m * sizeof(float));
   for (size_t r = 0; r < w; ++r)
-    decode_add(ws.recv.data() + r * mine_bytes + kRankHeaderBytes, mine.seg, o.bits, acc, ws.codec);
-  divide_inplace(DType::F32, acc, m, world);
+    codec.decode_add(received + r * mine_bytes + kRankHeaderBytes, mine.seg, o.bits, acc);
+  codec.divide(acc, m, world);
 
   // 3. Re-quantize the mean and gather every owner's chunk. allgather wants
   // equal blocks: each is padded to the widest chunk's encoding.
-  if (ws.gather.size() < w * widest) ws.gather.resize(w * widest);
-  uint8_t* own = ws.gather.data() + size_t(rank) * widest;
+  const ScratchBuffers::Lease gather_buf = ws.scratch.get(job.at, kGatherKey, w * widest);
+  uint8_t* gathered = static_cast<uint8_t*>(gather_buf.data());
+  uint8_t* own = gathered + size_t(rank) * widest;
   EncodeArgs nearest;
   nearest.bits = o.bits;
   if (job.owner_residual) nearest.residual = job.owner_residual(m);
   // Finite inputs can still sum past FLT_MAX; then the chunk decodes to NaN
   // on every rank instead of to a scale computed from Inf.
-  if (!encode_segment(acc, mine.seg, nearest, own, ws.codec)) encode_nan(mine.seg, o.bits, own);
+  codec.encode_or_nan(acc, mine.seg, nearest, own);
   const size_t own_bytes = mine_bytes - kRankHeaderBytes;
-  std::memset(own + own_bytes, 0, widest - own_bytes);
+  codec.zero(own + own_bytes, widest - own_bytes);
   if (widest != 0) {
-    FlatTensor send(own, DType::U8, int64_t(widest), job.device);
-    FlatTensor recv(ws.gather.data(), DType::U8, int64_t(w * widest), job.device);
-    comm_allgather(comm, send, recv, job.stream);
+    FlatTensor send(own, DType::U8, int64_t(widest), job.at.device);
+    FlatTensor recv(gathered, DType::U8, int64_t(w * widest), job.at.device);
+    comm_allgather(comm, send, recv, job.at.stream);
     out.bytes += widest;
   }
   for (int j = 0; j < world; ++j)
-    decode_into(ws.gather.data() + size_t(j) * widest, chunks[j].seg, o.bits,
-                job.data + chunks[j].begin, ws.codec);
+    codec.decode_into(gathered + size_t(j) * widest, chunks[j].seg, o.bits,
+                      job.data + chunks[j].begin);
   return out;
 }
 

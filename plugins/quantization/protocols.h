@@ -11,35 +11,38 @@
 #include <functional>
 #include <vector>
 
+#include "core/kernels/on_device.h"
 #include "plugins/quantization/options.h"
 #include "plugins/quantization/wire_segment.h"
 
 namespace ddph {
 namespace quantization {
 
-// One finite float32 bucket on its way through a protocol.
+// One float32 bucket on its way through a protocol.
 struct BucketJob {
   float* data = nullptr;
   size_t n = 0;
   int rank = 0, world = 1;
   uint64_t index = 0, step = 0;
-  void* stream = nullptr;
   // n floats of error feedback, or NULL. Updated even when the outcome is
   // non-finite, so the hook hands in a copy and keeps it only on success.
   float* residual = nullptr;
   // reduce_scatter with error feedback: the owner residual of this rank's
   // chunk, sized on request (the chunk's length is the protocol's business).
   std::function<float*(size_t)> owner_residual;
-  DLDevice device{kDLCPU, 0};
+  // Where data, residual and owner_residual live, and the stream of a CUDA
+  // bucket: every buffer of the run is in the same memory.
+  Where at{DLDevice{kDLCPU, 0}, nullptr};
 };
 
-// Buffers a hook reuses from bucket to bucket (run_bucket is serialized).
+// Buffers a hook reuses from bucket to bucket (run_bucket is serialized):
+// on the host one per role, kept; on a GPU pool memory leased per run.
 struct Workspace {
-  CodecScratch codec;
-  std::vector<uint8_t> send, recv, gather;
-  std::vector<float> acc;
-  std::vector<float> residual;  // the copy of error feedback a bucket updates
+  ScratchBuffers scratch;
 };
+
+// Workspace keys of the protocols' buffers (the codec has its own).
+enum : uint64_t { kSendKey = 0, kRecvKey = 1, kGatherKey = 2, kAccKey = 3 };
 
 // What a protocol did with a bucket.
 struct Outcome {

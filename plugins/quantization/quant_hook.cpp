@@ -1,11 +1,15 @@
 // per_tensor and per_channel: one hook class, which decides how a bucket
 // travels (plain allreduce for small or non-finite buckets, else one of the
-// two quantized protocols) and keeps the error-feedback residuals.
+// two quantized protocols) and keeps the error-feedback residuals. The same
+// code runs host and CUDA buckets: the protocols reach memory only through
+// Codec and the Workspace (codec.h), and residuals live where their
+// buckets run.
 #include <string>
 #include <vector>
 
 #include "core/comm_call.h"
 #include "core/hook.h"
+#include "core/kernels/on_device.h"
 #include "core/tensor.h"
 #include "plugins/quantization/hooks.h"
 #include "plugins/quantization/options.h"
@@ -20,6 +24,7 @@ template <bool PerChannel>
 class QuantHook : public Hook {
  public:
   static constexpr uint32_t kFlags = 0;
+  static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = PerChannel ? "per_channel" : "per_tensor";
 
   explicit QuantHook(const ddph_hook_init_t& init)
@@ -37,10 +42,12 @@ class QuantHook : public Hook {
                "quantization/" << kName << ": bucket dtype "
                                << dl_dtype_text(bucket.buffer.dtype, text)
                                << " is not supported (float32 only)");
-    DDPH_CHECK(bucket.buffer.device.device_type == kDLCPU, DDPH_UNSUPPORTED,
-               "quantization/" << kName << ": bucket on device type "
-                               << int(bucket.buffer.device.device_type)
-                               << " is not supported yet (host memory, kDLCPU, only)");
+#ifndef DDPH_HAVE_CUDA
+    DDPH_CHECK(bucket.buffer.device.device_type != kDLCUDA, DDPH_UNSUPPORTED,
+               "quantization/" << kName
+                               << ": bucket.buffer is CUDA memory, but this build of ddphooks has "
+                                  "no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
+#endif
     BucketJob job;
     job.data = static_cast<float*>(data_ptr(bucket.buffer));
     job.n = size_t(bucket.buffer.shape[0]);
@@ -48,8 +55,7 @@ class QuantHook : public Hook {
     job.world = comm_size(comm_);
     job.index = bucket.index;
     job.step = bucket.step;
-    job.stream = bucket.stream;
-    job.device = bucket.buffer.device;
+    job.at = where_of(bucket);
     const uint64_t bytes = uint64_t(job.n) * sizeof(float);
     count_in(bytes);
     if (job.n == 0) return done.ok();
@@ -58,11 +64,11 @@ class QuantHook : public Hook {
     if (opts_.error_feedback) {
       // The protocol updates a copy: the kept residual must not change for
       // a bucket that falls back or fails because some rank's is not finite.
-      const float* kept = residuals_.own(bucket.index, job.n);
-      ws_.residual.assign(kept, kept + job.n);
-      job.residual = ws_.residual.data();
+      residuals_.own(bucket.index, job.n, job.at);
+      job.residual = residuals_.copy_own(bucket.index, job.at);
       const uint64_t index = bucket.index;
-      job.owner_residual = [this, index](size_t m) { return residuals_.owner(index, m); };
+      const Where at = job.at;
+      job.owner_residual = [this, index, at](size_t m) { return residuals_.owner(index, m, at); };
     }
     const Outcome out = opts_.protocol == Protocol::kAllgather
                             ? run_allgather(comm_, opts_, job, ws_)
@@ -73,12 +79,12 @@ class QuantHook : public Hook {
       if (opts_.nonfinite == NonFinite::kPropagate) return allreduce(job, done);
       return done.fail(Error(DDPH_NONFINITE, nonfinite_message(out.nonfinite_ranks, bucket)));
     }
-    if (opts_.error_feedback) residuals_.swap_own(bucket.index, ws_.residual);
+    if (opts_.error_feedback) residuals_.keep_copy(bucket.index);
     done.ok();
   }
 
   void save_state(ddph_write_fn write, void* sink) override {
-    const std::string blob = encode_residuals(residuals_.all());
+    const std::string blob = encode_residuals(residuals_.to_host());
     write(sink, blob.data(), blob.size());
   }
 
@@ -92,9 +98,9 @@ class QuantHook : public Hook {
   // on some rank, whose non-finite values then land exactly where
   // allreduce puts them.
   void allreduce(const BucketJob& job, const Completion& done) {
-    FlatTensor buf(job.data, DType::F32, int64_t(job.n), job.device);
+    FlatTensor buf(job.data, DType::F32, int64_t(job.n), job.at.device);
     count_out(job.n * sizeof(float));
-    comm_allreduce(comm_, buf, DDPH_AVG, job.stream);
+    comm_allreduce(comm_, buf, DDPH_AVG, job.at.stream);
     done.ok();
   }
 

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/on_device.h"
+#include "plugins/quantization/device.h"
+
 namespace ddph {
 namespace quantization {
 
@@ -25,21 +28,31 @@ struct BucketResidual {
 // Ordered by bucket index, so a saved blob does not depend on hash order.
 using ResidualMap = std::map<uint64_t, BucketResidual>;
 
+// The residuals a hook keeps, each in the memory of the buckets of its
+// index (host or GPU).
 class Residuals {
  public:
-  // The residuals of bucket `index`: n floats of `own`, m of `owner`. Zeros
-  // on first use, and again whenever a length differs from the last time: a
-  // residual of another layout would add error to the wrong elements.
-  float* own(uint64_t index, size_t n);
-  float* owner(uint64_t index, size_t m);
-  // Makes `updated` (as long as own) bucket `index`'s own residual; the old
-  // one is left in `updated`, to be reused as scratch.
-  void swap_own(uint64_t index, std::vector<float>& updated);
-  const ResidualMap& all() const { return map_; }
-  void replace(ResidualMap map) { map_ = std::move(map); }
+  // The residuals of bucket `index`, in at's memory: n floats of `own`, m of
+  // `owner`. Zeros on first use, and again whenever a length differs from
+  // the last time: a residual of another layout would add error to the
+  // wrong elements. Moved to at's memory when they are elsewhere (after
+  // load_state, which leaves them on the host).
+  FloatStore& own(uint64_t index, size_t n, const Where& at);
+  float* owner(uint64_t index, size_t m, const Where& at);
+  // A working copy of bucket `index`'s own residual (own() first), for a
+  // run to update; keep_copy makes it the own residual.
+  float* copy_own(uint64_t index, const Where& at);
+  void keep_copy(uint64_t index);
+  // Host copies of every residual, for save_state.
+  ResidualMap to_host() const;
+  void replace(ResidualMap map);
 
  private:
-  ResidualMap map_;
+  struct Entry {
+    FloatStore own, owner, copy;
+  };
+  // Ordered by bucket index, so a saved blob does not depend on hash order.
+  std::map<uint64_t, Entry> map_;
 };
 
 // The hook's checkpoint blob, little-endian whatever the host:

@@ -13,15 +13,10 @@ size_t round_up8(size_t n) {
   return (n + 7) & ~size_t(7);
 }
 
-// The start of the codes inside an encoded segment.
-size_t params_bytes(const Segment& s) {
-  return segment_channels(s) * sizeof(quant::QParams);
-}
-
 // Copies the params out, since the wire buffer gives no alignment promise
 // to a reader of floats (and memcpy keeps aliasing rules).
 const quant::QParams* read_params(const uint8_t* in, const Segment& s, CodecScratch& scratch) {
-  quant::QParams* p = scratch.params(segment_channels(s));
+  quant::QParams* p = scratch.params;
   std::memcpy(p, in, params_bytes(s));
   return p;
 }
@@ -29,12 +24,16 @@ const quant::QParams* read_params(const uint8_t* in, const Segment& s, CodecScra
 const uint8_t* read_codes(const uint8_t* in, const Segment& s, int bits, CodecScratch& scratch) {
   const uint8_t* packed = in + params_bytes(s);
   if (bits == 8) return packed;
-  uint8_t* q = scratch.codes(s.n);
+  uint8_t* q = scratch.codes;
   quant::unpack(packed, s.n, bits, q);
   return q;
 }
 
 }  // namespace
+
+size_t params_bytes(const Segment& s) {
+  return segment_channels(s) * sizeof(quant::QParams);
+}
 
 size_t segment_channels(const Segment& s) {
   return s.n == 0 ? 0 : quant::num_channels(s.n, s.channel);
@@ -43,16 +42,6 @@ size_t segment_channels(const Segment& s) {
 size_t encoded_bytes(const Segment& s, int bits) {
   if (s.n == 0) return 0;
   return round_up8(params_bytes(s) + quant::packed_bytes(s.n, bits));
-}
-
-quant::QParams* CodecScratch::params(size_t count) {
-  if (params_.size() < count) params_.resize(count);
-  return params_.data();
-}
-
-uint8_t* CodecScratch::codes(size_t n) {
-  if (codes_.size() < n) codes_.resize(n);
-  return codes_.data();
 }
 
 bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out,
@@ -68,9 +57,9 @@ bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, ui
   a.stochastic = args.stochastic;
   a.seed = args.seed;
   a.counter_base = args.counter_base;
-  a.params = scratch.params(segment_channels(s));
+  a.params = scratch.params;
   // 8-bit codes are their own wire format: quantize straight into place.
-  a.q = args.bits == 8 ? out + head : scratch.codes(s.n);
+  a.q = args.bits == 8 ? out + head : scratch.codes;
   const bool finite = quant::quantize_channels(a);
   std::memcpy(out, a.params, head);
   if (args.bits != 8) quant::pack(a.q, s.n, args.bits, out + head);

@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "plugins/quantization/kernels/quant_math.h"
 
@@ -22,6 +21,10 @@ struct Segment {
 };
 
 size_t segment_channels(const Segment& s);
+// Bytes of the params at the front of an encoded segment: a multiple of 8,
+// so the codes after them, and the params of segments laid side by side,
+// keep the alignment of floats.
+size_t params_bytes(const Segment& s);
 // Bytes of the encoded segment, a multiple of 8 so that segments can be laid
 // side by side; 0 for an empty segment.
 size_t encoded_bytes(const Segment& s, int bits);
@@ -35,15 +38,11 @@ struct EncodeArgs {
   float* residual = nullptr;  // error feedback over the segment, or NULL
 };
 
-// Reused buffers, so that a step allocates nothing once warm.
-class CodecScratch {
- public:
-  quant::QParams* params(size_t count);
-  uint8_t* codes(size_t n);
-
- private:
-  std::vector<quant::QParams> params_;
-  std::vector<uint8_t> codes_;
+// The scratch the codec functions share, sized by their caller (codec.h):
+// params for the widest segment's channels, codes for its elements.
+struct CodecScratch {
+  quant::QParams* params = nullptr;
+  uint8_t* codes = nullptr;
 };
 
 // Quantizes x (s.n values) into out (encoded_bytes(s, bits) bytes). Returns

@@ -68,6 +68,27 @@ __global__ void all_finite_kernel(const float* x, size_t n, uint8_t* result) {
   if (amax >= 0x7F800000u) *result = 0;  // every writer stores the same byte
 }
 
+// A handful of flags: one thread reads them all.
+__global__ void not_all_flags_kernel(const uint8_t* flags, size_t count, uint8_t* out,
+                                     size_t bytes) {
+  uint8_t all = 1;
+  for (size_t i = 0; i < count; ++i) all &= flags[i];
+  out[0] = all != 0 ? 0 : 1;
+  for (size_t i = 1; i < bytes; ++i) out[i] = 0;
+}
+
+__global__ void nan_unless_finite_kernel(const uint8_t* finite, QParams* params, size_t channels,
+                                         size_t tail) {
+  if (*finite != 0) return;
+  uint8_t* codes = reinterpret_cast<uint8_t*>(params + channels);
+  const size_t end = channels > tail ? channels : tail;
+  for (size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x; i < end;
+       i += size_t(gridDim.x) * kThreads) {
+    if (i < channels) params[i] = QParams{__uint_as_float(0x7FC00000u), 0.0f};
+    if (i < tail) codes[i] = 0;
+  }
+}
+
 bool valid_bits(int bits) {
   return bits == 8 || bits == 4 || bits == 2;
 }
@@ -106,6 +127,24 @@ cudaError_t all_finite_cuda(const float* x, size_t n, uint8_t* result, cudaStrea
   cudaError_t err = cudaMemsetAsync(result, 1, 1, stream);
   if (err != cudaSuccess || n == 0) return err;
   all_finite_kernel<<<tiles::stride_blocks(n), kThreads, 0, stream>>>(x, n, result);
+  return cudaGetLastError();
+}
+
+cudaError_t not_all_flags_cuda(const uint8_t* flags, size_t count, uint8_t* out, size_t bytes,
+                               cudaStream_t stream) {
+  if (out == nullptr || bytes == 0 || (flags == nullptr && count != 0))
+    return cudaErrorInvalidValue;
+  not_all_flags_kernel<<<1, 1, 0, stream>>>(flags, count, out, bytes);
+  return cudaGetLastError();
+}
+
+cudaError_t nan_unless_finite_cuda(const uint8_t* finite, QParams* params, size_t channels,
+                                   size_t tail, cudaStream_t stream) {
+  if (finite == nullptr || params == nullptr) return cudaErrorInvalidValue;
+  const size_t end = channels > tail ? channels : tail;
+  if (end == 0) return cudaSuccess;
+  nan_unless_finite_kernel<<<tiles::stride_blocks(end), kThreads, 0, stream>>>(finite, params,
+                                                                               channels, tail);
   return cudaGetLastError();
 }
 

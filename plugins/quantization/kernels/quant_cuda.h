@@ -50,5 +50,17 @@ cudaError_t unpack_cuda(const uint8_t* in, size_t n, int bits, uint8_t* q, cudaS
 // *result (device) becomes 1 if no x[i] is NaN or +-Inf, else 0.
 cudaError_t all_finite_cuda(const float* x, size_t n, uint8_t* result, cudaStream_t stream);
 
+// For the hooks, which must turn device flags into wire bytes without a host
+// round trip:
+// out[0] = 0 if all `count` flags (the all_finite bytes above) are 1, else
+// 1; out[1, bytes) = 0. The layout of the hooks' rank header.
+cudaError_t not_all_flags_cuda(const uint8_t* flags, size_t count, uint8_t* out, size_t bytes,
+                               cudaStream_t stream);
+// When *finite is 0: every one of `channels` params becomes {quiet NaN
+// 0x7FC00000, 0} and the `tail` bytes after the params become 0 (what the
+// hooks send for a mean that overflowed); when it is 1, nothing changes.
+cudaError_t nan_unless_finite_cuda(const uint8_t* finite, QParams* params, size_t channels,
+                                   size_t tail, cudaStream_t stream);
+
 }  // namespace quant
 }  // namespace ddph

@@ -1,0 +1,84 @@
+#include "plugins/quantization/codec.h"
+
+#include "core/error.h"
+#include "core/kernels/divide.h"
+#include "plugins/quantization/rank_header.h"
+#include "plugins/quantization/segment_cuda.h"
+
+namespace ddph {
+namespace quantization {
+namespace {
+
+// ScratchBuffers keys of the codec (the protocols use 0-3).
+enum : uint64_t { kParamsKey = 100, kCodesKey = 101, kFlagsKey = 102 };
+
+}  // namespace
+
+Codec::Codec(const Where& at, ScratchBuffers& scratch, size_t max_n, size_t max_channels,
+             size_t encodings)
+    : at_(at),
+      guard_(at),
+      params_(scratch.get(at, kParamsKey, max_channels * sizeof(quant::QParams))),
+      codes_(scratch.get(at, kCodesKey, max_n)),
+      flags_(scratch.get(at, kFlagsKey, at.cuda() ? encodings : 0)),
+      encodings_(encodings) {
+  scratch_.params = static_cast<quant::QParams*>(params_.data());
+  scratch_.codes = static_cast<uint8_t*>(codes_.data());
+}
+
+uint8_t* Codec::next_flag() {
+  DDPH_CHECK(flags_used_ < encodings_, DDPH_INTERNAL,
+             "quantization: more encodings than the " << encodings_ << " the protocol sized for");
+  return static_cast<uint8_t*>(flags_.data()) + flags_used_++;
+}
+
+void Codec::encode(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out) {
+  if (s.n == 0) return;
+  if (!at_.cuda()) {
+    finite_ &= encode_segment(x, s, args, out, scratch_);
+    return;
+  }
+  encode_segment_cuda(at_, x, s, args, out, scratch_, next_flag());
+}
+
+void Codec::write_rank_header(uint8_t* out) {
+  if (!at_.cuda()) return quantization::write_rank_header(out, finite_);
+  write_rank_header_cuda(at_, static_cast<const uint8_t*>(flags_.data()), flags_used_, out);
+}
+
+std::vector<int> Codec::nonfinite_senders(const uint8_t* first, size_t stride, int world) {
+  if (!at_.cuda()) return quantization::nonfinite_senders(first, stride, world);
+  std::vector<uint8_t> headers(static_cast<size_t>(world));
+  read_column(at_, first, stride, size_t(world), headers.data());
+  return quantization::nonfinite_senders(headers.data(), 1, world);
+}
+
+void Codec::encode_or_nan(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out) {
+  if (s.n == 0) return;
+  if (!at_.cuda()) {
+    if (!encode_segment(x, s, args, out, scratch_)) encode_nan(s, args.bits, out);
+    return;
+  }
+  uint8_t* flag = next_flag();
+  encode_segment_cuda(at_, x, s, args, out, scratch_, flag);
+  nan_unless_finite_cuda(at_, flag, s, args.bits, out);
+}
+
+void Codec::decode_add(const uint8_t* in, const Segment& s, int bits, float* acc) {
+  if (s.n == 0) return;
+  if (!at_.cuda()) return quantization::decode_add(in, s, bits, acc, scratch_);
+  decode_cuda(at_, in, s, bits, acc, /*add=*/true, scratch_);
+}
+
+void Codec::decode_into(const uint8_t* in, const Segment& s, int bits, float* out) {
+  if (s.n == 0) return;
+  if (!at_.cuda()) return quantization::decode_into(in, s, bits, out, scratch_);
+  decode_cuda(at_, in, s, bits, out, /*add=*/false, scratch_);
+}
+
+void Codec::divide(float* x, size_t n, int world) {
+  divide_inplace(at_, DType::F32, x, n, world);
+}
+
+}  // namespace quantization
+}  // namespace ddph

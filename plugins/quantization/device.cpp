@@ -1,0 +1,207 @@
+#include "plugins/quantization/device.h"
+
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+#ifdef DDPH_HAVE_CUDA
+#include "plugins/quantization/cuda_check.h"
+#endif
+
+namespace ddph {
+namespace quantization {
+namespace {
+
+#ifdef DDPH_HAVE_CUDA
+cudaStream_t stream_of(const Where& at) {
+  return static_cast<cudaStream_t>(at.stream);
+}
+#else
+[[noreturn]] void no_cuda(const char* what) {
+  DDPH_FAIL(DDPH_UNSUPPORTED, "quantization: " << what
+                                               << ": the buffer is CUDA memory, but this build of "
+                                                  "ddphooks has no CUDA (DDPH_WITH_CUDA was off; "
+                                                  "docs/cuda.md)");
+}
+#endif
+
+}  // namespace
+
+void zero_bytes(const Where& at, void* p, size_t bytes) {
+  if (bytes == 0) return;
+  if (!at.cuda()) {
+    std::memset(p, 0, bytes);
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  DeviceGuard guard(at);
+  cuda_ok(cudaMemsetAsync(p, 0, bytes, stream_of(at)), "cudaMemsetAsync");
+#else
+  no_cuda("zeroing");
+#endif
+}
+
+void copy_bytes(const Where& at, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (!at.cuda()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  DeviceGuard guard(at);
+  cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(at)),
+          "cudaMemcpyAsync (device to device)");
+#else
+  no_cuda("copying");
+#endif
+}
+
+void read_column(const Where& at, const uint8_t* first, size_t stride, size_t rows, uint8_t* out) {
+  if (rows == 0) return;
+  if (!at.cuda()) {
+    for (size_t r = 0; r < rows; ++r) out[r] = first[r * stride];
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  DeviceGuard guard(at);
+  cuda_ok(cudaMemcpy2DAsync(out, 1, first, stride, 1, rows, cudaMemcpyDeviceToHost, stream_of(at)),
+          "cudaMemcpy2DAsync (device to host)");
+  cuda_ok(cudaStreamSynchronize(stream_of(at)), "cudaStreamSynchronize");
+#else
+  no_cuda("reading the rank headers");
+#endif
+}
+
+DeviceGuard::DeviceGuard(const Where& at) {
+  if (!at.cuda()) return;
+#ifdef DDPH_HAVE_CUDA
+  int current = 0;
+  cuda_ok(cudaGetDevice(&current), "cudaGetDevice");
+  if (current != at.device.device_id) {
+    cuda_ok(cudaSetDevice(at.device.device_id), "cudaSetDevice");
+    previous_ = current;
+  }
+#else
+  no_cuda("selecting the device");
+#endif
+}
+
+DeviceGuard::~DeviceGuard() {
+#ifdef DDPH_HAVE_CUDA
+  if (previous_ >= 0) cudaSetDevice(previous_);
+#endif
+}
+
+FloatStore::~FloatStore() {
+  release();
+}
+
+FloatStore::FloatStore(FloatStore&& other) noexcept
+    : host_(std::move(other.host_)),
+      device_(other.device_),
+      device_id_(other.device_id_),
+      n_(other.n_) {
+  other.device_ = nullptr;
+  other.n_ = 0;
+}
+
+FloatStore& FloatStore::operator=(FloatStore&& other) noexcept {
+  if (this != &other) {
+    release();
+    host_ = std::move(other.host_);
+    device_ = other.device_;
+    device_id_ = other.device_id_;
+    n_ = other.n_;
+    other.device_ = nullptr;
+    other.n_ = 0;
+  }
+  return *this;
+}
+
+void FloatStore::release() {
+#ifdef DDPH_HAVE_CUDA
+  // cudaFree waits for the work using the memory; it runs only when a
+  // length or device changes, or when the hook is destroyed.
+  if (device_ != nullptr) cudaFree(device_);
+#endif
+  device_ = nullptr;
+  device_id_ = -1;
+}
+
+bool FloatStore::in(const Where& at) const {
+  return at.cuda() ? device_ != nullptr && device_id_ == at.device.device_id : device_ == nullptr;
+}
+
+void FloatStore::zeros(const Where& at, size_t n) {
+  if (!at.cuda()) {
+    release();
+    host_.assign(n, 0.0f);
+    n_ = n;
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  DeviceGuard guard(at);
+  if (!in(at) || n_ != n) {
+    release();
+    host_.clear();
+    host_.shrink_to_fit();
+    n_ = 0;
+    if (n != 0) {
+      cuda_ok(cudaMalloc(reinterpret_cast<void**>(&device_), n * sizeof(float)),
+              "cudaMalloc (error-feedback residual)");
+      device_id_ = at.device.device_id;
+    }
+    n_ = n;
+  }
+  if (n != 0)
+    cuda_ok(cudaMemsetAsync(device_, 0, n * sizeof(float), stream_of(at)), "cudaMemsetAsync");
+#else
+  no_cuda("error feedback");
+#endif
+}
+
+void FloatStore::move_to(const Where& at) {
+  if (in(at)) return;
+  if (!at.cuda()) {
+    set_host(to_host());
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  const std::vector<float> values = to_host();
+  zeros(at, values.size());
+  // From pageable memory the copy has taken the bytes when it returns, so
+  // `values` may go out of scope at once.
+  if (!values.empty())
+    cuda_ok(cudaMemcpyAsync(device_, values.data(), values.size() * sizeof(float),
+                            cudaMemcpyHostToDevice, stream_of(at)),
+            "cudaMemcpyAsync (host to device)");
+#else
+  no_cuda("error feedback");
+#endif
+}
+
+void FloatStore::copy_from(const Where& at, FloatStore& other) {
+  if (!in(at) || n_ != other.size()) zeros(at, other.size());
+  copy_bytes(at, data(), other.data(), n_ * sizeof(float));
+}
+
+void FloatStore::set_host(std::vector<float> v) {
+  release();
+  host_ = std::move(v);
+  n_ = host_.size();
+}
+
+std::vector<float> FloatStore::to_host() const {
+  if (device_ == nullptr) return host_;
+  std::vector<float> out(n_);
+#ifdef DDPH_HAVE_CUDA
+  DeviceGuard guard(Where{DLDevice{kDLCUDA, device_id_}, nullptr});
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cuda_ok(cudaMemcpy(out.data(), device_, n_ * sizeof(float), cudaMemcpyDeviceToHost),
+          "cudaMemcpy (device to host)");
+#endif
+  return out;
+}
+
+}  // namespace quantization
+}  // namespace ddph

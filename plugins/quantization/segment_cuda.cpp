@@ -1,0 +1,101 @@
+#include "plugins/quantization/segment_cuda.h"
+
+#include "core/error.h"
+#include "plugins/quantization/rank_header.h"
+#ifdef DDPH_HAVE_CUDA
+#include "plugins/quantization/cuda_check.h"
+#include "plugins/quantization/device.h"
+#include "plugins/quantization/kernels/quant_cuda.h"
+#endif
+
+namespace ddph {
+namespace quantization {
+
+#ifdef DDPH_HAVE_CUDA
+namespace {
+
+cudaStream_t stream_of(const Where& at) {
+  return static_cast<cudaStream_t>(at.stream);
+}
+
+}  // namespace
+
+void encode_segment_cuda(const Where& at, const float* x, const Segment& s, const EncodeArgs& args,
+                         uint8_t* out, const CodecScratch& scratch, uint8_t* finite) {
+  const size_t head = params_bytes(s);
+  quant::QuantizeArgs a;
+  a.x = x;
+  a.n = s.n;
+  a.channel = s.channel;
+  a.qmax = (1 << args.bits) - 1;
+  a.residual = args.residual;
+  a.stochastic = args.stochastic;
+  a.seed = args.seed;
+  a.counter_base = args.counter_base;
+  // The params go straight into place: segments start 8-byte aligned
+  // (params_bytes), which is all the float params need.
+  a.params = reinterpret_cast<quant::QParams*>(out);
+  a.q = args.bits == 8 ? out + head : scratch.codes;
+  cuda_ok(quant::quantize_channels_cuda(a, finite, stream_of(at)), "quantize");
+  if (args.bits != 8)
+    cuda_ok(quant::pack_cuda(a.q, s.n, args.bits, out + head, stream_of(at)), "pack");
+  const size_t used = head + quant::packed_bytes(s.n, args.bits);
+  zero_bytes(at, out + used, encoded_bytes(s, args.bits) - used);
+}
+
+void write_rank_header_cuda(const Where& at, const uint8_t* flags, size_t count, uint8_t* out) {
+  cuda_ok(quant::not_all_flags_cuda(flags, count, out, kRankHeaderBytes, stream_of(at)),
+          "rank header");
+}
+
+void nan_unless_finite_cuda(const Where& at, const uint8_t* finite, const Segment& s, int bits,
+                            uint8_t* out) {
+  const size_t head = params_bytes(s);
+  cuda_ok(quant::nan_unless_finite_cuda(finite, reinterpret_cast<quant::QParams*>(out),
+                                        segment_channels(s), encoded_bytes(s, bits) - head,
+                                        stream_of(at)),
+          "NaN encoding");
+}
+
+void decode_cuda(const Where& at, const uint8_t* in, const Segment& s, int bits, float* out,
+                 bool add, const CodecScratch& scratch) {
+  const auto* params = reinterpret_cast<const quant::QParams*>(in);  // aligned: params_bytes
+  const uint8_t* codes = in + params_bytes(s);
+  if (bits != 8) {
+    cuda_ok(quant::unpack_cuda(codes, s.n, bits, scratch.codes, stream_of(at)), "unpack");
+    codes = scratch.codes;
+  }
+  cuda_ok(add ? quant::dequantize_add_cuda(codes, s.n, s.channel, params, out, stream_of(at))
+              : quant::dequantize_into_cuda(codes, s.n, s.channel, params, out, stream_of(at)),
+          "dequantize");
+}
+
+#else
+
+namespace {
+[[noreturn]] void no_cuda() {
+  DDPH_FAIL(DDPH_UNSUPPORTED,
+            "quantization: the bucket is CUDA memory, but this build of "
+            "ddphooks has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
+}
+}  // namespace
+
+void encode_segment_cuda(const Where&, const float*, const Segment&, const EncodeArgs&, uint8_t*,
+                         const CodecScratch&, uint8_t*) {
+  no_cuda();
+}
+void write_rank_header_cuda(const Where&, const uint8_t*, size_t, uint8_t*) {
+  no_cuda();
+}
+void nan_unless_finite_cuda(const Where&, const uint8_t*, const Segment&, int, uint8_t*) {
+  no_cuda();
+}
+void decode_cuda(const Where&, const uint8_t*, const Segment&, int, float*, bool,
+                 const CodecScratch&) {
+  no_cuda();
+}
+
+#endif
+
+}  // namespace quantization
+}  // namespace ddph

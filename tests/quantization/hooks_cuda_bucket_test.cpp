@@ -1,0 +1,59 @@
+// A CUDA bucket reaching the quantization hooks where it cannot run: in a
+// build without CUDA, or on a host without a usable GPU. Either way the
+// answer is DDPH_UNSUPPORTED saying why, before any byte of the buffer is
+// touched (the pointer here is not memory at all), and the session lives on.
+// On a host with a GPU this test skips: gpu_hooks_test covers that case.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/quantization/hooks_ranks.h"
+#include "tests/session_gloo/session_ranks.h"
+#if DDPH_TEST_WITH_CUDA
+#include "tests/support/cuda_device.h"
+#endif
+
+namespace {
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/ddph-qcuda-XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  EXPECT_NE(dir, nullptr);
+  return dir != nullptr ? dir : "/tmp";
+}
+
+TEST(QuantCudaBucket, WithoutCudaOrAGpuIsAClearErrorAndTheSessionGoesOn) {
+#if DDPH_TEST_WITH_CUDA
+  if (ddph_test::no_cuda_device_reason().empty()) GTEST_SKIP() << "a GPU is present";
+  const char* expected = "no usable CUDA device";
+#else
+  const char* expected = "has no CUDA (DDPH_WITH_CUDA was off";
+#endif
+  for (const char* options :
+       {"protocol: allgather", "protocol: reduce_scatter, bits: 4, error_feedback: true"}) {
+    SCOPED_TRACE(options);
+    ddph_session_t* s =
+        ddph_test::open_session(ddph_test::quant::yaml("per_channel", options), 0, 1, temp_dir());
+    ASSERT_NE(s, nullptr);
+    int64_t n = 1000;
+    ddph_bucket_t b{};
+    b.struct_size = sizeof b;
+    b.is_last = 1;
+    b.buffer.data = reinterpret_cast<void*>(uintptr_t(0x1000));  // never dereferenced
+    b.buffer.device = {kDLCUDA, 0};
+    b.buffer.ndim = 1;
+    b.buffer.dtype = {kDLFloat, 32, 1};
+    b.buffer.shape = &n;
+    std::string message;
+    EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_NE(message.find("quantization"), std::string::npos) << message;
+    // A host bucket still runs on the same session afterwards.
+    std::vector<float> x = ddph_test::quant::inputs(0, 0, 1000);
+    EXPECT_EQ(ddph_test::quant::run_bucket_msg(s, x, 0, 0, nullptr), DDPH_OK);
+    ddph_session_close(s);
+  }
+}
+
+}  // namespace
