@@ -24,6 +24,8 @@
 #include "plugins/quantization/kernels/quant_cpu.h"
 #include "plugins/quantization/kernels/quant_cuda.h"
 #include "plugins/quantization/kernels/quant_tiles_cuda.h"
+#include "plugins/quantization/rank_header.h"
+#include "plugins/quantization/wire_segment.h"
 #include "tests/quantization/kernels_test_data.h"
 #include "tests/support/cuda_device.h"
 
@@ -259,6 +261,49 @@ TEST_F(GpuQuantKernels, AllFiniteMatchesCpu) {
         DeviceVec<uint8_t> d_flag(1);
         ASSERT_EQ(q::all_finite_cuda(d_x.get(), n, d_flag.get(), stream_), cudaSuccess);
         EXPECT_EQ(d_flag.host(stream_)[0] == 1, cpu) << "n=" << n << " x[" << at << "]=" << bad;
+      }
+}
+
+// The hooks' two flag kernels give the bytes of the host codec functions
+// they stand in for: the rank header from a bool, encode_nan.
+TEST_F(GpuQuantKernels, RankHeaderFromFlagsMatchesTheHostHeader) {
+  namespace hq = ddph::quantization;
+  const std::vector<std::vector<uint8_t>> cases = {{}, {1}, {0}, {1, 1, 1}, {1, 0, 1}, {0, 0}};
+  for (const std::vector<uint8_t>& flags : cases) {
+    bool finite = true;
+    for (uint8_t f : flags) finite &= f == 1;
+    std::vector<uint8_t> cpu(hq::kRankHeaderBytes);
+    hq::write_rank_header(cpu.data(), finite);
+    DeviceVec<uint8_t> d_flags(flags);
+    DeviceVec<uint8_t> d_out(std::vector<uint8_t>(hq::kRankHeaderBytes, 0xAB));  // no stale byte
+    ASSERT_EQ(q::not_all_flags_cuda(d_flags.get(), flags.size(), d_out.get(), hq::kRankHeaderBytes,
+                                    stream_),
+              cudaSuccess);
+    EXPECT_SAME(cpu, d_out.host(stream_), "flags " + std::to_string(flags.size()));
+  }
+}
+
+TEST_F(GpuQuantKernels, NanUnlessFiniteMatchesEncodeNan) {
+  namespace hq = ddph::quantization;
+  for (size_t n : {1, 513, 5000})
+    for (size_t channel : {size_t(512), n})
+      for (int bits : {8, 4, 2}) {
+        const hq::Segment seg{n, channel};
+        const size_t bytes = hq::encoded_bytes(seg, bits), head = hq::params_bytes(seg);
+        std::vector<uint8_t> cpu(bytes, 0x5A);
+        hq::encode_nan(seg, bits, cpu.data());
+        const std::vector<uint8_t> before(bytes, 0x5A);
+        for (uint8_t finite : {0, 1}) {
+          DeviceVec<uint8_t> d_out(before);
+          DeviceVec<uint8_t> d_flag(std::vector<uint8_t>{finite});
+          ASSERT_EQ(q::nan_unless_finite_cuda(d_flag.get(), reinterpret_cast<QParams*>(d_out.get()),
+                                              hq::segment_channels(seg), bytes - head, stream_),
+                    cudaSuccess);
+          const std::string what = "n=" + std::to_string(n) +
+                                   " channel=" + std::to_string(channel) +
+                                   " bits=" + std::to_string(bits);
+          EXPECT_SAME(finite ? before : cpu, d_out.host(stream_), what);
+        }
       }
 }
 
