@@ -66,7 +66,9 @@ class HostSlots : public StateSlots {
 
  private:
   std::vector<float>& vec(Slot slot) const {
-    return slot == Slot::kMomentum ? s_.momentum : slot == Slot::kSecond ? s_.second : s_.max_second;
+    return slot == Slot::kMomentum ? s_.momentum
+           : slot == Slot::kSecond ? s_.second
+                                   : s_.max_second;
   }
   ParamState& s_;
 };

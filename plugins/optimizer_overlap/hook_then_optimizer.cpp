@@ -3,13 +3,23 @@
 // each parameter of the bucket in place. The step of an early bucket thus
 // runs while the host still computes the backward of later layers, instead
 // of in one optimizer pass after the whole backward.
+//
+// Host and CUDA buckets run the same code: the same parameter checks, the
+// same plan per parameter (plan_step), the same upcast (on_device.h); only
+// the loop runs as a CUDA kernel on the bucket's stream, with the state in
+// device memory (device_slots.h). Nothing waits for the GPU inside run().
+#include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/hook.h"
-#include "core/kernels/cast.h"
+#include "core/kernels/on_device.h"
 #include "core/param_view.h"
 #include "core/tensor.h"
+#include "plugins/optimizer_overlap/cuda_build.h"
+#include "plugins/optimizer_overlap/device_slots.h"
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
 #include "plugins/optimizer_overlap/param_select.h"
@@ -25,6 +35,7 @@ class HookThenOptimizer : public Hook {
  public:
   static constexpr uint32_t kFlags =
       DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_STEPS_OPTIMIZER;
+  static constexpr bool kRunsOnCuda = true;
 
   explicit HookThenOptimizer(const ddph_hook_init_t& init)
       : inner_(*init.inner), options_(parse_options(init)), selection_(options_.params) {
@@ -42,17 +53,28 @@ class HookThenOptimizer : public Hook {
     DDPH_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16, DDPH_UNSUPPORTED,
                kName << ": bucket dtype " << dtype_name(dtype)
                      << " is not supported (float32, float16, bfloat16 gradients)");
+    require_cuda_build(bucket, kName);
     // Everything the step needs is checked before any byte is sent, so a
     // bad bucket is refused on every rank alike instead of failing midway.
     selection_.select(bucket, &selected_);
     params_.assign(bucket.num_params, nullptr);
-    for (size_t i = 0; i < bucket.num_params; ++i)
-      if (selected_[i])
-        params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)");
+    size_t largest = 0;
+    for (size_t i = 0; i < bucket.num_params; ++i) {
+      if (!selected_[i]) continue;
+      params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)",
+                                  BucketMemory::kHostOrCuda);
+      largest = std::max(largest, size_t(view_numel(bucket.params[i])));
+    }
     count_in(uint64_t(bucket.buffer.shape[0]) * dtype_size(dtype));
 
-    run_hook_blocking(inner_, bucket);
+    const Where at = where_of(bucket);
+    run_inner(bucket, at);
 
+    // A low-precision bucket steps fp32 parameters: each gradient is upcast
+    // into one scratch buffer, reused parameter after parameter (on a GPU in
+    // stream order).
+    ScratchBuffers::Lease upcast =
+        scratch_.get(at, bucket.index, dtype == DType::F32 ? 0 : largest * sizeof(float));
     const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
     const int64_t* ids = param_ids(bucket);
     for (size_t i = 0; i < bucket.num_params; ++i) {
@@ -61,25 +83,47 @@ class HookThenOptimizer : public Hook {
       const size_t n = size_t(view_numel(p));
       const void* g = grads + size_t(p.offset) * dtype_size(dtype);
       const float* grad = static_cast<const float*>(g);
-      if (dtype != DType::F32) {  // a low-precision bucket steps fp32 parameters
-        upcast_.resize(n);
-        cast_into(dtype, g, DType::F32, upcast_.data(), n);
-        grad = upcast_.data();
+      if (dtype != DType::F32) {
+        cast_into(at, dtype, g, DType::F32, upcast.data(), n);
+        grad = static_cast<const float*>(upcast.data());
       }
       const ParamKey key =
           ids != nullptr ? ParamKey::id(ids[i]) : ParamKey::position(bucket.index, uint32_t(i));
-      optim_step(options_.optim, states_[key], params_[i], grad, n);
+      ParamState& s = states_[key];
+      if (at.cuda()) {
+        DeviceSlots& slots = on_device(key, s, at);
+        const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
+        run_step_device(at, plan, params_[i], grad, slot_data(plan, slots), n);
+      } else {
+        to_host(key, &s);
+        HostSlots slots(s);
+        const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
+        run_step_host(plan, params_[i], grad, slot_data(plan, slots), n);
+      }
     }
     done.ok();
   }
 
+  // The CPU path's bytes whatever memory the state is in: device slots are
+  // copied into a host snapshot first.
   void save_state(ddph_write_fn write, void* sink) override {
-    const std::string blob = encode_state(states_, options_.optim.kind);
+    std::string blob;
+    if (device_.empty()) {
+      blob = encode_state(states_, options_.optim.kind);
+    } else {
+      StateMap snapshot = states_;
+      for (const auto& kv : device_) kv.second->download(&snapshot.at(kv.first));
+      blob = encode_state(snapshot, options_.optim.kind);
+    }
     write(sink, blob.data(), blob.size());
   }
 
+  // Loaded state lands on the host; a CUDA bucket uploads it at its next step.
   void load_state(const void* bytes, size_t n) override {
-    states_ = decode_state(bytes, n, options_.optim.kind);  // decoded whole, then swapped in
+    StateMap loaded =
+        decode_state(bytes, n, options_.optim.kind);  // decoded whole, then swapped in
+    device_.clear();
+    states_ = std::move(loaded);
   }
 
   void stats(ddph_stats_t* out) const override {
@@ -88,14 +132,59 @@ class HookThenOptimizer : public Hook {
   }
 
  private:
+  // The inner hook, which must run on this bucket's memory too.
+  void run_inner(const ddph_bucket_t& bucket, const Where& at) {
+    try {
+      run_hook_blocking(inner_, bucket);
+    } catch (const Error& e) {
+      if (!at.cuda() || e.code() != DDPH_UNSUPPORTED) throw;
+      DDPH_FAIL(DDPH_UNSUPPORTED, kName << ": the wrapped hook '"
+                                        << (inner_.hook->name ? inner_.hook->name : "?")
+                                        << "' cannot run on this CUDA bucket, so there is no "
+                                           "reduced gradient to step with: "
+                                        << e.what());
+    }
+  }
+
+  // key's state as device slots on at's GPU, uploaded from the host the
+  // first time (a loaded checkpoint, or earlier host steps).
+  DeviceSlots& on_device(const ParamKey& key, ParamState& s, const Where& at) {
+    std::unique_ptr<DeviceSlots>& d = device_[key];
+    if (d != nullptr && d->device() != at.device.device_id) {  // the parameter moved GPUs
+      d->download(&s);
+      d.reset();
+    }
+    if (d == nullptr) {
+      auto fresh = std::make_unique<DeviceSlots>(at);
+      fresh->upload(s);
+      d = std::move(fresh);
+      s.momentum = {};  // the device holds the state from here on
+      s.second = {};
+      s.max_second = {};
+    }
+    d->use_stream(at.stream);
+    return *d;
+  }
+
+  // key's state back on the host if a CUDA bucket had it.
+  void to_host(const ParamKey& key, ParamState* s) {
+    auto d = device_.find(key);
+    if (d == device_.end()) return;
+    d->second->download(s);
+    device_.erase(d);
+  }
+
   ddph_hook_ref_t inner_;
   HookOptions options_;
   ParamSelection selection_;
+  // Every parameter's step count and, for host buckets, its buffers; the
+  // buffers of parameters stepped on a GPU live in device_ instead.
   StateMap states_;
+  std::map<ParamKey, std::unique_ptr<DeviceSlots>> device_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
   std::vector<float*> params_;
-  std::vector<float> upcast_;
+  ScratchBuffers scratch_;
 };
 
 }  // namespace

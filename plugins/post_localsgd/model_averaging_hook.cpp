@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/comm_call.h"
+#include "core/group_comm.h"
 #include "core/hook.h"
 #include "core/options.h"
 #include "core/rank_groups.h"
@@ -29,7 +30,6 @@
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/param_average.h"
 #include "plugins/post_localsgd/step_counter.h"
-#include "core/group_comm.h"
 
 namespace ddph {
 namespace post_localsgd {

@@ -10,14 +10,14 @@
 #include <string>
 
 #include "core/comm_call.h"
+#include "core/group_comm.h"
 #include "core/hook.h"
 #include "core/options.h"
-#include "core/tensor.h"
 #include "core/rank_groups.h"
+#include "core/tensor.h"
 #include "plugins/post_localsgd/cuda_build.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/step_counter.h"
-#include "core/group_comm.h"
 
 namespace ddph {
 namespace post_localsgd {

@@ -1,0 +1,65 @@
+// In a build without CUDA (DDPH_WITH_CUDA=OFF), post_localsgd and
+// model_averaging refuse a CUDA bucket with DDPH_UNSUPPORTED saying so,
+// before anything is sent. The bucket's pointers are never read, so none is
+// real. In a build with CUDA the GPU tests (localsgd_gpu_test.cpp) cover
+// CUDA buckets.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/session_gloo/session_ranks.h"
+
+namespace {
+
+TEST(LocalSgdWithoutCuda, ACudaBucketIsRefusedUpFront) {
+#if DDPH_TEST_WITH_CUDA
+  GTEST_SKIP() << "this build has CUDA: ddph_test_post_localsgd_gpu covers CUDA buckets";
+#endif
+  struct Case {
+    const char* hook;
+    const char* name;
+  };
+  const Case cases[] = {
+      {"{family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 1}}",
+       "post_localsgd/post_localsgd"},
+      {"{family: post_localsgd, name: model_averaging, wrap: {family: default, name: "
+       "allreduce}}",
+       "post_localsgd/model_averaging"},
+  };
+  for (const Case& c : cases) {
+    char tmpl[] = "/tmp/ddph-lsgd-nocuda-XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    ASSERT_NE(dir, nullptr);
+    ddph_session_t* s = ddph_test::open_session(
+        std::string("comm: {backend: gloo, timeout: 20s}\nhook: ") + c.hook + "\n", 0, 1, dir);
+    ASSERT_NE(s, nullptr) << c.hook;
+    alignas(16) static float fake[8];  // stands in for device memory; never touched
+    int64_t n = 8;
+    ddph_param_t p{};
+    p.struct_size = sizeof p;
+    p.ndim = 1;
+    p.shape = &n;
+    p.data.data = fake;
+    p.data.device = {kDLCUDA, 0};
+    p.data.ndim = 1;
+    p.data.dtype = {kDLFloat, 32, 1};
+    p.data.shape = &n;
+    ddph_bucket_t b{};
+    b.struct_size = sizeof b;
+    b.is_last = 1;
+    b.buffer = p.data;
+    b.num_params = 1;
+    b.params = &p;
+    std::string message;
+    EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << c.hook << ": " << message;
+    EXPECT_NE(
+        message.find(std::string(c.name) +
+                     ": bucket.buffer is CUDA memory, but this build of ddphooks has no CUDA"),
+        std::string::npos)
+        << message;
+    ddph_session_close(s);
+  }
+}
+
+}  // namespace
