@@ -175,6 +175,8 @@ PsgdHook::Factors PsgdHook::fresh_factors(uint64_t index, size_t p_numel,
   fit(r.p, p_numel);
   ops_->zero(r.p.data, p_numel);
   fit(r.q, q_host.size());
+  // From pageable memory, as PyTorch's `.to(device)` of its CPU-drawn Q: the
+  // copy waits for the stream's earlier work, once per fresh draw.
   ops_->upload(r.q.data, q_host.data(), q_host.size());
   return Factors{r.p.data, r.q.data};
 }

@@ -385,8 +385,8 @@ TEST(Options, BadValuesAreRefusedWithReasons) {
     for (auto& b : bad) {
       const ddph_test::OpenOutcome o = ddph_test::open_outcome(yaml(b[0], b[1]), rank, w, dir);
       DDPH_CHILD_CHECK(o.code == DDPH_INVALID_ARGUMENT, "%s {%s} accepted", b[0], b[1]);
-      DDPH_CHILD_CHECK(o.message.find(b[2]) != std::string::npos,
-                       "%s {%s}: message lacks '%s': %s", b[0], b[1], b[2], o.message.c_str());
+      DDPH_CHILD_CHECK(o.message.find(b[2]) != std::string::npos, "%s {%s}: message lacks '%s': %s",
+                       b[0], b[1], b[2], o.message.c_str());
     }
     // Both off: start_iter 0 and 1 are fine (PyTorch accepts them too).
     ddph_session_t* s = ddph_test::open_session(
@@ -427,5 +427,33 @@ TEST(Options, BadValuesAreRefusedWithReasons) {
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
+
+#ifndef DDPH_TEST_CUDA_BUILD
+// In a build without CUDA the hooks still declare their CUDA path (the
+// loader admits the bucket), and refuse it themselves with the reason,
+// before reading the (never dereferenced) device pointer. Built only when
+// DDPH_WITH_CUDA is off; with CUDA, gpu_hooks_test.cpp checks the refusal
+// where no GPU is usable.
+TEST(Device, ACudaBucketIsRefusedInABuildWithoutCuda) {
+  auto results = ddph_test::run_ranks(1, [&](int rank, int w, const std::string& dir) {
+    for (const char* hook : {"powersgd", "batched_powersgd"}) {
+      ddph_session_t* s = ddph_test::open_session(yaml(hook, "start_iter: 2"), rank, w, dir);
+      DDPH_CHILD_CHECK(s != nullptr, "open %s", hook);
+      std::vector<float> shadow(16, 1.0f);
+      ShapedBucket views(shadow, {{4, 4}}, 0, 0, true);
+      ddph_bucket_t b = *views.get();
+      b.buffer.data = reinterpret_cast<void*>(uintptr_t(0x1000));
+      b.buffer.device = {kDLCUDA, 0};
+      std::string msg;
+      const ddph_code_t code = ddph_test::run_bucket(s, b, &msg);
+      DDPH_CHILD_CHECK(code == DDPH_UNSUPPORTED && msg.find("has no CUDA") != std::string::npos,
+                       "%s: %d %s", hook, int(code), msg.c_str());
+      ddph_session_close(s);
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+#endif
 
 }  // namespace

@@ -1,0 +1,95 @@
+// The powersgd hooks on GPU buckets over Gloo (which stages CUDA buffers
+// through host memory: core/comm_host_staging.h), 2 real processes sharing
+// one GPU, against the same hook on the same values in host buckets: where
+// a world of one divides by 1, this checks the means. Results within
+// gpu_compare.h's tolerance of the CPU path; every rank ends with the same
+// bits (each computes P Q^T from the same allreduced factors on the same
+// GPU model). Without a GPU the test skips with one line. A binary of its
+// own: the parent must not touch CUDA before forking the ranks.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/powersgd/gpu_compare.h"
+#include "tests/powersgd/psgd_support.h"
+#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/cuda_device.h"
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+namespace ps = ddph_test::psgd;
+
+constexpr int kStartIter = 2;
+constexpr int kSteps = 5;
+
+const std::vector<ps::Shape> kShapes = {{16, 24}, {24}, {20, 9}, {7}};
+
+struct Case {
+  const char* hook;
+  const char* options;
+};
+
+const Case kCases[] = {
+    {"powersgd", "rank: 2, start_iter: 2"},
+    {"powersgd", "rank: 4, start_iter: 2, warm_start: false"},
+    {"batched_powersgd", "rank: 1, start_iter: 2"},
+    {"batched_powersgd", "rank: 3, start_iter: 2, error_feedback: false"},
+};
+
+int body(const Case& c, int rank, int world, const std::string& dir) {
+  DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "rank %d: cudaSetDevice", rank);
+  cudaStream_t stream = nullptr;
+  DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+                   "rank %d: cudaStreamCreate", rank);
+  std::string error;
+  const std::string yaml = ps::yaml(c.hook, c.options);
+  ddph_session_t* gpu = ddph_test::open_session(yaml, rank, world, dir, &error);
+  DDPH_CHILD_CHECK(gpu != nullptr, "%s rank %d: %s", c.hook, rank, error.c_str());
+  ddph_session_t* cpu = ddph_test::open_session(yaml, rank, world, dir, &error);
+  DDPH_CHILD_CHECK(cpu != nullptr, "%s rank %d: %s", c.hook, rank, error.c_str());
+  // K_max: the batched hook's side, ceil(sqrt(numel)) = 25 here; the
+  // layer-wise hook's widest view has 24 columns.
+  const double tol = ps::gpu_tolerance(25, kSteps - kStartIter);
+  const size_t n = size_t(ps::numel_of(kShapes));
+  for (int step = 0; step < kSteps; ++step) {
+    const std::vector<float> in = ps::gpu_gradients(n, rank, 0, step);
+    std::vector<float> on_cpu = in;
+    std::string message;
+    DDPH_CHILD_CHECK(ps::run(cpu, on_cpu, kShapes, 0, uint64_t(step), true, &message) == DDPH_OK,
+                     "%s rank %d step %d: host bucket: %s", c.hook, rank, step, message.c_str());
+    std::vector<float> shadow = in;  // lends the parameter views
+    ps::ShapedBucket views(shadow, kShapes, 0, uint64_t(step), true);
+    ddph_test::DeviceVec<float> device(in);
+    ddph_bucket_t b = *views.get();
+    b.buffer.data = device.get();
+    b.buffer.device = {kDLCUDA, 0};
+    b.stream = stream;
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, b, &message) == DDPH_OK,
+                     "%s rank %d step %d: GPU bucket: %s", c.hook, rank, step, message.c_str());
+    const std::vector<float> back = device.host(stream);
+    const ::testing::AssertionResult near = ps::gpu_close(back, on_cpu, tol);
+    DDPH_CHILD_CHECK(bool(near), "%s rank %d step %d: %s", c.hook, rank, step, near.message());
+    DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(cpu, back.data(), n * sizeof(float)),
+                     "%s step %d: ranks differ on the GPU", c.hook, step);
+  }
+  ddph_session_close(gpu);
+  ddph_session_close(cpu);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+TEST(PsgdGpuOverGloo, TwoRanksOnOneGpuMatchTheCpuPath) {
+  DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
+  for (const Case& c : kCases) {
+    const auto results = ddph_test::run_ranks(
+        2, [&](int rank, int world, const std::string& dir) { return body(c, rank, world, dir); },
+        240);
+    EXPECT_TRUE(ddph_test::all_passed(results))
+        << c.hook << " {" << c.options << "}: " << ddph_test::describe(results);
+  }
+}
+
+}  // namespace
