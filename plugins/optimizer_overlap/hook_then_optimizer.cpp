@@ -149,21 +149,24 @@ class HookThenOptimizer : public Hook {
   // key's state as device slots on at's GPU, uploaded from the host the
   // first time (a loaded checkpoint, or earlier host steps).
   DeviceSlots& on_device(const ParamKey& key, ParamState& s, const Where& at) {
-    std::unique_ptr<DeviceSlots>& d = device_[key];
-    if (d != nullptr && d->device() != at.device.device_id) {  // the parameter moved GPUs
-      d->download(&s);
-      d.reset();
+    auto found = device_.find(key);
+    if (found != device_.end() && found->second->device() != at.device.device_id) {
+      found->second->download(&s);  // the parameter moved GPUs: through the host
+      device_.erase(found);
+      found = device_.end();
     }
-    if (d == nullptr) {
+    if (found == device_.end()) {
+      // Entered only once uploaded, so device_ never holds a half-made entry
+      // and the host copy stays whole if the upload fails.
       auto fresh = std::make_unique<DeviceSlots>(at);
       fresh->upload(s);
-      d = std::move(fresh);
-      s.momentum = {};  // the device holds the state from here on
+      found = device_.emplace(key, std::move(fresh)).first;
+      s.momentum = {};  // the device holds the buffers from here on
       s.second = {};
       s.max_second = {};
     }
-    d->use_stream(at.stream);
-    return *d;
+    found->second->use_stream(at.stream);
+    return *found->second;
   }
 
   // key's state back on the host if a CUDA bucket had it.
