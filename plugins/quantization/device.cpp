@@ -5,7 +5,14 @@
 
 #include "core/error.h"
 #ifdef DDPH_HAVE_CUDA
-#include "plugins/quantization/cuda_check.h"
+#include "core/kernels/cuda/cuda_check.h"
+#include "core/kernels/cuda/device_guard.h"
+#else
+namespace ddph {
+namespace cuda {
+class DeviceGuard {};  // never made without CUDA; complete for unique_ptr
+}  // namespace cuda
+}  // namespace ddph
 #endif
 
 namespace ddph {
@@ -15,6 +22,9 @@ namespace {
 #ifdef DDPH_HAVE_CUDA
 cudaStream_t stream_of(const Where& at) {
   return static_cast<cudaStream_t>(at.stream);
+}
+void cuda_ok(cudaError_t error, const char* call) {
+  cuda::check(error, "quantization", call);
 }
 #else
 [[noreturn]] void no_cuda(const char* what) {
@@ -75,22 +85,13 @@ void read_column(const Where& at, const uint8_t* first, size_t stride, size_t ro
 DeviceGuard::DeviceGuard(const Where& at) {
   if (!at.cuda()) return;
 #ifdef DDPH_HAVE_CUDA
-  int current = 0;
-  cuda_ok(cudaGetDevice(&current), "cudaGetDevice");
-  if (current != at.device.device_id) {
-    cuda_ok(cudaSetDevice(at.device.device_id), "cudaSetDevice");
-    previous_ = current;
-  }
+  guard_ = std::make_unique<cuda::DeviceGuard>(at.device.device_id, "quantization");
 #else
   no_cuda("selecting the device");
 #endif
 }
 
-DeviceGuard::~DeviceGuard() {
-#ifdef DDPH_HAVE_CUDA
-  if (previous_ >= 0) cudaSetDevice(previous_);
-#endif
-}
+DeviceGuard::~DeviceGuard() = default;
 
 FloatStore::~FloatStore() {
   release();

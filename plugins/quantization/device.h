@@ -9,11 +9,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/kernels/on_device.h"
 
 namespace ddph {
+namespace cuda {
+class DeviceGuard;
+}
 namespace quantization {
 
 void zero_bytes(const Where& at, void* p, size_t bytes);
@@ -23,9 +27,9 @@ void copy_bytes(const Where& at, void* dst, const void* src, size_t bytes);
 // done. On a GPU: one small copy to the host and a wait for the stream.
 void read_column(const Where& at, const uint8_t* first, size_t stride, size_t rows, uint8_t* out);
 
-// Makes at's GPU current for the lifetime of the guard (launches go to the
-// device of the stream's memory, whatever the calling thread had); nothing
-// on the host.
+// Core's cuda::DeviceGuard for at's GPU, behind a header that needs no CUDA
+// (codec.h holds one): launches go to the device of the bucket's memory,
+// whatever the calling thread had. Nothing for a host bucket.
 class DeviceGuard {
  public:
   explicit DeviceGuard(const Where& at);
@@ -34,7 +38,7 @@ class DeviceGuard {
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int previous_ = -1;
+  std::unique_ptr<cuda::DeviceGuard> guard_;
 };
 
 // Floats in host memory or on one GPU. Device memory is allocated only when

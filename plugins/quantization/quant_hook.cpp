@@ -56,6 +56,9 @@ class QuantHook : public Hook {
     job.index = bucket.index;
     job.step = bucket.step;
     job.at = where_of(bucket);
+    // Pinned host memory is host memory: the host path, and host-labelled
+    // scratch (which is plain host memory) for the communicator.
+    if (job.at.device.device_type == kDLCUDAHost) job.at.device = DLDevice{kDLCPU, 0};
     const uint64_t bytes = uint64_t(job.n) * sizeof(float);
     count_in(bytes);
     if (job.n == 0) return done.ok();

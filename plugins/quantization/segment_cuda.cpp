@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "plugins/quantization/rank_header.h"
 #ifdef DDPH_HAVE_CUDA
-#include "plugins/quantization/cuda_check.h"
+#include "core/kernels/cuda/cuda_check.h"
 #include "plugins/quantization/device.h"
 #include "plugins/quantization/kernels/quant_cuda.h"
 #endif
@@ -16,6 +16,9 @@ namespace {
 
 cudaStream_t stream_of(const Where& at) {
   return static_cast<cudaStream_t>(at.stream);
+}
+void cuda_ok(cudaError_t error, const char* kernel) {
+  cuda::check(error, "quantization", kernel);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 // answer is DDPH_UNSUPPORTED saying why, before any byte of the buffer is
 // touched (the pointer here is not memory at all), and the session lives on.
 // On a host with a GPU this test skips: gpu_hooks_test covers that case.
+// A bucket in pinned host memory (kDLCUDAHost) is host memory, and runs the
+// host path.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -54,6 +57,22 @@ TEST(QuantCudaBucket, WithoutCudaOrAGpuIsAClearErrorAndTheSessionGoesOn) {
     EXPECT_EQ(ddph_test::quant::run_bucket_msg(s, x, 0, 0, nullptr), DDPH_OK);
     ddph_session_close(s);
   }
+}
+
+TEST(QuantCudaBucket, APinnedHostBucketRunsTheHostPath) {
+  ddph_session_t* s = ddph_test::open_session(
+      ddph_test::quant::yaml("per_channel", "protocol: reduce_scatter, bits: 4"), 0, 1, temp_dir());
+  ASSERT_NE(s, nullptr);
+  const std::vector<float> x = ddph_test::quant::inputs(0, 0, 1000);
+  std::vector<float> plain = x, pinned = x;
+  ASSERT_EQ(ddph_test::quant::run_bucket_msg(s, plain, 0, 0, nullptr), DDPH_OK);
+  ddph_test::FloatBucket b(pinned, 0, 0, true);
+  b.bucket.buffer.device = {kDLCUDAHost, 0};  // the label only: the memory is the host's
+  std::string message;
+  ASSERT_EQ(ddph_test::run_bucket(s, b.bucket, &message), DDPH_OK) << message;
+  EXPECT_EQ(std::memcmp(pinned.data(), plain.data(), 4 * x.size()), 0);
+  EXPECT_NE(std::memcmp(plain.data(), x.data(), 4 * x.size()), 0);  // 4 bits changed values
+  ddph_session_close(s);
 }
 
 }  // namespace
