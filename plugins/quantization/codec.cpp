@@ -14,12 +14,12 @@ enum : uint64_t { kParamsKey = 100, kCodesKey = 101, kFlagsKey = 102 };
 
 }  // namespace
 
-Codec::Codec(const Where& at, ScratchBuffers& scratch, size_t max_n, size_t max_channels,
+Codec::Codec(const Where& at, ScratchBuffers& scratch, int bits, size_t max_n, size_t max_channels,
              size_t encodings)
     : at_(at),
       guard_(at),
-      params_(scratch.get(at, kParamsKey, max_channels * sizeof(quant::QParams))),
-      codes_(scratch.get(at, kCodesKey, max_n)),
+      params_(scratch.get(at, kParamsKey, at.cuda() ? 0 : max_channels * sizeof(quant::QParams))),
+      codes_(scratch.get(at, kCodesKey, bits == 8 ? 0 : max_n)),
       flags_(scratch.get(at, kFlagsKey, at.cuda() ? encodings : 0)),
       encodings_(encodings) {
   scratch_.params = static_cast<quant::QParams*>(params_.data());

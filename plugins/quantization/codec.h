@@ -22,11 +22,13 @@ namespace quantization {
 
 class Codec {
  public:
-  // One protocol run: segments of up to max_n elements in up to
+  // One protocol run at `bits`: segments of up to max_n elements in up to
   // max_channels channels, and up to `encodings` calls of encode and
   // encode_or_nan. Scratch comes from `scratch` (a host buffer per role,
-  // reused; on a GPU pool memory leased for the run).
-  Codec(const Where& at, ScratchBuffers& scratch, size_t max_n, size_t max_channels,
+  // reused; on a GPU pool memory leased for the run), and only what the run
+  // needs: unpacked codes for bits < 8, params copies on the host (a GPU
+  // reads them in place), a flag per encoding on a GPU.
+  Codec(const Where& at, ScratchBuffers& scratch, int bits, size_t max_n, size_t max_channels,
         size_t encodings);
 
   const Where& where() const { return at_; }

@@ -21,7 +21,7 @@ Outcome run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob&
   const Segment seg{job.n, o.channel_size != 0 ? o.channel_size : job.n};
   const size_t block = kRankHeaderBytes + encoded_bytes(seg, o.bits);
   const size_t world = size_t(job.world);
-  Codec codec(job.at, ws.scratch, seg.n, segment_channels(seg), 1);
+  Codec codec(job.at, ws.scratch, o.bits, seg.n, segment_channels(seg), 1);
   const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kRecvKey, world * block);
   uint8_t* all = static_cast<uint8_t*>(recv_buf.data());
   uint8_t* own = all + size_t(job.rank) * block;

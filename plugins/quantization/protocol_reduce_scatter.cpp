@@ -51,7 +51,7 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   const std::vector<int64_t> recv_counts(w, static_cast<int64_t>(mine_bytes));
 
   // Every chunk of the own data, then the owner's mean.
-  Codec codec(job.at, ws.scratch, longest, most_channels, w + 1);
+  Codec codec(job.at, ws.scratch, o.bits, longest, most_channels, w + 1);
   const ScratchBuffers::Lease send_buf = ws.scratch.get(job.at, kSendKey, offset[w]);
   const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kRecvKey, w * mine_bytes);
   uint8_t* sent = static_cast<uint8_t*>(send_buf.data());
