@@ -48,10 +48,12 @@ LentBucket::~LentBucket() {
 }
 
 void LentBucket::copy_in(void* dst, const void* src, size_t bytes) {
-  if (cuda_)
-    EXPECT_EQ(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  else
-    std::memcpy(dst, src, bytes);
+  if (!cuda_) return (void)std::memcpy(dst, src, bytes);
+  // As a host must before reusing a buffer: the previous step's work on the
+  // bucket's stream (a non-blocking one, which cudaMemcpy does not wait
+  // for) may still read it.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
 void LentBucket::copy_out(void* dst, const void* src, size_t bytes) const {

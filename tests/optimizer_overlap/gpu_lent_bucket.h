@@ -25,7 +25,8 @@ class LentBucket {
   // lower half is zero).
   void set_grads(const std::vector<float>& g);
   void set_params(const std::vector<float>& p);
-  // Wait for the device first.
+  // Every copy waits for the device first, as a host must before reusing or
+  // reading memory that work on a stream may still touch.
   std::vector<float> grads() const;
   std::vector<float> params() const;
   ddph_bucket_t bucket(uint64_t index, uint64_t step, bool is_last, void* stream);
