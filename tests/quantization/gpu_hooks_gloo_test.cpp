@@ -54,6 +54,8 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
   for (uint64_t step = 0; step < 3; ++step) {
     std::vector<float> host = inputs(rank, step, n);
     ddph_test::DeviceVec<float> device(host);
+    // The upload has landed before the hook's non-blocking stream reads it.
+    DDPH_CHILD_CHECK(cudaDeviceSynchronize() == cudaSuccess, "rank %d: upload", rank);
     DDPH_CHILD_CHECK(ddph_test::quant::run_bucket_msg(cpu, host, 0, step, nullptr) == DDPH_OK,
                      "%s rank %d step %d: host bucket", c.options, rank, int(step));
     std::vector<float> unused(0);

@@ -85,6 +85,9 @@ class Pair {
   // stream, so ordering is the hook's doing), read back after the stream.
   Result on_gpu(const std::vector<float>& x, uint64_t index, uint64_t step) {
     DeviceVec<float> d(x);
+    // cudaMemcpy from pageable memory may return before its DMA lands, and
+    // the hook's stream does not wait for the legacy stream.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     int64_t n = int64_t(x.size());
     ddph_bucket_t b{};
     b.struct_size = sizeof b;
