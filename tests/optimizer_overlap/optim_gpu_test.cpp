@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,11 @@ struct Case {
   bool bf16;
   bool stateful;  // whether the optimizer keeps buffers a checkpoint must carry
 };
+
+// gtest prints a parameter by this, in test names and failures.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class CudaOptimizer : public ::testing::TestWithParam<Case> {
  protected:

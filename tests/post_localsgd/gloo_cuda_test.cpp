@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct Case {
   const char* hook;
   uint64_t period;  // steps s with s % period == period - 1 end with equal parameters; 0: none
 };
+
+// gtest prints a parameter by this, in test names and failures.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class GlooCuda : public ::testing::TestWithParam<Case> {};
 

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,17 @@ std::vector<float> values(uint64_t step, size_t n, double phase) {
   return v;
 }
 
-class CudaLocalSgd : public ::testing::TestWithParam<const char*> {
+struct Case {
+  const char* name;
+  const char* hook;
+};
+
+// gtest prints a parameter by this, in test names and failures.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class CudaLocalSgd : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     DDPH_SKIP_WITHOUT_GPU();
@@ -50,7 +61,7 @@ class CudaLocalSgd : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(CudaLocalSgd, EveryStepMatchesTheCpuPathBitForBit) {
-  const std::string hook = GetParam();
+  const std::string hook = GetParam().hook;
   std::string error;
   ddph_session_t* gpu = ddph_test::open_session(
       "comm: {backend: nccl, timeout: 20s}\nhook: " + hook + "\n", 0, 1, temp_dir(), &error);
@@ -84,17 +95,24 @@ TEST_P(CudaLocalSgd, EveryStepMatchesTheCpuPathBitForBit) {
 INSTANTIATE_TEST_SUITE_P(
     Hooks, CudaLocalSgd,
     ::testing::Values(
-        "{family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 3, "
-        "subgroup_size: 1}}",
-        "{family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 2, "
-        "post_local_gradient_allreduce: false}}",
-        "{family: post_localsgd, name: model_averaging, options: {period: 2, warmup_steps: 3}, "
-        "wrap: {family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 4}}}",
-        "{family: post_localsgd, name: model_averaging, options: {hierarchy: '2:1,3:1'}, wrap: "
-        "{family: default, name: allreduce}}",
-        "{family: optimizer_overlap, name: hook_then_optimizer, options: {optimizer: sgd, lr: "
-        "0.1, momentum: 0.9}, wrap: {family: post_localsgd, name: model_averaging, options: "
-        "{period: 2}, wrap: {family: post_localsgd, name: post_localsgd, options: "
-        "{start_localsgd_iter: 2}}}}"));
+        Case{"post_localsgd_subgroups",
+             "{family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 3, "
+             "subgroup_size: 1}}"},
+        Case{"post_localsgd_no_allreduce",
+             "{family: post_localsgd, name: post_localsgd, options: {start_localsgd_iter: 2, "
+             "post_local_gradient_allreduce: false}}"},
+        Case{"periodic_averaging",
+             "{family: post_localsgd, name: model_averaging, options: {period: 2, warmup_steps: "
+             "3}, wrap: {family: post_localsgd, name: post_localsgd, options: "
+             "{start_localsgd_iter: 4}}}"},
+        Case{"hierarchical_averaging",
+             "{family: post_localsgd, name: model_averaging, options: {hierarchy: '2:1,3:1'}, "
+             "wrap: {family: default, name: allreduce}}"},
+        Case{"under_hook_then_optimizer",
+             "{family: optimizer_overlap, name: hook_then_optimizer, options: {optimizer: sgd, "
+             "lr: 0.1, momentum: 0.9}, wrap: {family: post_localsgd, name: model_averaging, "
+             "options: {period: 2}, wrap: {family: post_localsgd, name: post_localsgd, options: "
+             "{start_localsgd_iter: 2}}}}"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace
