@@ -169,6 +169,7 @@ void FloatStore::move_to(const Where& at) {
   }
 #ifdef DDPH_HAVE_CUDA
   const std::vector<float> values = to_host();
+  DeviceGuard guard(at);
   zeros(at, values.size());
   // From pageable memory the copy has taken the bytes when it returns, so
   // `values` may go out of scope at once.
