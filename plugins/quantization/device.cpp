@@ -1,5 +1,6 @@
 #include "plugins/quantization/device.h"
 
+#include <climits>
 #include <cstring>
 #include <utility>
 
@@ -74,8 +75,18 @@ void read_column(const Where& at, const uint8_t* first, size_t stride, size_t ro
   }
 #ifdef DDPH_HAVE_CUDA
   DeviceGuard guard(at);
-  cuda_ok(cudaMemcpy2DAsync(out, 1, first, stride, 1, rows, cudaMemcpyDeviceToHost, stream_of(at)),
-          "cudaMemcpy2DAsync (device to host)");
+  // One strided copy, unless the stride is past what a 2-D copy's pitch may
+  // be (blocks of gigabytes): then a byte at a time.
+  if (stride <= size_t(INT_MAX)) {
+    cuda_ok(
+        cudaMemcpy2DAsync(out, 1, first, stride, 1, rows, cudaMemcpyDeviceToHost, stream_of(at)),
+        "cudaMemcpy2DAsync (device to host)");
+  } else {
+    for (size_t r = 0; r < rows; ++r)
+      cuda_ok(
+          cudaMemcpyAsync(out + r, first + r * stride, 1, cudaMemcpyDeviceToHost, stream_of(at)),
+          "cudaMemcpyAsync (device to host)");
+  }
   cuda_ok(cudaStreamSynchronize(stream_of(at)), "cudaStreamSynchronize");
 #else
   no_cuda("reading the rank headers");
