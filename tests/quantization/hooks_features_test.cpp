@@ -203,6 +203,35 @@ TEST(NonFinite, PropagateMatchesAllreduceAndErrorFailsEveryRank) {
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
+// Finite buckets whose mean passes FLT_MAX: reduce_scatter's owner cannot
+// re-quantize an infinite mean, so its whole chunk comes back NaN on every
+// rank (encode_nan), never as codes under a scale computed from Inf; the
+// other chunks are unaffected. The bucket is not refused: no rank's input
+// was non-finite. (The CUDA path decides this on the device; the GPU tests
+// hold it to these bits.)
+TEST(NonFinite, AnOwnerMeanPastFloatMaxIsNaNOnEveryRank) {
+  auto results = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* s =
+        ddph_test::open_session(yaml("per_channel", "protocol: reduce_scatter"), rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    const size_t n = 2048;  // 4 channels: rank 0 owns [0, 1024), rank 1 [1024, 2048)
+    std::vector<float> x = inputs(rank, 0, n);
+    for (size_t i = 0; i < 512; ++i) x[i] = 3e38f;  // each finite, their sum is not
+    DDPH_CHILD_CHECK(run_bucket_msg(s, x, 0, 0, nullptr) == DDPH_OK, "bucket refused");
+    for (size_t i = 0; i < 1024; ++i)
+      DDPH_CHILD_CHECK(std::isnan(x[i]), "x[%zu] = %g, not NaN", i, x[i]);
+    for (size_t i = 1024; i < n; ++i) {
+      const float mean = (input(0, 0, i) + input(1, 0, i)) / 2;
+      DDPH_CHILD_CHECK(std::isfinite(x[i]) && std::fabs(x[i] - mean) < 0.1f, "x[%zu] = %g, mean %g",
+                       i, x[i], mean);
+    }
+    DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, x.data(), n * sizeof(float)), "ranks differ");
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 // A non-finite bucket must leave error feedback as it was, on every rank:
 // the NaN sits in the last chunk of the last rank, so every other chunk (and
 // every other rank) quantizes fine before anyone learns of it. Its result is
@@ -233,8 +262,7 @@ TEST_P(NonFiniteResiduals, StayAsTheyWereAndTheResultIsAllreduces) {
       DDPH_CHILD_CHECK(
           std::isnan(bad[i]) == std::isnan(want[i]) && (std::isnan(want[i]) || bad[i] == want[i]),
           "x[%zu]: %g, allreduce %g", i, bad[i], want[i]);
-    DDPH_CHILD_CHECK(session_state(hit) == before, "%s: the residuals changed",
-                     protocol.c_str());
+    DDPH_CHILD_CHECK(session_state(hit) == before, "%s: the residuals changed", protocol.c_str());
     std::vector<float> a = inputs(rank, 2, kN), b = a;
     DDPH_CHILD_CHECK(run_bucket_msg(hit, a, 0, 2, nullptr) == DDPH_OK, "step 2");
     DDPH_CHILD_CHECK(run_bucket_msg(clean, b, 0, 2, nullptr) == DDPH_OK, "step 2, clean run");
