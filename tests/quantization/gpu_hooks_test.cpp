@@ -3,8 +3,8 @@
 // the bits its CPU path gives over Gloo on the same bucket, step after step;
 // their checkpoints are the same bytes, and a checkpoint moves from one to
 // the other; a bucket holding NaN ends the same way in both (propagate and
-// error), and so does a bucket under min_bytes. Without a GPU every test
-// skips with one line.
+// error), and so do buckets near FLT_MAX and under min_bytes. Without a GPU
+// every test skips with one line.
 //
 // A world of one still runs the whole protocol (the codec, headers, the
 // owner's requantization, the exchanges through NCCL), so any difference
@@ -235,6 +235,28 @@ TEST(QuantGpuHooks, ANonFiniteBucketEndsTheSameWayOnBoth) {
       }
       EXPECT_TRUE(hook_blob(ddph_test::session_state(p.gpu())) ==
                   hook_blob(ddph_test::session_state(p.cpu())));
+    }
+}
+
+// Finite values near FLT_MAX: a constant channel at 3e38, and a channel
+// spanning -3e38..3e38 whose scale overflows. Whatever the CPU path makes of
+// them (NaN chunks from the owner's encode_or_nan, or a fallback), the GPU
+// path makes the same.
+TEST(QuantGpuHooks, HugeValuesEndTheSameWayOnBoth) {
+  DDPH_SKIP_WITHOUT_GPU();
+  for (const char* protocol : {"allgather", "reduce_scatter"})
+    for (int bits : {8, 2}) {
+      const std::string options =
+          std::string("protocol: ") + protocol + ", bits: " + std::to_string(bits);
+      SCOPED_TRACE(options);
+      Pair p("per_channel", options);
+      ASSERT_TRUE(p.ok());
+      std::vector<float> x = inputs(0, 0, kLengths[0]);
+      for (size_t i = 0; i < 512; ++i) x[i] = 3e38f;
+      for (size_t i = 512; i < 1024; ++i) x[i] = i % 2 ? 3e38f : -3e38f;
+      const Result g = p.on_gpu(x, 0, 0), h = p.on_cpu(x, 0, 0);
+      EXPECT_EQ(g.code, h.code) << g.message << " | " << h.message;
+      EXPECT_TRUE(same_bits(g.data, h.data));
     }
 }
 
