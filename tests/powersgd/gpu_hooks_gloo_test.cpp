@@ -5,10 +5,13 @@
 // gpu_compare.h's tolerance of the CPU path; every rank ends with the same
 // bits (each computes P Q^T from the same allreduced factors on the same
 // GPU model). Without a GPU the test skips with one line. A binary of its
-// own: the parent must not touch CUDA before forking the ranks.
+// own: the parent must not touch CUDA before forking the ranks. Also: under
+// fp16_wrapper (a 16-bit CUDA bucket, factors in fp16 on the wire) the mean
+// of rank-2 gradients comes back exact up to fp16 rounding.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -79,6 +82,76 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
   ddph_session_close(cpu);
   cudaStreamDestroy(stream);
   return 0;
+}
+
+// Each rank's matrices are outer products u v^T (1-D views: any values), so
+// the sum over 2 ranks has rank <= 2 and rank-2 PowerSGD without error
+// feedback returns the exact mean, up to the wrapper's fp16 rounding: six
+// roundings of u16 = 2^-11 on the way (the input cast, P and Q each cast
+// and summed in fp16, the cast back), amplified by orthogonalization by at
+// most kFp16Amplification, relative to the largest value: 1.2e-2. The CPU
+// path measures 2.2e-3 on these gradients; a wrong divide or layout is off
+// by O(1).
+constexpr double kFp16Amplification = 4;
+
+std::vector<float> low_rank(int rank, int step) {
+  std::vector<float> out;
+  for (const ps::Shape& s : kShapes) {
+    const size_t n = size_t(ps::numel_of({s}));
+    const std::vector<float> r = ps::gpu_gradients(n + 64, rank, 7, step);
+    if (s.size() == 1) {
+      out.insert(out.end(), r.begin(), r.begin() + long(n));
+      continue;
+    }
+    const size_t rows = size_t(s[0]), cols = n / rows;
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t j = 0; j < cols; ++j) out.push_back(r[i] * r[rows + j]);
+  }
+  return out;
+}
+
+int wrapped_body(int rank, int world, const std::string& dir) {
+  DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "rank %d: cudaSetDevice", rank);
+  cudaStream_t stream = nullptr;
+  DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+                   "rank %d: cudaStreamCreate", rank);
+  std::string error;
+  ddph_session_t* gpu = ddph_test::open_session(
+      ps::yaml("powersgd", "rank: 2, start_iter: 2, error_feedback: false", "fp16_wrapper"), rank,
+      world, dir, &error);
+  DDPH_CHILD_CHECK(gpu != nullptr, "rank %d: %s", rank, error.c_str());
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<double> mean(size_t(ps::numel_of(kShapes)), 0.0);
+    for (int r = 0; r < world; ++r) {
+      const std::vector<float> g = low_rank(r, step);
+      for (size_t i = 0; i < g.size(); ++i) mean[i] += double(g[i]) / world;
+    }
+    const std::vector<float> in = low_rank(rank, step);
+    std::vector<float> shadow = in;
+    ps::ShapedBucket views(shadow, kShapes, 0, uint64_t(step), true);
+    ddph_test::DeviceVec<float> device(in);
+    ddph_bucket_t b = *views.get();
+    b.buffer.data = device.get();
+    b.buffer.device = {kDLCUDA, 0};
+    b.stream = stream;
+    std::string message;
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, b, &message) == DDPH_OK,
+                     "rank %d step %d: GPU bucket: %s", rank, step, message.c_str());
+    const std::vector<float> back = device.host(stream);
+    const std::vector<float> want(mean.begin(), mean.end());
+    const ::testing::AssertionResult near =
+        ps::gpu_close(back, want, 6 * kFp16Amplification * std::ldexp(1.0, -11));
+    DDPH_CHILD_CHECK(bool(near), "rank %d step %d: not the mean: %s", rank, step, near.message());
+  }
+  ddph_session_close(gpu);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+TEST(PsgdGpuOverGloo, UnderFp16WrapperTheMeanOfLowRankGradientsIsExact) {
+  DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
+  const auto results = ddph_test::run_ranks(2, wrapped_body, 240);
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
 TEST(PsgdGpuOverGloo, TwoRanksOnOneGpuMatchTheCpuPath) {
