@@ -54,6 +54,9 @@ void LentBucket::copy_in(void* dst, const void* src, size_t bytes) {
   // for) may still read it.
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  // From pageable memory cudaMemcpy may return before its DMA lands, and
+  // the hook's non-blocking stream does not wait for the legacy one.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 void LentBucket::copy_out(void* dst, const void* src, size_t bytes) const {
