@@ -111,7 +111,7 @@ PsgdHook::Resident& PsgdHook::resident(uint64_t index) {
     fit(*to[k], from[k]->size());
     ops_->upload(to[k]->data, from[k]->data(), from[k]->size());
   }
-  // Pageable host memory is staged before upload() returns, so the host
+  // upload() is done with the host memory when it returns, so the host
   // copies can go now.
   m.p = std::vector<float>();
   m.q = std::vector<float>();
@@ -175,8 +175,7 @@ PsgdHook::Factors PsgdHook::fresh_factors(uint64_t index, size_t p_numel,
   fit(r.p, p_numel);
   ops_->zero(r.p.data, p_numel);
   fit(r.q, q_host.size());
-  // From pageable memory, as PyTorch's `.to(device)` of its CPU-drawn Q: the
-  // copy waits for the stream's earlier work, once per fresh draw.
+  // On a GPU through pinned staging (cuda/pinned_uploads.h): no host wait.
   ops_->upload(r.q.data, q_host.data(), q_host.size());
   return Factors{r.p.data, r.q.data};
 }

@@ -43,8 +43,9 @@ class LowRankOps {
   // NULL for n == 0. release(NULL) does nothing.
   virtual float* allocate(size_t n) = 0;
   virtual void release(float* p) = 0;
-  // n floats from / to host memory. download waits for the work ordered
-  // before it, so the host may read the result at once.
+  // n floats from / to host memory. After upload returns the host memory
+  // may change; download waits for the work ordered before it, so the host
+  // may read the result at once.
   virtual void upload(float* dst, const float* host, size_t n) = 0;
   virtual void download(float* host, const float* src, size_t n) = 0;
 };

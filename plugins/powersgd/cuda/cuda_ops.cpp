@@ -11,6 +11,7 @@
 #include "core/kernels/cuda/cuda_check.h"
 #include "core/kernels/cuda/device_guard.h"
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
+#include "plugins/powersgd/cuda/pinned_uploads.h"
 #include "plugins/powersgd/math_ops.h"
 
 namespace ddph {
@@ -54,6 +55,7 @@ class CudaOps final : public LowRankOps {
   ~CudaOps() override {
     OnDeviceQuietly on(device_);
     math_.reset();
+    uploads_.reset();
   }
 
   void set_stream(void* stream) override {
@@ -118,10 +120,7 @@ class CudaOps final : public LowRankOps {
   void upload(float* dst, const float* host, size_t n) override {
     if (n == 0) return;
     cuda::DeviceGuard on(device_, kWho);
-    // From pageable memory the copy is staged before this returns, so the
-    // host buffer may change at once.
-    DDPH_CUDA_CHECK(cudaMemcpyAsync(dst, host, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
-                    kWho);
+    uploads_->upload(dst, host, n * sizeof(float), stream_);
   }
   void download(float* host, const float* src, size_t n) override {
     if (n == 0) return;
@@ -136,6 +135,7 @@ class CudaOps final : public LowRankOps {
   int device_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<LowRankCuda> math_;
+  std::unique_ptr<PinnedUploads> uploads_ = std::make_unique<PinnedUploads>();
 };
 
 }  // namespace
