@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/device_allocator.h"
 #include "core/error.h"
 #include "core/host.h"
 
@@ -14,11 +15,22 @@ namespace {
 struct Handle {
   ddph_comm_t table;
   std::unique_ptr<CommBackend> comm;
+  const ddph_device_allocator_t* allocator = nullptr;  // the host's (ABI 1.3), or NULL
 };
 
-CommBackend& comm_of(void* ctx, const char* what) {
+Handle& handle_of(void* ctx, const char* what) {
   DDPH_CHECK(ctx != nullptr, DDPH_INVALID_ARGUMENT, what << ": ctx is NULL");
-  return *static_cast<Handle*>(ctx)->comm;
+  return *static_cast<Handle*>(ctx);
+}
+
+// Runs fn(backend) with the communicator's device allocator current.
+template <class Fn>
+ddph_error_t* call(void* ctx, const char* what, Fn&& fn) {
+  return guard([&] {
+    Handle& h = handle_of(ctx, what);
+    DeviceAllocatorScope scope(h.allocator);
+    fn(*h.comm);
+  });
 }
 
 // A C host may pass any integer as the op, but in C++ an enum whose
@@ -45,50 +57,49 @@ int size_fn(void* ctx) {
 
 ddph_error_t* allreduce_fn(void* ctx, const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
                            void* stream) {
-  return guard(
-      [&] { comm_of(ctx, "allreduce").allreduce(send, recv, valid_op(op, "allreduce"), stream); });
+  return call(ctx, "allreduce",
+              [&](CommBackend& c) { c.allreduce(send, recv, valid_op(op, "allreduce"), stream); });
 }
 
 ddph_error_t* allgather_fn(void* ctx, const DLTensor* send, DLTensor* recv, void* stream) {
-  return guard([&] { comm_of(ctx, "allgather").allgather(send, recv, stream); });
+  return call(ctx, "allgather", [&](CommBackend& c) { c.allgather(send, recv, stream); });
 }
 
 ddph_error_t* reduce_scatter_fn(void* ctx, const DLTensor* send, DLTensor* recv,
                                 ddph_reduce_op_t op, void* stream) {
-  return guard([&] {
-    comm_of(ctx, "reduce_scatter")
-        .reduce_scatter(send, recv, valid_op(op, "reduce_scatter"), stream);
+  return call(ctx, "reduce_scatter", [&](CommBackend& c) {
+    c.reduce_scatter(send, recv, valid_op(op, "reduce_scatter"), stream);
   });
 }
 
 ddph_error_t* broadcast_fn(void* ctx, DLTensor* buf, int root, void* stream) {
-  return guard([&] { comm_of(ctx, "broadcast").broadcast(buf, root, stream); });
+  return call(ctx, "broadcast", [&](CommBackend& c) { c.broadcast(buf, root, stream); });
 }
 
 ddph_error_t* barrier_fn(void* ctx) {
-  return guard([&] { comm_of(ctx, "barrier").barrier(); });
+  return call(ctx, "barrier", [&](CommBackend& c) { c.barrier(); });
 }
 
 ddph_error_t* send_fn(void* ctx, const DLTensor* buf, int peer, void* stream) {
-  return guard([&] { comm_of(ctx, "send").send(buf, peer, stream); });
+  return call(ctx, "send", [&](CommBackend& c) { c.send(buf, peer, stream); });
 }
 
 ddph_error_t* recv_fn(void* ctx, DLTensor* buf, int peer, void* stream) {
-  return guard([&] { comm_of(ctx, "recv").recv(buf, peer, stream); });
+  return call(ctx, "recv", [&](CommBackend& c) { c.recv(buf, peer, stream); });
 }
 
 ddph_error_t* alltoallv_fn(void* ctx, const DLTensor* send, const int64_t* send_counts,
                            DLTensor* recv, const int64_t* recv_counts, void* stream) {
-  return guard(
-      [&] { comm_of(ctx, "alltoallv").alltoallv(send, send_counts, recv, recv_counts, stream); });
+  return call(ctx, "alltoallv",
+              [&](CommBackend& c) { c.alltoallv(send, send_counts, recv, recv_counts, stream); });
 }
 
 ddph_error_t* split_fn(void* ctx, int color, int key, ddph_comm_t** out) {
-  return guard([&] {
+  return call(ctx, "split", [&](CommBackend& c) {
     DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "split: out is NULL");
     *out = nullptr;
-    std::unique_ptr<CommBackend> sub = comm_of(ctx, "split").split(color, key);
-    if (sub) *out = make_comm_table(std::move(sub));
+    std::unique_ptr<CommBackend> sub = c.split(color, key);
+    if (sub) *out = make_comm_table(std::move(sub), current_device_allocator());
   });
 }
 
@@ -102,7 +113,9 @@ uint64_t bytes_sent_to_fn(void* ctx, int peer) {
 
 void destroy_fn(void* ctx) {
   try {
-    delete static_cast<Handle*>(ctx);
+    auto* h = static_cast<Handle*>(ctx);
+    DeviceAllocatorScope scope(h != nullptr ? h->allocator : nullptr);
+    delete h;
   } catch (...) {
     // Never let teardown throw across the ABI.
   }
@@ -110,8 +123,10 @@ void destroy_fn(void* ctx) {
 
 }  // namespace
 
-ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend) {
+ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend,
+                             const ddph_device_allocator_t* allocator) {
   auto* h = new Handle{};
+  h->allocator = allocator;
   const bool counts = backend->counts_bytes();
   const bool counts_per_peer = backend->counts_bytes_per_peer();
   h->comm = std::move(backend);

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/comm_init.h"
+#include "core/device_allocator.h"
 #include "core/error.h"
 
 namespace ddph {
@@ -42,8 +43,11 @@ class CommBackend {
   virtual uint64_t bytes_sent_to(int /*peer*/) { return 0; }
 };
 
-// A table owning backend; its destroy frees both.
-ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend);
+// A table owning backend; its destroy frees both. Every call through the
+// table runs with `allocator` (the host's, ABI 1.3, or NULL) current
+// (core/device_allocator.h); sub-communicators from split inherit it.
+ddph_comm_t* make_comm_table(std::unique_ptr<CommBackend> backend,
+                             const ddph_device_allocator_t* allocator = nullptr);
 
 // For a host that calls a factory's create() without ddph_plugin_entry:
 // adopts init->host as this plugin's host table. False when there is no
@@ -65,7 +69,9 @@ ddph_error_t* create_comm(const ddph_comm_init_t* init, ddph_comm_t** out, const
     DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, who << ": out is NULL");
     *out = nullptr;
     check_comm_init(init, who, rendezvous);
-    *out = make_comm_table(make(*init));
+    const ddph_device_allocator_t* allocator = device_allocator_of(*init, who);
+    DeviceAllocatorScope scope(allocator);
+    *out = make_comm_table(make(*init), allocator);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "core/bucket_check.h"
+#include "core/device_allocator.h"
 #include "core/error.h"
 
 namespace ddph {
@@ -50,7 +51,11 @@ class Hook {
                         ddph_reduce_op_t op);
 
  private:
+  template <class>
+  friend struct HookFunctions;
   std::atomic<uint64_t> bytes_in_{0}, bytes_out_{0};
+  // The host's (ABI 1.3), current during every call into this hook.
+  const ddph_device_allocator_t* device_allocator_ = nullptr;
 };
 
 // Checks the init struct common to all hooks (host, comm, inner). A
@@ -79,7 +84,11 @@ struct HookFunctions {
       DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "create: state out-pointer is NULL");
       *state = nullptr;
       check_hook_init(init, T::kFlags);
-      *state = static_cast<Hook*>(new T(*init));
+      const ddph_device_allocator_t* allocator = device_allocator_of(*init, "create");
+      DeviceAllocatorScope scope(allocator);
+      Hook* hook = new T(*init);
+      hook->device_allocator_ = allocator;
+      *state = hook;
     });
   }
   static ddph_error_t* run_bucket(void* state, const ddph_bucket_t* bucket, ddph_done_fn done,
@@ -89,15 +98,23 @@ struct HookFunctions {
       DDPH_CHECK(done != nullptr, DDPH_INVALID_ARGUMENT, "run_bucket: done callback is NULL");
       DType dtype = check_bucket(
           bucket, RunsOnCuda<T>::value ? BucketMemory::kHostOrCuda : BucketMemory::kHost);
-      static_cast<Hook*>(state)->run(*bucket, dtype, Completion(done, user));
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->run(*bucket, dtype, Completion(done, user));
     });
   }
-  static void destroy(void* state) { delete static_cast<Hook*>(state); }
+  static void destroy(void* state) {
+    Hook* hook = static_cast<Hook*>(state);
+    DeviceAllocatorScope scope(hook != nullptr ? hook->device_allocator_ : nullptr);
+    delete hook;
+  }
   static ddph_error_t* save_state(void* state, ddph_write_fn write, void* sink) {
     return guard([&] {
       DDPH_CHECK(state != nullptr && write != nullptr, DDPH_INVALID_ARGUMENT,
                  "save_state: state or write is NULL");
-      static_cast<Hook*>(state)->save_state(write, sink);
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->save_state(write, sink);
     });
   }
   static ddph_error_t* load_state(void* state, const void* bytes, size_t n) {
@@ -105,7 +122,9 @@ struct HookFunctions {
       DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "load_state: state is NULL");
       DDPH_CHECK(n == 0 || bytes != nullptr, DDPH_INVALID_ARGUMENT,
                  "load_state: bytes is NULL for " << n << " bytes");
-      static_cast<Hook*>(state)->load_state(bytes, n);
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->load_state(bytes, n);
     });
   }
   static ddph_error_t* stats(void* state, ddph_stats_t* out) {

@@ -124,7 +124,7 @@ ddph_error_t* make_inner(void* inner_ctx, ddph_comm_t* comm, ddph_hook_ref_t* ou
     const auto* maker = static_cast<const InnerMaker*>(inner_ctx);
     auto chain = std::make_unique<MadeChain>();
     try {
-      create_elements(*maker->inner, comm, chain->elements);
+      create_elements(*maker->inner, comm, maker->device_allocator, chain->elements);
     } catch (...) {
       std::reverse(chain->elements.begin(), chain->elements.end());
       destroy_elements(chain->elements);
@@ -139,7 +139,8 @@ ddph_error_t* make_inner(void* inner_ctx, ddph_comm_t* comm, ddph_hook_ref_t* ou
 
 }  // namespace
 
-void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm, ChainElements& elements) {
+void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm,
+                     const ddph_device_allocator_t* device_allocator, ChainElements& elements) {
   auto element = std::make_unique<ChainElement>();
   element->plugin = resolved.plugin;
   ddph_hook_init_t init{};
@@ -148,14 +149,16 @@ void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm, ChainEleme
   init.comm = comm;
   init.options = resolved.options.data();
   init.num_options = resolved.options.size();
+  init.device_allocator = device_allocator;
   if (resolved.hook->flags & DDPH_HOOK_MAKES_INNER) {
     // The wrapper makes its inner chain itself, on a communicator of its own.
     element->maker = std::make_unique<InnerMaker>();
     element->maker->inner = resolved.inner.get();
+    element->maker->device_allocator = device_allocator;
     init.make_inner = &make_inner;
     init.inner_ctx = element->maker.get();
   } else if (resolved.inner) {
-    create_elements(*resolved.inner, comm, elements);
+    create_elements(*resolved.inner, comm, device_allocator, elements);
     init.inner = &elements.back()->ref;
   }
   void* state = nullptr;

@@ -19,6 +19,7 @@ namespace loader {
 // the chain named under its `wrap:`.
 struct InnerMaker {
   const ResolvedHook* inner = nullptr;  // owned by the job, which outlives every hook
+  const ddph_device_allocator_t* device_allocator = nullptr;  // the session's, or NULL
 };
 
 // One created hook: table, state, and the ref a wrapper's init.inner points at.
@@ -34,8 +35,10 @@ using ChainElements = std::vector<std::unique_ptr<ChainElement>>;
 // receives its created inner hook), appending each to `elements`: the
 // outermost comes last. A MAKES_INNER wrapper gets make_inner instead of its
 // inner hook, which is then not created here. On a throw, what was created
-// stays in `elements` for the caller to destroy.
-void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm, ChainElements& elements);
+// stays in `elements` for the caller to destroy. Every hook gets
+// device_allocator (the host's, ABI 1.3, or NULL) in its init.
+void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm,
+                     const ddph_device_allocator_t* device_allocator, ChainElements& elements);
 
 // Destroys the states, in the order of `elements` (outer first: a wrapper may
 // use its inner hook while it goes), and clears them.

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "core/bucket_check.h"
+#include "core/device_allocator.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "core/tensor.h"
@@ -150,6 +151,8 @@ Session::Session(const ddph_session_options_t& opts) {
              "ddph_session_options.store.struct_size is " << opts.store->struct_size
                                                           << ", smaller than the v1.0 size "
                                                           << DDPH_STORE_SIZE_V1_0);
+  if (opts.struct_size >= DDPH_SESSION_OPTIONS_SIZE_V1_3)
+    device_allocator_ = checked_device_allocator(opts.device_allocator, "ddph_session_options");
   ConfigSource source;
   if (opts.yaml_path != nullptr) {
     source.path = opts.yaml_path;
@@ -221,6 +224,7 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
   init.timeout_ms = spec.timeout_ms;
   init.options = job_.comm.options.data();
   init.num_options = job_.comm.options.size();
+  init.device_allocator = device_allocator_;
   ddph_comm_t* comm = nullptr;
   DDPH_CALL(job_.comm.factory->create(&init, &comm));
   DDPH_CHECK(comm != nullptr, DDPH_INTERNAL,
@@ -264,7 +268,7 @@ void Session::create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t 
   // create_elements appends inner elements as it goes; the outermost comes
   // last. Reverse so that elements read outer first.
   try {
-    create_elements(resolved, comm_, chain.elements);
+    create_elements(resolved, comm_, device_allocator_, chain.elements);
   } catch (...) {
     std::reverse(chain.elements.begin(), chain.elements.end());  // so cleanup goes outer first
     throw;

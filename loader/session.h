@@ -71,6 +71,8 @@ class Session {
   Placement placement_;
   ddph_comm_t* comm_ = nullptr;
   bool owns_comm_ = false;
+  // The host's (ABI 1.3), handed to the communicator and every hook; or NULL.
+  const ddph_device_allocator_t* device_allocator_ = nullptr;
   ddph_comm_t* control_ = nullptr;  // for rank agreement: split from comm_ (owned), or comm_
   // Rule chains first (in YAML order), then the main chain last.
   std::vector<HookChain> chains_;

@@ -64,4 +64,20 @@ TEST(AbiLayout, V1_2AppendsOnly) {
             0u);
 }
 
+// 1.3 appended device_allocator to ddph_comm_init_t, ddph_hook_init_t and
+// ddph_session_options_t, each right after the fields of the version
+// before, and added the allocator table.
+TEST(AbiLayout, V1_3AppendsOnly) {
+  EXPECT_EQ(offsetof(ddph_comm_init_t, device_allocator), DDPH_COMM_INIT_SIZE_V1_0);
+  EXPECT_EQ(DDPH_COMM_INIT_SIZE_V1_0, 72u);
+  EXPECT_EQ(DDPH_COMM_INIT_SIZE_V1_3, 80u);
+  EXPECT_EQ(offsetof(ddph_hook_init_t, device_allocator), DDPH_HOOK_INIT_SIZE_V1_2);
+  EXPECT_EQ(DDPH_HOOK_INIT_SIZE_V1_3, 72u);
+  EXPECT_EQ(offsetof(ddph_session_options_t, device_allocator), DDPH_SESSION_OPTIONS_SIZE_V1_0);
+  EXPECT_EQ(DDPH_SESSION_OPTIONS_SIZE_V1_0, 56u);
+  EXPECT_EQ(DDPH_SESSION_OPTIONS_SIZE_V1_3, 64u);
+  EXPECT_EQ(offsetof(ddph_device_allocator_t, struct_size), 0u);
+  EXPECT_EQ(DDPH_DEVICE_ALLOCATOR_SIZE_V1_3, 32u);
+}
+
 }  // namespace

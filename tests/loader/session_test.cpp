@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -440,3 +442,134 @@ TEST(Session, FlushFromADoneCallbackIsMisuseNotADeadlock) {
   EXPECT_EQ(ddph_session_flush(s.s), nullptr);
   EXPECT_EQ(probe.code, DDPH_INVALID_ARGUMENT);
 }
+
+namespace {
+
+// A host's device allocator (ABI 1.3) that records its calls. It hands out
+// host memory, which the fixtures never touch: the test is that the
+// session passes the table to its communicator and to every hook, and
+// that what they take comes back.
+struct RecordingAllocator {
+  ddph_device_allocator_t table{};
+  std::mutex mu;
+  int allocs = 0, frees = 0, on_bucket_stream = 0, wrong_device = 0;
+  bool refuse_bucket_stream = false;
+  static constexpr uintptr_t kBucketStream = 0x5eed;
+
+  RecordingAllocator() {
+    table.struct_size = sizeof table;
+    table.ctx = this;
+    table.alloc = &alloc;
+    table.free = &release;
+  }
+  static void* alloc(void* ctx, size_t bytes, DLDevice device, void* stream) {
+    auto* a = static_cast<RecordingAllocator*>(ctx);
+    std::lock_guard<std::mutex> lock(a->mu);
+    const bool bucket = reinterpret_cast<uintptr_t>(stream) == kBucketStream;
+    if (bucket && a->refuse_bucket_stream) return nullptr;
+    a->allocs++;
+    a->on_bucket_stream += bucket;
+    a->wrong_device += device.device_type != kDLCUDA || device.device_id != 0;
+    return std::malloc(bytes);
+  }
+  static void release(void* ctx, void* p, DLDevice, void*) {
+    auto* a = static_cast<RecordingAllocator*>(ctx);
+    std::lock_guard<std::mutex> lock(a->mu);
+    a->frees++;
+    std::free(p);
+  }
+};
+
+ddph_code_t run_three_buckets(ddph_session_t* s, std::string* message) {
+  for (uint64_t step = 0; step < 3; ++step) {
+    Bucket b(8, 1.0f, 0, step, true);
+    b.b.stream = reinterpret_cast<void*>(RecordingAllocator::kBucketStream);
+    ddph_error_t* e = ddph_session_submit(
+        s, &b.b, [](void*, ddph_error_t* e) { ddph_error_free(e); }, nullptr);
+    if (e == nullptr) e = ddph_session_flush(s);
+    const ddph_code_t code = ddph_error_code(e);
+    *message = ddph_error_message(e);
+    ddph_error_free(e);
+    if (code != DDPH_OK) return code;
+  }
+  return DDPH_OK;
+}
+
+const std::string kWrappedSum =
+    "{family: fixture_sum, name: scale, options: {factor: 2}, wrap: {family: fixture_sum, name: "
+    "sum}}";
+
+TEST(SessionDeviceAllocator, TheCommunicatorAndTheHooksGetTheHostsAllocator) {
+  RecordingAllocator a;
+  const std::string text = yaml(kWrappedSum);
+  ddph_session_options_t o = options_for(text);
+  o.device_allocator = &a.table;
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = ddph_session_open(&o, &s);
+  ASSERT_EQ(e, nullptr) << ddph_error_message(e);
+  std::string message;
+  EXPECT_EQ(run_three_buckets(s, &message), DDPH_OK) << message;
+  ddph_session_close(s);
+  // Per bucket: the sum hook's own block and the one of the allreduce it
+  // asks of the communicator, both on the bucket's stream.
+  EXPECT_EQ(a.on_bucket_stream, 6);
+  EXPECT_GE(a.allocs, 6);
+  EXPECT_EQ(a.frees, a.allocs);
+  EXPECT_EQ(a.wrong_device, 0);
+}
+
+TEST(SessionDeviceAllocator, WithoutOneNothingIsAskedAndOlderOptionsAreNotReadPastTheirSize) {
+  RecordingAllocator a;
+  const std::string text = yaml(kWrappedSum);
+  ddph_session_options_t o = options_for(text);
+  // A 1.0 host's struct ends before device_allocator: what lies there
+  // (here a valid table) must not be read.
+  o.struct_size = DDPH_SESSION_OPTIONS_SIZE_V1_0;
+  o.device_allocator = &a.table;
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = ddph_session_open(&o, &s);
+  ASSERT_EQ(e, nullptr) << ddph_error_message(e);
+  std::string message;
+  EXPECT_EQ(run_three_buckets(s, &message), DDPH_OK) << message;
+  ddph_session_close(s);
+  EXPECT_EQ(a.allocs, 0);
+}
+
+TEST(SessionDeviceAllocator, AMalformedTableIsRefusedAndANullBlockFailsTheBucket) {
+  const std::string text = yaml(kWrappedSum);
+  {
+    RecordingAllocator a;
+    a.table.struct_size = 3;
+    ddph_session_options_t o = options_for(text);
+    o.device_allocator = &a.table;
+    ddph_session_t* s = nullptr;
+    EXPECT_ERROR(ddph_session_open(&o, &s), DDPH_INVALID_ARGUMENT,
+                 "device_allocator->struct_size is 3");
+    EXPECT_EQ(s, nullptr);
+  }
+  {
+    RecordingAllocator a;
+    a.table.free = nullptr;
+    ddph_session_options_t o = options_for(text);
+    o.device_allocator = &a.table;
+    ddph_session_t* s = nullptr;
+    EXPECT_ERROR(ddph_session_open(&o, &s), DDPH_INVALID_ARGUMENT,
+                 "device_allocator has no free function");
+  }
+  {
+    RecordingAllocator a;
+    a.refuse_bucket_stream = true;
+    ddph_session_options_t o = options_for(text);
+    o.device_allocator = &a.table;
+    ddph_session_t* s = nullptr;
+    ddph_error_t* e = ddph_session_open(&o, &s);
+    ASSERT_EQ(e, nullptr) << ddph_error_message(e);
+    std::string message;
+    EXPECT_EQ(run_three_buckets(s, &message), DDPH_OUT_OF_MEMORY);
+    EXPECT_NE(message.find("device allocator gave NULL"), std::string::npos) << message;
+    ddph_session_close(s);
+    EXPECT_EQ(a.frees, a.allocs);
+  }
+}
+
+}  // namespace

@@ -107,4 +107,86 @@ TEST(HooksOnCudaOverGloo, GpuBucketsGiveTheCpuPathsBitsOnEveryRank) {
   }
 }
 
+// A host allocator (ABI 1.3) over cudaMallocAsync, counting its calls.
+struct CountingCudaAllocator {
+  ddph_device_allocator_t table{};
+  int allocs = 0, frees = 0, failures = 0;
+  CountingCudaAllocator() {
+    table.struct_size = sizeof table;
+    table.ctx = this;
+    table.alloc = [](void* ctx, size_t bytes, DLDevice, void* stream) -> void* {
+      auto* a = static_cast<CountingCudaAllocator*>(ctx);
+      void* p = nullptr;
+      if (cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)) != cudaSuccess) {
+        a->failures++;
+        return nullptr;
+      }
+      a->allocs++;
+      return p;
+    };
+    table.free = [](void* ctx, void* p, DLDevice, void* stream) {
+      auto* a = static_cast<CountingCudaAllocator*>(ctx);
+      if (cudaFreeAsync(p, static_cast<cudaStream_t>(stream)) != cudaSuccess) a->failures++;
+      a->frees++;
+    };
+  }
+};
+
+// fp16_compress casts into scratch on the GPU: with the host's allocator in
+// the session options, that scratch comes from it, all of it comes back,
+// and the bits do not change.
+int allocator_body(int rank, int world, const std::string& dir) {
+  DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "rank %d: cudaSetDevice", rank);
+  cudaStream_t stream = nullptr;
+  DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+                   "rank %d: cudaStreamCreate", rank);
+  CountingCudaAllocator counting;
+  const std::string text = yaml("{family: default, name: fp16_compress}");
+  ddph_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.yaml_text = text.c_str();
+  o.rank = rank;
+  o.world_size = world;
+  const std::string url = "file://" + dir + "/allocator";
+  o.rendezvous = url.c_str();
+  o.device_allocator = &counting.table;
+  ddph_session_t* gpu = nullptr;
+  ddph_error_t* e = ddph_session_open(&o, &gpu);
+  DDPH_CHILD_CHECK(e == nullptr, "rank %d: open: %s", rank, ddph_error_message(e));
+  std::string error;
+  ddph_session_t* cpu = ddph_test::open_session(text, rank, world, dir, &error);
+  DDPH_CHILD_CHECK(cpu != nullptr, "rank %d: %s", rank, error.c_str());
+  const size_t n = 4099;
+  std::vector<float> host = values(rank, 0, n);
+  ddph_test::DeviceVec<float> device(host);
+  ddph_test::FloatBucket hb(host, 0, 0, true);
+  DDPH_CHILD_CHECK(ddph_test::run_bucket(cpu, hb) == DDPH_OK, "rank %d: host bucket", rank);
+  std::vector<float> unused(0);
+  ddph_test::FloatBucket db(unused, 0, 0, true);
+  db.shape[0] = int64_t(n);
+  db.bucket.buffer.data = device.get();
+  db.bucket.buffer.device = {kDLCUDA, 0};
+  db.bucket.stream = stream;
+  std::string message;
+  DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, db.bucket, &message) == DDPH_OK,
+                   "rank %d: GPU bucket: %s", rank, message.c_str());
+  const std::vector<float> back = device.host(stream);
+  DDPH_CHILD_CHECK(std::memcmp(back.data(), host.data(), n * sizeof(float)) == 0,
+                   "rank %d: the GPU bucket's bits differ from the host path's", rank);
+  ddph_session_close(gpu);
+  ddph_session_close(cpu);
+  DDPH_CHILD_CHECK(counting.allocs > 0, "rank %d: the host's allocator was never asked", rank);
+  DDPH_CHILD_CHECK(counting.frees == counting.allocs && counting.failures == 0,
+                   "rank %d: %d allocs, %d frees, %d failures", rank, counting.allocs,
+                   counting.frees, counting.failures);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+TEST(HooksOnCudaOverGloo, ScratchComesFromTheHostsAllocatorWhenItLendsOne) {
+  DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
+  const auto results = ddph_test::run_ranks(2, allocator_body, 240);
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 }  // namespace

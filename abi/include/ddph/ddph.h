@@ -1,5 +1,5 @@
 /*
- * ddph.h: the stable C ABI of ddphooks, version 1 (minor 2).
+ * ddph.h: the stable C ABI of ddphooks, version 1 (minor 3).
  *
  * One header for both sides of the boundary:
  *   - plugins (hook families and communicators) export ddph_plugin_entry();
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 2 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 3 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -90,6 +90,28 @@ typedef struct ddph_store {
                        void *sink);
 } ddph_store_t;
 #define DDPH_STORE_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_store_t, get)
+
+/* ======================================================================
+ * Device memory the host lends (ABI 1.3), e.g. PyTorch's caching allocator,
+ * so that the scratch of hooks and communicators on GPU buckets comes from
+ * the host's pool instead of ddphooks' own. Optional everywhere: without
+ * one, plugins use their own stream-ordered pool.
+ * ==================================================================== */
+
+typedef struct ddph_device_allocator {
+  size_t struct_size;
+  void *ctx; /* owned by the host */
+  /* Returns `bytes` (> 0) of memory on `device` (kDLCUDA), usable by work
+   * enqueued on `stream` (a cudaStream_t; NULL is the legacy default
+   * stream) after the call, or NULL when it has none (the caller then
+   * fails with DDPH_OUT_OF_MEMORY). [thread-safe] */
+  void *(*alloc)(void *ctx, size_t bytes, DLDevice device, void *stream);
+  /* Takes back memory from alloc once the work enqueued on `stream` so far
+   * has finished (stream-ordered, as cudaFreeAsync); `stream` and `device`
+   * are those of the matching alloc. [thread-safe] */
+  void (*free)(void *ctx, void *ptr, DLDevice device, void *stream);
+} ddph_device_allocator_t;
+#define DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 DDPH_SIZE_THROUGH(ddph_device_allocator_t, free)
 
 /* ======================================================================
  * What the loader hands to every plugin (ddph_plugin_entry's argument).
@@ -239,8 +261,13 @@ typedef struct ddph_comm_init {
   int64_t timeout_ms;         /* for rendezvous and for every collective */
   const ddph_option_t *options; /* the backend's own options, complete with defaults */
   size_t num_options;
+  /* --- ABI 1.3 --- */
+  /* The host's device allocator, or NULL; outlives the communicator. Read
+   * only when struct_size >= DDPH_COMM_INIT_SIZE_V1_3. */
+  const ddph_device_allocator_t *device_allocator;
 } ddph_comm_init_t;
 #define DDPH_COMM_INIT_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_init_t, num_options)
+#define DDPH_COMM_INIT_SIZE_V1_3 DDPH_SIZE_THROUGH(ddph_comm_init_t, device_allocator)
 
 typedef struct ddph_comm_factory {
   size_t struct_size;
@@ -338,9 +365,14 @@ typedef struct ddph_hook_init {
    * with the wrapper's own create, run_bucket and destroy. */
   ddph_error_t *(*make_inner)(void *inner_ctx, ddph_comm_t *comm, ddph_hook_ref_t *out);
   void *inner_ctx; /* make_inner's first argument; owned by the loader */
+  /* --- ABI 1.3 --- */
+  /* The host's device allocator, or NULL; outlives the state. Read only
+   * when struct_size >= DDPH_HOOK_INIT_SIZE_V1_3. */
+  const ddph_device_allocator_t *device_allocator;
 } ddph_hook_init_t;
 #define DDPH_HOOK_INIT_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_init_t, inner)
 #define DDPH_HOOK_INIT_SIZE_V1_2 DDPH_SIZE_THROUGH(ddph_hook_init_t, inner_ctx)
+#define DDPH_HOOK_INIT_SIZE_V1_3 DDPH_SIZE_THROUGH(ddph_hook_init_t, device_allocator)
 
 /* flags */
 #define DDPH_HOOK_NEEDS_INNER 0x1u  /* a wrapper: create() requires init->inner */
@@ -435,8 +467,15 @@ typedef struct ddph_session_options {
   /* The host's communicator, used when the YAML says `backend: host`.
    * Borrowed; must outlive the session; the session never destroys it. */
   ddph_comm_t *comm;
+  /* --- ABI 1.3 --- */
+  /* Device memory for the scratch of GPU buckets, or NULL for ddphooks'
+   * own pool. Borrowed; must outlive the session. The session hands it to
+   * its communicator and hooks. */
+  const ddph_device_allocator_t *device_allocator;
 } ddph_session_options_t;
 #define DDPH_SESSION_OPTIONS_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_session_options_t, comm)
+#define DDPH_SESSION_OPTIONS_SIZE_V1_3 \
+  DDPH_SIZE_THROUGH(ddph_session_options_t, device_allocator)
 
 /* Opens a session: parses and validates the YAML, loads the plugins,
  * connects the communicator (collective over all ranks) and creates the

@@ -9,9 +9,11 @@ void check(cudaError_t error, const char* who, const char* call, ddph_code_t fai
   if (error == cudaSuccess) return;
   const bool no_gpu = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
                       error == cudaErrorInvalidDevice;
-  DDPH_FAIL(no_gpu ? DDPH_UNSUPPORTED : failure,
-            who << ": " << (no_gpu ? "no usable CUDA device: " : "") << call
-                << " failed: " << cudaGetErrorName(error) << ": " << cudaGetErrorString(error));
+  const ddph_code_t code = no_gpu                               ? DDPH_UNSUPPORTED
+                           : error == cudaErrorMemoryAllocation ? DDPH_OUT_OF_MEMORY
+                                                                : failure;
+  DDPH_FAIL(code, who << ": " << (no_gpu ? "no usable CUDA device: " : "") << call << " failed: "
+                      << cudaGetErrorName(error) << ": " << cudaGetErrorString(error));
 }
 
 }  // namespace cuda

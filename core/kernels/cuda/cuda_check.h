@@ -11,7 +11,8 @@ namespace cuda {
 
 // Returns for cudaSuccess. A missing device or driver throws
 // DDPH_UNSUPPORTED ("<who>: no usable CUDA device: ..."), since no retry on
-// this machine can succeed; anything else throws `failure`.
+// this machine can succeed; cudaErrorMemoryAllocation throws
+// DDPH_OUT_OF_MEMORY; anything else throws `failure`.
 void check(cudaError_t error, const char* who, const char* call,
            ddph_code_t failure = DDPH_INTERNAL);
 

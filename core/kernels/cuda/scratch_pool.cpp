@@ -4,6 +4,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/device_allocator.h"
+
 namespace ddph {
 namespace cuda {
 namespace {
@@ -40,6 +42,10 @@ cudaError_t pool_of(int device, cudaMemPool_t* out) {
 }  // namespace
 
 cudaError_t scratch_alloc(void** p, size_t bytes, int device, cudaStream_t stream) {
+  if (const ddph_device_allocator_t* host = current_device_allocator()) {
+    *p = host->alloc(host->ctx, bytes, DLDevice{kDLCUDA, device}, stream);
+    return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+  }
   cudaMemPool_t pool = nullptr;
   cudaError_t got = pool_of(device, &pool);
   if (got != cudaSuccess) return got;
@@ -47,7 +53,15 @@ cudaError_t scratch_alloc(void** p, size_t bytes, int device, cudaStream_t strea
 }
 
 cudaError_t scratch_free(void* p, cudaStream_t stream) {
-  return p == nullptr ? cudaSuccess : cudaFreeAsync(p, stream);
+  if (p == nullptr) return cudaSuccess;
+  if (const ddph_device_allocator_t* host = current_device_allocator()) {
+    cudaPointerAttributes attr{};
+    const cudaError_t asked = cudaPointerGetAttributes(&attr, p);
+    if (asked != cudaSuccess) return asked;
+    host->free(host->ctx, p, DLDevice{kDLCUDA, attr.device}, stream);
+    return cudaSuccess;
+  }
+  return cudaFreeAsync(p, stream);
 }
 
 }  // namespace cuda
