@@ -74,10 +74,15 @@ class DeviceVec {
     if (n_ == 0) return;
     EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(T)), cudaSuccess);
     EXPECT_EQ(cudaMemset(p_, 0, n_ * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // as below: before any other stream writes
   }
+  // Waits until the copy has landed: cudaMemcpy from pageable memory may
+  // return before its DMA does, and a hook's non-blocking stream does not
+  // wait for the legacy stream the copy went on.
   explicit DeviceVec(const std::vector<T>& v) : DeviceVec(v.size()) {
     if (n_ != 0) {
       EXPECT_EQ(cudaMemcpy(p_, v.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     }
   }
   ~DeviceVec() {
