@@ -205,22 +205,4 @@ TEST(NcclHooks, CudaPathsMatchTheCpuPathBitForBit) {
   }
 }
 
-TEST(NcclHooks, AHookWithoutACudaPathRefusesAGpuBucket) {
-  DDPH_SKIP_WITHOUT_GPU();
-  std::string error;
-  ddph_session_t* s = ddph_test::open_session(yaml("{family: quantization, name: per_tensor}"), 0,
-                                              1, temp_dir(), &error);
-  ASSERT_NE(s, nullptr) << error;
-  DeviceVec<float> d(std::vector<float>(16, 1.0f));
-  int64_t n = 16;
-  ddph_bucket_t b{};
-  b.struct_size = sizeof b;
-  b.is_last = 1;
-  b.buffer = tensor(d.get(), kF32, &n, true);
-  std::string message;
-  EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
-  EXPECT_NE(message.find("host memory only"), std::string::npos) << message;
-  ddph_session_close(s);
-}
-
 }  // namespace

@@ -101,7 +101,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                {kDLFloat, 64, 1}, {kDLInt, 32, 1},   {kDLFloat, 32, 4},
                                {kDLFloat, 0, 1},  {kDLUInt, 8, 1},   {kDLComplex, 64, 1}};
   b.buffer.dtype = dtypes[dt % (sizeof dtypes / sizeof dtypes[0])];
-  b.buffer.device = {(in.u8() & 15) == 0 ? kDLCUDA : kDLCPU, 0};
+  // A device no hook reaches, for the refusal path. Never kDLCUDA: every
+  // hook now has a CUDA path and would hand this host buffer to kernels as
+  // device memory, which a GPU machine cannot survive (the ABI trusts the
+  // label; only the staging communicators check it).
+  b.buffer.device = {(in.u8() & 15) == 0 ? kDLOpenCL : kDLCPU, 0};
   const size_t bits =
       size_t(b.buffer.dtype.bits) * (b.buffer.dtype.lanes ? b.buffer.dtype.lanes : 1);
   const size_t n = b.buffer.ndim >= 0 && b.buffer.shape ? claimed(shape, b.buffer.ndim) : 0;
