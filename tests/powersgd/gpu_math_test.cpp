@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
@@ -87,7 +89,35 @@ TEST(GpuMath, OrthogonalizeMatchesCpu) {
   expect_close(d.host(), cpu, 1e-4);
 }
 
-TEST(GpuMath, AddAndDivide) {
+// A NaN or Inf in the matrix: as on the CPU, QR (cols > 2) makes the first
+// min(rows, cols) columns NaN and the rest zero (the CPU's own bits, NaN
+// payload included); Gram-Schmidt spreads the NaN down the column and into
+// the later ones, so the NaN positions match the CPU's.
+TEST(GpuMath, NonFiniteMatricesComeOutAsOnTheCpu) {
+  DDPH_SKIP_WITHOUT_GPU();
+  p::LowRankCuda gpu;
+  for (float bad : {std::nanf(""), INFINITY}) {
+    for (auto [rows, cols] : {std::pair<int, int>{8, 4}, {3, 5}, {8, 2}, {8, 1}}) {
+      std::vector<float> a = random(size_t(rows) * cols, 11), cpu;
+      a[size_t(rows / 2) * cols] = bad;  // column 0
+      cpu = a;
+      p::orthogonalize(cpu.data(), rows, cols, 0);
+      Dev d(a);
+      gpu.orthogonalize(d.get(), 1, rows, cols, 0);
+      const std::vector<float> got = d.host();
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::isnan(got[i]), std::isnan(cpu[i]))
+            << rows << " x " << cols << " with " << bad << ": element " << i;
+        if (cols > 2) {
+          EXPECT_EQ(std::memcmp(&got[i], &cpu[i], sizeof(float)), 0)
+              << rows << " x " << cols << ": element " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuMath, AddSubtractAndDivide) {
   DDPH_SKIP_WITHOUT_GPU();
   p::LowRankCuda gpu;
   const std::vector<float> a = random(10001, 4), b = random(10001, 5);
@@ -96,6 +126,9 @@ TEST(GpuMath, AddAndDivide) {
   gpu.divide(da.get(), a.size(), 3);
   std::vector<float> want(a.size());
   for (size_t i = 0; i < a.size(); ++i) want[i] = (a[i] + b[i]) / 3.0f;
+  EXPECT_EQ(da.host(), want);
+  gpu.subtract(da.get(), db.get(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) want[i] -= b[i];
   EXPECT_EQ(da.host(), want);
 }
 

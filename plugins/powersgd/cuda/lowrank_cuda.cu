@@ -102,6 +102,25 @@ __global__ void transpose_kernel(const float* in, int rows, int cols, float* out
   }
 }
 
+// As orthogonalize_qr on the CPU: a NaN or Inf among the first `usable`
+// columns makes them all NaN (Householder reflections would mix it into
+// every column anyway, and the CPU's LAPACKE refuses such a matrix), the
+// rest zero. Decided on the device, so the host never waits for the flag.
+__global__ void find_nonfinite_kernel(const float* m, int rows, int cols, int usable, int* flag) {
+  const size_t n = size_t(rows) * usable;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    if (!isfinite(m[(i / usable) * cols + i % usable])) *flag = 1;
+}
+
+__global__ void nan_if_flagged_kernel(float* m, int rows, int cols, int usable, const int* flag) {
+  if (*flag == 0) return;
+  const size_t n = size_t(rows) * cols;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    m[i] = int(i % cols) < usable ? __int_as_float(0x7fc00000) : 0.0f;
+}
+
 unsigned grid_for(size_t n) {
   return unsigned(std::min<size_t>((n + kThreads - 1) / kThreads, 65535));
 }
@@ -133,7 +152,8 @@ struct LowRankCuda::Impl {
 LowRankCuda::LowRankCuda() : impl_((blas_api(), new Impl)) {
   check_blas(blas_api().blas_create(&impl_->blas), "cublasCreate");
   check_solver(blas_api().solver_create(&impl_->solver), "cusolverDnCreate");
-  check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), sizeof(int)), "cudaMalloc");
+  // info[0]: cuSOLVER's; info[1]: the non-finite flag of the matrix in QR.
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), 2 * sizeof(int)), "cudaMalloc");
 }
 
 LowRankCuda::~LowRankCuda() {
@@ -225,6 +245,11 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
   const size_t n = size_t(rows) * cols;
   for (int b = 0; b < batch; ++b) {
     float* m = a + size_t(b) * n;
+    int* flag = impl_->info + 1;
+    check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), impl_->stream), "clear the non-finite flag");
+    find_nonfinite_kernel<<<grid_for(size_t(rows) * usable), kThreads, 0, impl_->stream>>>(
+        m, rows, cols, usable, flag);
+    check_cuda(cudaGetLastError(), "non-finite check kernel");
     // Column-major (rows x cols) for cuSOLVER is row-major (cols x rows).
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, w);
     check_cuda(cudaGetLastError(), "transpose kernel");
@@ -240,6 +265,8 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
                  "zero the columns past rows");
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(w, cols, rows, m);
     check_cuda(cudaGetLastError(), "transpose kernel");
+    nan_if_flagged_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, usable, flag);
+    check_cuda(cudaGetLastError(), "non-finite result kernel");
   }
 }
 
