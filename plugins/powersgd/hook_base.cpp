@@ -84,6 +84,7 @@ void PsgdHook::bind(const ddph_bucket_t& bucket) {
       // Another GPU: its memory cannot serve as this one's, so the state
       // goes through the host (rare: a hook normally stays on one device).
       evict_to_host();
+      if (resident_ops_ == cuda_ops_.get()) resident_ops_ = nullptr;  // not left dangling
       cuda_ops_.reset();
       cuda_ops_ = make_cuda_ops(device);
       cuda_device_ = device;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -240,24 +241,42 @@ TEST(PsgdGpuHooks, ACpuCheckpointResumesOnTheGpu) {
   }
 }
 
-TEST(PsgdWithoutGpu, ACudaBucketIsRefusedWithTheReason) {
+// A refused CUDA bucket costs the hook nothing: its state (moved out of the
+// step's memory on the way to the GPU) comes back on the next host step,
+// which gives the bits of a run that never saw the CUDA bucket.
+TEST(PsgdWithoutGpu, ACudaBucketIsRefusedWithTheReasonAndTheStateSurvives) {
   if (ddph_test::no_cuda_device_reason().empty())
     GTEST_SKIP() << "a GPU is present: the PsgdGpuHooks tests cover it";
   // Over Gloo: what is checked is the hook's own refusal, before any
   // collective or any read of the (never dereferenced) device pointer.
-  std::string error;
-  ddph_session_t* s =
-      ddph_test::open_session(ps::yaml("powersgd", "start_iter: 2"), 0, 1, temp_dir(), &error);
-  ASSERT_NE(s, nullptr) << error;
-  std::vector<float> shadow(16, 1.0f);
-  ps::ShapedBucket host(shadow, {{4, 4}}, 0, 0, true);
-  ddph_bucket_t b = *host.get();
-  b.buffer.data = reinterpret_cast<void*>(uintptr_t(0x1000));
-  b.buffer.device = {kDLCUDA, 0};
-  std::string message;
-  EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
-  EXPECT_NE(message.find("powersgd: no usable CUDA device"), std::string::npos) << message;
-  ddph_session_close(s);
+  for (const char* hook : {"powersgd", "batched_powersgd"}) {
+    const std::string yaml = ps::yaml(hook, "rank: 2, start_iter: 2");
+    std::string error;
+    ddph_session_t* plain = ddph_test::open_session(yaml, 0, 1, temp_dir(), &error);
+    ASSERT_NE(plain, nullptr) << error;
+    ddph_session_t* s = ddph_test::open_session(yaml, 0, 1, temp_dir(), &error);
+    ASSERT_NE(s, nullptr) << error;
+    const size_t n = size_t(ps::numel_of(kBucket0));
+    for (int step = 0; step < 5; ++step) {
+      if (step == 3) {
+        std::vector<float> shadow(n, 1.0f);
+        ps::ShapedBucket views(shadow, kBucket0, 0, uint64_t(step), true);
+        ddph_bucket_t b = *views.get();
+        b.buffer.data = reinterpret_cast<void*>(uintptr_t(0x1000));
+        b.buffer.device = {kDLCUDA, 0};
+        std::string message;
+        EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << hook << message;
+        EXPECT_NE(message.find("powersgd: no usable CUDA device"), std::string::npos) << message;
+      }
+      std::vector<float> x = gradients(n, 0, step), y = x;
+      ASSERT_EQ(ps::run(plain, x, kBucket0, 0, uint64_t(step), true), DDPH_OK) << hook;
+      ASSERT_EQ(ps::run(s, y, kBucket0, 0, uint64_t(step), true), DDPH_OK) << hook;
+      EXPECT_EQ(std::memcmp(x.data(), y.data(), n * sizeof(float)), 0) << hook << " step " << step;
+    }
+    EXPECT_EQ(hook_blob(s), hook_blob(plain)) << hook;
+    ddph_session_close(s);
+    ddph_session_close(plain);
+  }
 }
 
 }  // namespace
