@@ -26,14 +26,23 @@ class OnDevice : public cuda::DeviceGuard {
  public:
   explicit OnDevice(const Where& at) : cuda::DeviceGuard(at.device.device_id, "on the GPU") {}
 };
-#else
-[[noreturn]] void no_cuda(const char* what) {
-  DDPH_FAIL(DDPH_UNSUPPORTED, what << ": the buffer is CUDA memory, but this build of ddphooks "
-                                      "has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
-}
 #endif
 
 }  // namespace
+
+void refuse_cuda_memory(const char* who) {
+  DDPH_FAIL(DDPH_UNSUPPORTED, who << ": the buffer is CUDA memory, but this build of ddphooks "
+                                     "has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
+}
+
+void require_cuda_build(const Where& at, const char* who) {
+#ifndef DDPH_HAVE_CUDA
+  if (at.cuda()) refuse_cuda_memory(who);
+#else
+  (void)at;
+  (void)who;
+#endif
+}
 
 Where where_of(const ddph_bucket_t& bucket) {
   return Where{bucket.buffer.device, bucket.stream};
@@ -46,7 +55,7 @@ void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t 
   OnDevice device(at);
   enqueued(cuda::divide_inplace(dtype, data, n, w, stream_of(at)), "divide");
 #else
-  no_cuda("divide");
+  refuse_cuda_memory("divide");
 #endif
 }
 
@@ -60,7 +69,7 @@ void cast_into(const Where& at, DType from, const void* src, DType to, void* dst
       "cast_into: " << dtype_name(from) << " -> " << dtype_name(to) << " is not a supported cast");
   enqueued(e, "cast");
 #else
-  no_cuda("cast");
+  refuse_cuda_memory("cast");
 #endif
 }
 
@@ -75,7 +84,7 @@ void cast_div_into(const Where& at, DType from, const void* src, DType low, uint
                                << " is not supported");
   enqueued(e, "cast and divide");
 #else
-  no_cuda("cast and divide");
+  refuse_cuda_memory("cast and divide");
 #endif
 }
 
@@ -100,7 +109,7 @@ ScratchBuffers::Lease ScratchBuffers::get(const Where& at, uint64_t index, size_
   }
   return Lease(p, at);
 #else
-  no_cuda("scratch");
+  refuse_cuda_memory("scratch");
 #endif
 }
 

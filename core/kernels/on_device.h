@@ -24,6 +24,15 @@ struct Where {
 };
 Where where_of(const ddph_bucket_t& bucket);
 
+// A build without CUDA refuses CUDA memory with this one message wherever it
+// meets it: DDPH_UNSUPPORTED, "<who>: the buffer is CUDA memory, but this
+// build of ddphooks has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)".
+[[noreturn]] void refuse_cuda_memory(const char* who);
+// refuse_cuda_memory(who) when `at` is CUDA memory and this build has no
+// CUDA; nothing otherwise. For hooks that must refuse before sending
+// anything, on every rank alike, rather than fail midway.
+void require_cuda_build(const Where& at, const char* who);
+
 // As in divide.h and cast.h.
 void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w);
 void cast_into(const Where& at, DType from, const void* src, DType to, void* dst, size_t n);

@@ -21,11 +21,6 @@ constexpr const char* kWho = "hook_then_optimizer";
 cudaStream_t stream_of(const Where& at) {
   return static_cast<cudaStream_t>(at.stream);
 }
-#else
-[[noreturn]] void no_cuda() {
-  DDPH_FAIL(DDPH_UNSUPPORTED, kWho << ": the bucket is CUDA memory, but this build of ddphooks "
-                                      "has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
-}
 #endif
 
 template <class State>  // ParamState or const ParamState
@@ -112,21 +107,21 @@ void run_step_device(const Where& at, const StepPlan& plan, float* param, const 
 #else  // !DDPH_HAVE_CUDA
 
 DeviceSlots::DeviceSlots(const Where& at) : at_(at) {
-  no_cuda();
+  refuse_cuda_memory(kWho);
 }
 DeviceSlots::~DeviceSlots() = default;
 void DeviceSlots::free_all() noexcept {}
 void DeviceSlots::create(Slot, size_t) {
-  no_cuda();
+  refuse_cuda_memory(kWho);
 }
 void DeviceSlots::upload(const ParamState&) {
-  no_cuda();
+  refuse_cuda_memory(kWho);
 }
 void DeviceSlots::download(ParamState*) const {
-  no_cuda();
+  refuse_cuda_memory(kWho);
 }
 void run_step_device(const Where&, const StepPlan&, float*, const float*, const SlotData&, size_t) {
-  no_cuda();
+  refuse_cuda_memory(kWho);
 }
 
 #endif

@@ -18,7 +18,6 @@
 #include "core/kernels/on_device.h"
 #include "core/param_view.h"
 #include "core/tensor.h"
-#include "plugins/optimizer_overlap/cuda_build.h"
 #include "plugins/optimizer_overlap/device_slots.h"
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
@@ -53,7 +52,7 @@ class HookThenOptimizer : public Hook {
     DDPH_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16, DDPH_UNSUPPORTED,
                kName << ": bucket dtype " << dtype_name(dtype)
                      << " is not supported (float32, float16, bfloat16 gradients)");
-    require_cuda_build(bucket, kName);
+    require_cuda_build(where_of(bucket), kName);
     // Everything the step needs is checked before any byte is sent, so a
     // bad bucket is refused on every rank alike instead of failing midway.
     selection_.select(bucket, &selected_);

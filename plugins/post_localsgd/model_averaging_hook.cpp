@@ -24,9 +24,9 @@
 #include "core/comm_call.h"
 #include "core/group_comm.h"
 #include "core/hook.h"
+#include "core/kernels/on_device.h"
 #include "core/options.h"
 #include "core/rank_groups.h"
-#include "plugins/post_localsgd/cuda_build.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/param_average.h"
 #include "plugins/post_localsgd/step_counter.h"
@@ -94,7 +94,7 @@ class ModelAveragingHook : public Hook {
   }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
-    require_cuda_build(bucket, kHook);
+    require_cuda_build(where_of(bucket), kHook);
     count_in(uint64_t(bucket.buffer.shape[0]) * dtype_size(dtype));
     run_hook_blocking(inner_, bucket);
     if (ddph_comm_t* group = group_now()) count_out(average_params(group, bucket, scratch_, kHook));

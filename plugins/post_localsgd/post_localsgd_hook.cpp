@@ -12,10 +12,10 @@
 #include "core/comm_call.h"
 #include "core/group_comm.h"
 #include "core/hook.h"
+#include "core/kernels/on_device.h"
 #include "core/options.h"
 #include "core/rank_groups.h"
 #include "core/tensor.h"
-#include "plugins/post_localsgd/cuda_build.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/step_counter.h"
 
@@ -49,7 +49,7 @@ class PostLocalSgdHook : public Hook {
   }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
-    require_cuda_build(bucket, kHook);
+    require_cuda_build(where_of(bucket), kHook);
     const int64_t n = bucket.buffer.shape[0];
     const uint64_t bytes = uint64_t(n) * dtype_size(dtype);
     count_in(bytes);

@@ -27,13 +27,6 @@ cudaStream_t stream_of(const Where& at) {
 void cuda_ok(cudaError_t error, const char* call) {
   cuda::check(error, "quantization", call);
 }
-#else
-[[noreturn]] void no_cuda(const char* what) {
-  DDPH_FAIL(DDPH_UNSUPPORTED, "quantization: " << what
-                                               << ": the buffer is CUDA memory, but this build of "
-                                                  "ddphooks has no CUDA (DDPH_WITH_CUDA was off; "
-                                                  "docs/cuda.md)");
-}
 #endif
 
 }  // namespace
@@ -48,7 +41,7 @@ void zero_bytes(const Where& at, void* p, size_t bytes) {
   DeviceGuard guard(at);
   cuda_ok(cudaMemsetAsync(p, 0, bytes, stream_of(at)), "cudaMemsetAsync");
 #else
-  no_cuda("zeroing");
+  refuse_cuda_memory("quantization");
 #endif
 }
 
@@ -63,7 +56,7 @@ void copy_bytes(const Where& at, void* dst, const void* src, size_t bytes) {
   cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(at)),
           "cudaMemcpyAsync (device to device)");
 #else
-  no_cuda("copying");
+  refuse_cuda_memory("quantization");
 #endif
 }
 
@@ -89,7 +82,7 @@ void read_column(const Where& at, const uint8_t* first, size_t stride, size_t ro
   }
   cuda_ok(cudaStreamSynchronize(stream_of(at)), "cudaStreamSynchronize");
 #else
-  no_cuda("reading the rank headers");
+  refuse_cuda_memory("quantization");
 #endif
 }
 
@@ -98,7 +91,7 @@ DeviceGuard::DeviceGuard(const Where& at) {
 #ifdef DDPH_HAVE_CUDA
   guard_ = std::make_unique<cuda::DeviceGuard>(at.device.device_id, "quantization");
 #else
-  no_cuda("selecting the device");
+  refuse_cuda_memory("quantization");
 #endif
 }
 
@@ -168,7 +161,7 @@ void FloatStore::zeros(const Where& at, size_t n) {
   if (n != 0)
     cuda_ok(cudaMemsetAsync(device_, 0, n * sizeof(float), stream_of(at)), "cudaMemsetAsync");
 #else
-  no_cuda("error feedback");
+  refuse_cuda_memory("quantization");
 #endif
 }
 
@@ -189,7 +182,7 @@ void FloatStore::move_to(const Where& at) {
                             cudaMemcpyHostToDevice, stream_of(at)),
             "cudaMemcpyAsync (host to device)");
 #else
-  no_cuda("error feedback");
+  refuse_cuda_memory("quantization");
 #endif
 }
 

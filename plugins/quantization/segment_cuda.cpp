@@ -75,27 +75,19 @@ void decode_cuda(const Where& at, const uint8_t* in, const Segment& s, int bits,
 
 #else
 
-namespace {
-[[noreturn]] void no_cuda() {
-  DDPH_FAIL(DDPH_UNSUPPORTED,
-            "quantization: the bucket is CUDA memory, but this build of "
-            "ddphooks has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
-}
-}  // namespace
-
 void encode_segment_cuda(const Where&, const float*, const Segment&, const EncodeArgs&, uint8_t*,
                          const CodecScratch&, uint8_t*) {
-  no_cuda();
+  refuse_cuda_memory("quantization");
 }
 void write_rank_header_cuda(const Where&, const uint8_t*, size_t, uint8_t*) {
-  no_cuda();
+  refuse_cuda_memory("quantization");
 }
 void nan_unless_finite_cuda(const Where&, const uint8_t*, const Segment&, int, uint8_t*) {
-  no_cuda();
+  refuse_cuda_memory("quantization");
 }
 void decode_cuda(const Where&, const uint8_t*, const Segment&, int, float*, bool,
                  const CodecScratch&) {
-  no_cuda();
+  refuse_cuda_memory("quantization");
 }
 
 #endif

@@ -59,7 +59,7 @@ TEST(OptimizerWithoutCuda, ACudaBucketIsRefusedUpFront) {
   GTEST_SKIP() << "this build has CUDA: ddph_test_optim_gpu covers CUDA buckets";
 #endif
   const std::string message = refusal();
-  EXPECT_NE(message.find("hook_then_optimizer: bucket.buffer is CUDA memory, but this build of "
+  EXPECT_NE(message.find("hook_then_optimizer: the buffer is CUDA memory, but this build of "
                          "ddphooks has no CUDA"),
             std::string::npos)
       << message;

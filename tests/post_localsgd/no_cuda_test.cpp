@@ -53,10 +53,9 @@ TEST(LocalSgdWithoutCuda, ACudaBucketIsRefusedUpFront) {
     b.params = &p;
     std::string message;
     EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << c.hook << ": " << message;
-    EXPECT_NE(
-        message.find(std::string(c.name) +
-                     ": bucket.buffer is CUDA memory, but this build of ddphooks has no CUDA"),
-        std::string::npos)
+    EXPECT_NE(message.find(std::string(c.name) +
+                           ": the buffer is CUDA memory, but this build of ddphooks has no CUDA"),
+              std::string::npos)
         << message;
     ddph_session_close(s);
   }
