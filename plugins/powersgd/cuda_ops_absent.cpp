@@ -1,15 +1,14 @@
 // make_cuda_ops in a build without CUDA (DDPH_WITH_CUDA=OFF): a CUDA
-// bucket is refused with the reason, as core's on_device kernels refuse one.
-#include "core/error.h"
+// bucket is refused with core's one message for that, before anything is
+// sent.
+#include "core/kernels/on_device.h"
 #include "plugins/powersgd/math_ops.h"
 
 namespace ddph {
 namespace powersgd {
 
 std::unique_ptr<LowRankOps> make_cuda_ops(int) {
-  DDPH_FAIL(DDPH_UNSUPPORTED,
-            "powersgd: the bucket is CUDA memory, but this build of ddphooks has no CUDA "
-            "(DDPH_WITH_CUDA was off; docs/cuda.md)");
+  refuse_cuda_memory("powersgd");
 }
 
 }  // namespace powersgd
