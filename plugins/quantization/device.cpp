@@ -45,21 +45,6 @@ void zero_bytes(const Where& at, void* p, size_t bytes) {
 #endif
 }
 
-void copy_bytes(const Where& at, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0 || dst == src) return;
-  if (!at.cuda()) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-#ifdef DDPH_HAVE_CUDA
-  DeviceGuard guard(at);
-  cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(at)),
-          "cudaMemcpyAsync (device to device)");
-#else
-  refuse_cuda_memory("quantization");
-#endif
-}
-
 void read_column(const Where& at, const uint8_t* first, size_t stride, size_t rows, uint8_t* out) {
   if (rows == 0) return;
   if (!at.cuda()) {
@@ -186,9 +171,8 @@ void FloatStore::move_to(const Where& at) {
 #endif
 }
 
-void FloatStore::copy_from(const Where& at, FloatStore& other) {
-  if (!in(at) || n_ != other.size()) zeros(at, other.size());
-  copy_bytes(at, data(), other.data(), n_ * sizeof(float));
+void FloatStore::ensure(const Where& at, size_t n) {
+  if (!in(at) || n_ != n) zeros(at, n);
 }
 
 void FloatStore::set_host(std::vector<float> v) {

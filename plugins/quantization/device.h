@@ -21,8 +21,6 @@ class DeviceGuard;
 namespace quantization {
 
 void zero_bytes(const Where& at, void* p, size_t bytes);
-// dst and src both in at's memory.
-void copy_bytes(const Where& at, void* dst, const void* src, size_t bytes);
 // out[r] = first[r * stride] for r < rows, once the work enqueued so far is
 // done. On a GPU: one small copy to the host and a wait for the stream.
 void read_column(const Where& at, const uint8_t* first, size_t stride, size_t rows, uint8_t* out);
@@ -60,8 +58,8 @@ class FloatStore {
   void zeros(const Where& at, size_t n);
   // Puts the floats in at's memory, keeping their values.
   void move_to(const Where& at);
-  // A copy of other (already in at's memory) in at's memory.
-  void copy_from(const Where& at, FloatStore& other);
+  // n floats in at's memory, their values unspecified (kept if already so).
+  void ensure(const Where& at, size_t n);
   // Host floats, as loaded from a checkpoint.
   void set_host(std::vector<float> v);
   // The values, waiting for the GPU first: checkpoints are rare, and the

@@ -29,6 +29,8 @@ EncodeArgs own_encode_args(const QuantOptions& o, const BucketJob& job, size_t b
   a.seed = o.seed;
   a.counter_base = counter_base(job.rank, job.step, job.index) + begin;
   a.residual = job.residual != nullptr ? job.residual + begin : nullptr;
+  a.residual_in =
+      job.residual != nullptr && job.residual_in != nullptr ? job.residual_in + begin : nullptr;
   return a;
 }
 

@@ -16,7 +16,7 @@ namespace {
               "allgather: PyTorch's protocol and result; reduce_scatter: bandwidth-optimal, "   \
               "bytes per rank do not grow with world size",                                     \
               "allgather|reduce_scatter"),                                                      \
-      spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),            \
+      spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),   \
       spec_string("rounding", "nearest",                                                        \
                   "nearest: half-to-even as PyTorch; stochastic: unbiased, seeded and "         \
                   "reproducible",                                                               \

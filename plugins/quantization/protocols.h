@@ -24,9 +24,13 @@ struct BucketJob {
   size_t n = 0;
   int rank = 0, world = 1;
   uint64_t index = 0, step = 0;
-  // n floats of error feedback, or NULL. Updated even when the outcome is
-  // non-finite, so the hook hands in a copy and keeps it only on success.
+  // n floats of error feedback, or NULL: where the new residual goes, even
+  // when the outcome is non-finite, so the hook keeps it only on success.
   float* residual = nullptr;
+  // The old residual, read only; NULL: `residual` holds it and is updated
+  // in place. The hook passes the kept one here and a spare buffer as
+  // `residual`, which spares it a copy per bucket.
+  const float* residual_in = nullptr;
   // reduce_scatter with error feedback: the owner residual of this rank's
   // chunk, sized on request (the chunk's length is the protocol's business).
   std::function<float*(size_t)> owner_residual;

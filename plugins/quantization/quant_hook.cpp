@@ -42,12 +42,8 @@ class QuantHook : public Hook {
                "quantization/" << kName << ": bucket dtype "
                                << dl_dtype_text(bucket.buffer.dtype, text)
                                << " is not supported (float32 only)");
-#ifndef DDPH_HAVE_CUDA
-    DDPH_CHECK(bucket.buffer.device.device_type != kDLCUDA, DDPH_UNSUPPORTED,
-               "quantization/" << kName
-                               << ": bucket.buffer is CUDA memory, but this build of ddphooks has "
-                                  "no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
-#endif
+    require_cuda_build(where_of(bucket),
+                       PerChannel ? "quantization/per_channel" : "quantization/per_tensor");
     BucketJob job;
     job.data = static_cast<float*>(data_ptr(bucket.buffer));
     job.n = size_t(bucket.buffer.shape[0]);
@@ -65,10 +61,11 @@ class QuantHook : public Hook {
     if (bytes < opts_.min_bytes) return allreduce(job, done);
 
     if (opts_.error_feedback) {
-      // The protocol updates a copy: the kept residual must not change for
-      // a bucket that falls back or fails because some rank's is not finite.
-      residuals_.own(bucket.index, job.n, job.at);
-      job.residual = residuals_.copy_own(bucket.index, job.at);
+      // The protocol reads the kept residual and writes a spare one: the
+      // kept one must not change for a bucket that falls back or fails
+      // because some rank's is not finite.
+      job.residual_in = residuals_.own(bucket.index, job.n, job.at).data();
+      job.residual = residuals_.spare_own(bucket.index, job.at);
       const uint64_t index = bucket.index;
       const Where at = job.at;
       job.owner_residual = [this, index, at](size_t m) { return residuals_.owner(index, m, at); };

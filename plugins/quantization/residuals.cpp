@@ -23,9 +23,9 @@ float* Residuals::owner(uint64_t index, size_t m, const Where& at) {
   return sized(map_[index].owner, m, at).data();
 }
 
-float* Residuals::copy_own(uint64_t index, const Where& at) {
+float* Residuals::spare_own(uint64_t index, const Where& at) {
   Entry& e = map_[index];
-  e.copy.copy_from(at, e.own);
+  e.copy.ensure(at, e.own.size());
   return e.copy.data();
 }
 

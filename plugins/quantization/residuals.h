@@ -39,9 +39,10 @@ class Residuals {
   // load_state, which leaves them on the host).
   FloatStore& own(uint64_t index, size_t n, const Where& at);
   float* owner(uint64_t index, size_t m, const Where& at);
-  // A working copy of bucket `index`'s own residual (own() first), for a
-  // run to update; keep_copy makes it the own residual.
-  float* copy_own(uint64_t index, const Where& at);
+  // A spare buffer the size of bucket `index`'s own residual (own() first),
+  // in at's memory, its values unspecified, for a run to write the new
+  // residual into; keep_copy makes it the own residual.
+  float* spare_own(uint64_t index, const Where& at);
   void keep_copy(uint64_t index);
   // Host copies of every residual, for save_state.
   ResidualMap to_host() const;

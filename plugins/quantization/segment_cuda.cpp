@@ -26,15 +26,16 @@ void cuda_ok(cudaError_t error, const char* kernel) {
 void encode_segment_cuda(const Where& at, const float* x, const Segment& s, const EncodeArgs& args,
                          uint8_t* out, const CodecScratch& scratch, uint8_t* finite) {
   const size_t head = params_bytes(s);
-  quant::QuantizeArgs a;
-  a.x = x;
-  a.n = s.n;
-  a.channel = s.channel;
-  a.qmax = (1 << args.bits) - 1;
-  a.residual = args.residual;
-  a.stochastic = args.stochastic;
-  a.seed = args.seed;
-  a.counter_base = args.counter_base;
+  quant::QuantizeArgs a = quantize_args(x, s, args);
+  if (a.residual_out != nullptr) {
+    // The GPU kernel updates in place: a device copy first costs the GPU
+    // little, and the kept residual is still never written.
+    cuda_ok(cudaMemcpyAsync(a.residual_out, a.residual, s.n * sizeof(float),
+                            cudaMemcpyDeviceToDevice, stream_of(at)),
+            "cudaMemcpyAsync (residual)");
+    a.residual = a.residual_out;
+    a.residual_out = nullptr;
+  }
   // The params go straight into place: segments start 8-byte aligned
   // (params_bytes), which is all the float params need.
   a.params = reinterpret_cast<quant::QParams*>(out);

@@ -44,19 +44,29 @@ size_t encoded_bytes(const Segment& s, int bits) {
   return round_up8(params_bytes(s) + quant::packed_bytes(s.n, bits));
 }
 
-bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out,
-                    CodecScratch& scratch) {
-  if (s.n == 0) return true;
-  const size_t head = params_bytes(s);
+quant::QuantizeArgs quantize_args(const float* x, const Segment& s, const EncodeArgs& args) {
   quant::QuantizeArgs a;
   a.x = x;
   a.n = s.n;
   a.channel = s.channel;
   a.qmax = (1 << args.bits) - 1;
   a.residual = args.residual;
+  if (args.residual != nullptr && args.residual_in != nullptr) {
+    // The kernel only reads `residual` when given residual_out.
+    a.residual = const_cast<float*>(args.residual_in);
+    a.residual_out = args.residual;
+  }
   a.stochastic = args.stochastic;
   a.seed = args.seed;
   a.counter_base = args.counter_base;
+  return a;
+}
+
+bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out,
+                    CodecScratch& scratch) {
+  if (s.n == 0) return true;
+  const size_t head = params_bytes(s);
+  quant::QuantizeArgs a = quantize_args(x, s, args);
   a.params = scratch.params;
   // 8-bit codes are their own wire format: quantize straight into place.
   a.q = args.bits == 8 ? out + head : scratch.codes;

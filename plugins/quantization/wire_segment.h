@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "plugins/quantization/kernels/quant_cpu.h"  // QuantizeArgs
 #include "plugins/quantization/kernels/quant_math.h"
 
 namespace ddph {
@@ -36,6 +37,9 @@ struct EncodeArgs {
   uint64_t seed = 0;
   uint64_t counter_base = 0;  // counter of element 0 of the segment
   float* residual = nullptr;  // error feedback over the segment, or NULL
+  // With residual: the old residual to read, when not NULL, and `residual`
+  // only receives the new one (NULL: residual is updated in place).
+  const float* residual_in = nullptr;
 };
 
 // The scratch the codec functions share, sized by their caller (codec.h):
@@ -44,6 +48,10 @@ struct CodecScratch {
   quant::QParams* params = nullptr;
   uint8_t* codes = nullptr;
 };
+
+// The quantize kernel's arguments for x as segment s (host and GPU alike);
+// params and codes are the caller's to set.
+quant::QuantizeArgs quantize_args(const float* x, const Segment& s, const EncodeArgs& args);
 
 // Quantizes x (s.n values) into out (encoded_bytes(s, bits) bytes). Returns
 // false when x holds NaN or Inf; the bytes are then meaningless.

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "core/kernels/isa.h"
@@ -85,6 +86,59 @@ TEST(QuantDispatch, QuantizeAllModes) {
             return out;
           });
         }
+  }
+}
+
+// Error feedback out of place (residual_out) is the in-place update written
+// elsewhere: the same codes, params and new residual at every level, and the
+// input residual untouched, a rejected (non-finite) bucket included.
+TEST(QuantDispatch, ErrorFeedbackOutOfPlaceEqualsInPlace) {
+  std::vector<Isa> levels = simd_levels();
+  levels.insert(levels.begin(), Isa::kScalar);
+  for (Isa isa : levels) {
+    IsaCap cap(isa);
+    for (auto c : ddph_test::quant_cases()) {
+      for (bool poison : {false, true}) {
+        if (poison) c.x[c.x.size() / 2] = std::numeric_limits<float>::infinity();
+        const std::string what =
+            c.name + (poison ? " with Inf" : "") + " at " + ddph::isa_name(isa);
+        const size_t n = c.x.size();
+        std::vector<float> res(n);
+        for (size_t i = 0; i < n; ++i) res[i] = c.x[(i * 7) % n] * 0.01f;
+        const std::vector<float> kept = res;
+        std::vector<float> in_place = res, out(n, -7.0f);
+        std::vector<uint8_t> codes_a(n), codes_b(n);
+        std::vector<q::QParams> params_a(q::num_channels(n, c.channel)), params_b(params_a.size());
+        q::QuantizeArgs a;
+        a.x = c.x.data();
+        a.n = n;
+        a.channel = c.channel;
+        a.qmax = 15;
+        a.residual = in_place.data();
+        a.params = params_a.data();
+        a.q = codes_a.data();
+        const bool ok_a = q::quantize_channels(a);
+        q::QuantizeArgs b = a;
+        b.residual = res.data();
+        b.residual_out = out.data();
+        b.params = params_b.data();
+        b.q = codes_b.data();
+        const bool ok_b = q::quantize_channels(b);
+        ASSERT_EQ(ok_a, ok_b) << what;
+        EXPECT_EQ(std::memcmp(res.data(), kept.data(), n * sizeof(float)), 0)
+            << what << ": the input residual was written";
+        if (!ok_a) {
+          EXPECT_TRUE(poison) << what;
+          EXPECT_EQ(std::memcmp(in_place.data(), kept.data(), n * sizeof(float)), 0) << what;
+          continue;
+        }
+        EXPECT_EQ(codes_a, codes_b) << what;
+        EXPECT_EQ(
+            std::memcmp(params_a.data(), params_b.data(), params_a.size() * sizeof(q::QParams)), 0)
+            << what;
+        EXPECT_EQ(std::memcmp(out.data(), in_place.data(), n * sizeof(float)), 0) << what;
+      }
+    }
   }
 }
 

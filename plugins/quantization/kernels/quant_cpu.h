@@ -26,6 +26,9 @@ struct QuantizeArgs {
   size_t channel;
   int qmax;                   // 255, 15 or 3
   float* residual = nullptr;  // in/out, n elements, or nullptr (no error feedback)
+  // Where the new residual goes instead, when not nullptr: `residual` is
+  // then only read. Saves the caller a copy to keep the old one.
+  float* residual_out = nullptr;
   bool stochastic = false;
   uint64_t seed = 0;
   uint64_t counter_base = 0;  // element i draws uniform01(seed, counter_base + i)
@@ -35,10 +38,12 @@ struct QuantizeArgs {
 
 // Fused: per channel, min/max -> QParams -> quantize (nearest or
 // stochastic). With a residual (error feedback) the value quantized is
-// x[i] + residual[i], and afterwards residual[i] = that value - dequantize(q[i]).
-// Returns false if any value quantized is NaN or +-Inf; q and params are
-// then unspecified, but the residual is left unchanged (it is checked for
-// the whole bucket before any residual is written).
+// x[i] + residual[i], and afterwards residual[i] (or residual_out[i]) = that
+// value - dequantize(q[i]). Returns false if any value quantized is NaN or
+// +-Inf; q and params are then unspecified, and so is residual_out, but
+// the residual is left unchanged: in place it is checked for the whole
+// bucket before any is written (one more pass), out of place it is never
+// written.
 bool quantize_channels(const QuantizeArgs& a);
 
 // acc[i] += dequantize(q[i], params[i / channel]): float32, one add per
