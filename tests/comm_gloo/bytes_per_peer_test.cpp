@@ -15,12 +15,6 @@
 namespace comm_gloo_test {
 namespace {
 
-#define CHILD_OK(call)                                                              \
-  do {                                                                              \
-    Err e_ = take(call);                                                            \
-    DDPH_CHILD_CHECK(e_.ok(), "rank %d: %s -> %s", rank, #call, e_.text().c_str()); \
-  } while (0)
-
 constexpr int64_t kN = 1 << 18;  // 1 MiB of float32
 constexpr uint64_t kPayload = uint64_t(kN) * 4;
 // Far below the payload: what barriers and the split's allgather send.

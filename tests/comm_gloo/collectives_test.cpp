@@ -83,12 +83,6 @@ ddph_comm_t* must_connect(int rank, int world, const std::string& dir) {
   return comm;
 }
 
-#define CHILD_OK(call)                                                              \
-  do {                                                                              \
-    Err e_ = take(call);                                                            \
-    DDPH_CHILD_CHECK(e_.ok(), "rank %d: %s -> %s", rank, #call, e_.text().c_str()); \
-  } while (0)
-
 int allreduce_body(int rank, int world, const std::string& dir) {
   ddph_comm_t* comm = must_connect(rank, world, dir);
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);

@@ -17,12 +17,6 @@
 namespace comm_gloo_test {
 namespace {
 
-#define CHILD_OK(call)                                                              \
-  do {                                                                              \
-    Err e_ = take(call);                                                            \
-    DDPH_CHILD_CHECK(e_.ok(), "rank %d: %s -> %s", rank, #call, e_.text().c_str()); \
-  } while (0)
-
 #define CHILD_CUDA(call) DDPH_CHILD_CHECK((call) == cudaSuccess, "rank %d: %s failed", rank, #call)
 
 // n floats of device memory, as a DLTensor.

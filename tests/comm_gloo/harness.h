@@ -9,6 +9,15 @@
 #include <vector>
 
 #include "tests/support/comm_tensors.h"
+#include "tests/support/multiprocess.h"
+
+// Inside a rank's body (where `rank` is in scope): the call must succeed,
+// or the child fails naming the call and the error.
+#define CHILD_OK(call)                                                              \
+  do {                                                                              \
+    ::comm_gloo_test::Err e_ = ::comm_gloo_test::take(call);                        \
+    DDPH_CHILD_CHECK(e_.ok(), "rank %d: %s -> %s", rank, #call, e_.text().c_str()); \
+  } while (0)
 
 namespace comm_gloo_test {
 

@@ -14,17 +14,11 @@
 #include "core/kernels/divide.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
+#include "tests/support/multiprocess.h"
 
 namespace {
 
 using ddph_test::DeviceVec;
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddph-nccl-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir != nullptr ? dir : "/tmp";
-}
 
 std::string yaml(const std::string& hook) {
   return "comm: {backend: nccl, timeout: 20s}\nhook: " + hook + "\n";
@@ -47,8 +41,8 @@ class NcclWorldOfOne : public ::testing::Test {
   void SetUp() override {
     DDPH_SKIP_WITHOUT_GPU();
     std::string error;
-    session_ = ddph_test::open_session(yaml("{family: default, name: allreduce}"), 0, 1, temp_dir(),
-                                       &error);
+    session_ = ddph_test::open_session(yaml("{family: default, name: allreduce}"), 0, 1,
+                                       ddph_test::make_temp_dir("ddph-nccl"), &error);
     ASSERT_NE(session_, nullptr) << error;
     comm_ = ddph_session_comm(session_);
     ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
@@ -70,8 +64,8 @@ class NcclWorldOfOne : public ::testing::Test {
 TEST(CommNcclWithoutGpu, OpeningASessionSaysNoDeviceIsUsable) {
   if (ddph_test::no_cuda_device_reason().empty())
     GTEST_SKIP() << "a GPU is present: the NcclWorldOfOne tests cover it";
-  ddph_test::OpenOutcome out =
-      ddph_test::open_outcome(yaml("{family: default, name: allreduce}"), 0, 1, temp_dir());
+  ddph_test::OpenOutcome out = ddph_test::open_outcome(yaml("{family: default, name: allreduce}"),
+                                                       0, 1, ddph_test::make_temp_dir("ddph-nccl"));
   EXPECT_EQ(out.code, DDPH_UNSUPPORTED) << out.message;
   EXPECT_NE(out.message.find("comm_nccl: no usable CUDA device"), std::string::npos) << out.message;
 }
@@ -180,11 +174,12 @@ TEST(NcclHooks, CudaPathsMatchTheCpuPathBitForBit) {
   std::vector<float> input = {1.0f, -2.5f, 3.14159f, 1e-6f, 65519.0f, 7e-8f, -0.0f, 1234.5678f};
   for (const char* hook : hooks) {
     std::string error;
-    ddph_session_t* gpu = ddph_test::open_session(yaml(hook), 0, 1, temp_dir(), &error);
+    ddph_session_t* gpu =
+        ddph_test::open_session(yaml(hook), 0, 1, ddph_test::make_temp_dir("ddph-nccl"), &error);
     ASSERT_NE(gpu, nullptr) << hook << ": " << error;
     ddph_session_t* cpu = ddph_test::open_session(
-        "comm: {backend: gloo, timeout: 20s}\nhook: " + std::string(hook) + "\n", 0, 1, temp_dir(),
-        &error);
+        "comm: {backend: gloo, timeout: 20s}\nhook: " + std::string(hook) + "\n", 0, 1,
+        ddph_test::make_temp_dir("ddph-nccl"), &error);
     ASSERT_NE(cpu, nullptr) << hook << ": " << error;
     std::vector<float> on_cpu = input;
     ddph_test::FloatBucket cb(on_cpu, 0, 0, true);

@@ -499,17 +499,36 @@ const std::string kWrappedSum =
     "{family: fixture_sum, name: scale, options: {factor: 2}, wrap: {family: fixture_sum, name: "
     "sum}}";
 
+// ddph_session_open on kWrappedSum with `allocator` in options of
+// `struct_size` bytes.
+ddph_error_t* open_with(const RecordingAllocator& allocator, ddph_session_t** s,
+                        size_t struct_size = sizeof(ddph_session_options_t)) {
+  static const std::string text = yaml(kWrappedSum);
+  ddph_session_options_t o = options_for(text);
+  o.struct_size = struct_size;
+  o.device_allocator = &allocator.table;
+  *s = nullptr;
+  return ddph_session_open(&o, s);
+}
+
+// Opens, runs three buckets (their code, with the message in *message),
+// closes.
+ddph_code_t three_buckets_with(const RecordingAllocator& allocator, std::string* message,
+                               size_t struct_size = sizeof(ddph_session_options_t)) {
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = open_with(allocator, &s, struct_size);
+  EXPECT_EQ(e, nullptr) << ddph_error_message(e);
+  ddph_error_free(e);
+  if (s == nullptr) return DDPH_INTERNAL;
+  const ddph_code_t code = run_three_buckets(s, message);
+  ddph_session_close(s);
+  return code;
+}
+
 TEST(SessionDeviceAllocator, TheCommunicatorAndTheHooksGetTheHostsAllocator) {
   RecordingAllocator a;
-  const std::string text = yaml(kWrappedSum);
-  ddph_session_options_t o = options_for(text);
-  o.device_allocator = &a.table;
-  ddph_session_t* s = nullptr;
-  ddph_error_t* e = ddph_session_open(&o, &s);
-  ASSERT_EQ(e, nullptr) << ddph_error_message(e);
   std::string message;
-  EXPECT_EQ(run_three_buckets(s, &message), DDPH_OK) << message;
-  ddph_session_close(s);
+  EXPECT_EQ(three_buckets_with(a, &message), DDPH_OK) << message;
   // Per bucket: the sum hook's own block and the one of the allreduce it
   // asks of the communicator, both on the bucket's stream.
   EXPECT_EQ(a.on_bucket_stream, 6);
@@ -518,56 +537,35 @@ TEST(SessionDeviceAllocator, TheCommunicatorAndTheHooksGetTheHostsAllocator) {
   EXPECT_EQ(a.wrong_device, 0);
 }
 
-TEST(SessionDeviceAllocator, WithoutOneNothingIsAskedAndOlderOptionsAreNotReadPastTheirSize) {
-  RecordingAllocator a;
-  const std::string text = yaml(kWrappedSum);
-  ddph_session_options_t o = options_for(text);
+TEST(SessionDeviceAllocator, OlderOptionsAreNotReadPastTheirSize) {
   // A 1.0 host's struct ends before device_allocator: what lies there
   // (here a valid table) must not be read.
-  o.struct_size = DDPH_SESSION_OPTIONS_SIZE_V1_0;
-  o.device_allocator = &a.table;
-  ddph_session_t* s = nullptr;
-  ddph_error_t* e = ddph_session_open(&o, &s);
-  ASSERT_EQ(e, nullptr) << ddph_error_message(e);
+  RecordingAllocator a;
   std::string message;
-  EXPECT_EQ(run_three_buckets(s, &message), DDPH_OK) << message;
-  ddph_session_close(s);
+  EXPECT_EQ(three_buckets_with(a, &message, DDPH_SESSION_OPTIONS_SIZE_V1_0), DDPH_OK) << message;
   EXPECT_EQ(a.allocs, 0);
 }
 
 TEST(SessionDeviceAllocator, AMalformedTableIsRefusedAndANullBlockFailsTheBucket) {
-  const std::string text = yaml(kWrappedSum);
+  ddph_session_t* s = nullptr;
   {
     RecordingAllocator a;
     a.table.struct_size = 3;
-    ddph_session_options_t o = options_for(text);
-    o.device_allocator = &a.table;
-    ddph_session_t* s = nullptr;
-    EXPECT_ERROR(ddph_session_open(&o, &s), DDPH_INVALID_ARGUMENT,
-                 "device_allocator->struct_size is 3");
+    EXPECT_ERROR(open_with(a, &s), DDPH_INVALID_ARGUMENT, "device_allocator->struct_size is 3");
     EXPECT_EQ(s, nullptr);
   }
   {
     RecordingAllocator a;
     a.table.free = nullptr;
-    ddph_session_options_t o = options_for(text);
-    o.device_allocator = &a.table;
-    ddph_session_t* s = nullptr;
-    EXPECT_ERROR(ddph_session_open(&o, &s), DDPH_INVALID_ARGUMENT,
-                 "device_allocator has no free function");
+    EXPECT_ERROR(open_with(a, &s), DDPH_INVALID_ARGUMENT, "device_allocator has no free function");
+    EXPECT_EQ(s, nullptr);
   }
   {
     RecordingAllocator a;
     a.refuse_bucket_stream = true;
-    ddph_session_options_t o = options_for(text);
-    o.device_allocator = &a.table;
-    ddph_session_t* s = nullptr;
-    ddph_error_t* e = ddph_session_open(&o, &s);
-    ASSERT_EQ(e, nullptr) << ddph_error_message(e);
     std::string message;
-    EXPECT_EQ(run_three_buckets(s, &message), DDPH_OUT_OF_MEMORY);
+    EXPECT_EQ(three_buckets_with(a, &message), DDPH_OUT_OF_MEMORY);
     EXPECT_NE(message.find("device allocator gave NULL"), std::string::npos) << message;
-    ddph_session_close(s);
     EXPECT_EQ(a.frees, a.allocs);
   }
 }

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/fake_cuda_bucket.h"
+#include "tests/support/multiprocess.h"
 #if DDPH_TEST_WITH_CUDA
 #include "tests/support/cuda_device.h"
 #endif
@@ -20,10 +22,7 @@ namespace {
 // What a fake CUDA bucket (lent parameters included) gets from
 // hook_then_optimizer around default/allreduce over Gloo, world 1.
 std::string refusal() {
-  char tmpl[] = "/tmp/ddph-optim-nocuda-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  if (dir == nullptr) return "";
+  const std::string dir = ddph_test::make_temp_dir("ddph-optim-nocuda");
   ddph_session_t* s = ddph_test::open_session(
       "comm: {backend: gloo, timeout: 20s}\nhook: {family: optimizer_overlap, name: "
       "hook_then_optimizer, options: {optimizer: adam}, wrap: {family: default, name: "
@@ -31,23 +30,8 @@ std::string refusal() {
       0, 1, dir);
   EXPECT_NE(s, nullptr);
   if (s == nullptr) return "";
-  alignas(16) static float fake[8];  // stands in for device memory; never touched
-  int64_t n = 8;
-  ddph_param_t p{};
-  p.struct_size = sizeof p;
-  p.ndim = 1;
-  p.shape = &n;
-  p.data.data = fake;
-  p.data.device = {kDLCUDA, 0};
-  p.data.ndim = 1;
-  p.data.dtype = {kDLFloat, 32, 1};
-  p.data.shape = &n;
-  ddph_bucket_t b{};
-  b.struct_size = sizeof b;
-  b.is_last = 1;
-  b.buffer = p.data;
-  b.num_params = 1;
-  b.params = &p;
+  ddph_test::FakeCudaBucket fake;
+  const ddph_bucket_t& b = fake.bucket;
   std::string message;
   EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
   ddph_session_close(s);

@@ -17,18 +17,12 @@
 #include "tests/optimizer_overlap/gpu_lent_bucket.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
+#include "tests/support/multiprocess.h"
 
 namespace {
 
 using ddph_test::LentBucket;
 using ddph_test::same_bits;
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddph-optim-gpu-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir != nullptr ? dir : "/tmp";
-}
 
 std::string yaml(const char* backend, const std::string& options) {
   return std::string("comm: {backend: ") + backend +
@@ -97,8 +91,8 @@ class CudaOptimizer : public ::testing::TestWithParam<Case> {
   }
   ddph_session_t* open(const char* backend) {
     std::string error;
-    ddph_session_t* s =
-        ddph_test::open_session(yaml(backend, GetParam().options), 0, 1, temp_dir(), &error);
+    ddph_session_t* s = ddph_test::open_session(yaml(backend, GetParam().options), 0, 1,
+                                                ddph_test::make_temp_dir("ddph-optim-gpu"), &error);
     EXPECT_NE(s, nullptr) << backend << ": " << error;
     return s;
   }

@@ -18,18 +18,12 @@
 #include "tests/optimizer_overlap/gpu_lent_bucket.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
+#include "tests/support/multiprocess.h"
 
 namespace {
 
 using ddph_test::LentBucket;
 using ddph_test::same_bits;
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddph-lsgd-gpu-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir != nullptr ? dir : "/tmp";
-}
 
 std::vector<float> values(uint64_t step, size_t n, double phase) {
   std::vector<float> v(n);
@@ -63,11 +57,13 @@ class CudaLocalSgd : public ::testing::TestWithParam<Case> {
 TEST_P(CudaLocalSgd, EveryStepMatchesTheCpuPathBitForBit) {
   const std::string hook = GetParam().hook;
   std::string error;
-  ddph_session_t* gpu = ddph_test::open_session(
-      "comm: {backend: nccl, timeout: 20s}\nhook: " + hook + "\n", 0, 1, temp_dir(), &error);
+  ddph_session_t* gpu =
+      ddph_test::open_session("comm: {backend: nccl, timeout: 20s}\nhook: " + hook + "\n", 0, 1,
+                              ddph_test::make_temp_dir("ddph-lsgd-gpu"), &error);
   ASSERT_NE(gpu, nullptr) << error;
-  ddph_session_t* cpu = ddph_test::open_session(
-      "comm: {backend: gloo, timeout: 20s}\nhook: " + hook + "\n", 0, 1, temp_dir(), &error);
+  ddph_session_t* cpu =
+      ddph_test::open_session("comm: {backend: gloo, timeout: 20s}\nhook: " + hook + "\n", 0, 1,
+                              ddph_test::make_temp_dir("ddph-lsgd-gpu"), &error);
   ASSERT_NE(cpu, nullptr) << error;
   LentBucket g(true, {5, 130, 1}), c(false, {5, 130, 1});
   g.set_params(values(0, g.numel(), 0.5));

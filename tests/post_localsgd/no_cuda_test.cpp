@@ -9,6 +9,8 @@
 #include <string>
 
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/fake_cuda_bucket.h"
+#include "tests/support/multiprocess.h"
 
 namespace {
 
@@ -28,29 +30,12 @@ TEST(LocalSgdWithoutCuda, ACudaBucketIsRefusedUpFront) {
        "post_localsgd/model_averaging"},
   };
   for (const Case& c : cases) {
-    char tmpl[] = "/tmp/ddph-lsgd-nocuda-XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    ASSERT_NE(dir, nullptr);
+    const std::string dir = ddph_test::make_temp_dir("ddph-lsgd-nocuda");
     ddph_session_t* s = ddph_test::open_session(
         std::string("comm: {backend: gloo, timeout: 20s}\nhook: ") + c.hook + "\n", 0, 1, dir);
     ASSERT_NE(s, nullptr) << c.hook;
-    alignas(16) static float fake[8];  // stands in for device memory; never touched
-    int64_t n = 8;
-    ddph_param_t p{};
-    p.struct_size = sizeof p;
-    p.ndim = 1;
-    p.shape = &n;
-    p.data.data = fake;
-    p.data.device = {kDLCUDA, 0};
-    p.data.ndim = 1;
-    p.data.dtype = {kDLFloat, 32, 1};
-    p.data.shape = &n;
-    ddph_bucket_t b{};
-    b.struct_size = sizeof b;
-    b.is_last = 1;
-    b.buffer = p.data;
-    b.num_params = 1;
-    b.params = &p;
+    ddph_test::FakeCudaBucket fake;
+    const ddph_bucket_t& b = fake.bucket;
     std::string message;
     EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << c.hook << ": " << message;
     EXPECT_NE(message.find(std::string(c.name) +

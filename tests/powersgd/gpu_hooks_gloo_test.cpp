@@ -66,10 +66,7 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
     std::vector<float> shadow = in;  // lends the parameter views
     ps::ShapedBucket views(shadow, kShapes, 0, uint64_t(step), true);
     ddph_test::DeviceVec<float> device(in);
-    ddph_bucket_t b = *views.get();
-    b.buffer.data = device.get();
-    b.buffer.device = {kDLCUDA, 0};
-    b.stream = stream;
+    const ddph_bucket_t b = ddph_test::on_gpu(*views.get(), device.get(), stream);
     DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, b, &message) == DDPH_OK,
                      "%s rank %d step %d: GPU bucket: %s", c.hook, rank, step, message.c_str());
     const std::vector<float> back = device.host(stream);
@@ -130,10 +127,7 @@ int wrapped_body(int rank, int world, const std::string& dir) {
     std::vector<float> shadow = in;
     ps::ShapedBucket views(shadow, kShapes, 0, uint64_t(step), true);
     ddph_test::DeviceVec<float> device(in);
-    ddph_bucket_t b = *views.get();
-    b.buffer.data = device.get();
-    b.buffer.device = {kDLCUDA, 0};
-    b.stream = stream;
+    const ddph_bucket_t b = ddph_test::on_gpu(*views.get(), device.get(), stream);
     std::string message;
     DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, b, &message) == DDPH_OK,
                      "rank %d step %d: GPU bucket: %s", rank, step, message.c_str());

@@ -23,6 +23,8 @@
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
+#include "tests/support/gpu_cpu_sessions.h"
+#include "tests/support/multiprocess.h"
 
 namespace {
 
@@ -51,13 +53,6 @@ int k_max() {
 
 double tolerance() {
   return ps::gpu_tolerance(k_max(), kCompressedSteps);
-}
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddph-psgd-gpu-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir != nullptr ? dir : "/tmp";
 }
 
 struct Case {
@@ -95,33 +90,12 @@ std::vector<float> gradients(size_t n, uint64_t index, int step) {
   return ps::gpu_close(got, want, tol);
 }
 
-class Pair {
+class Pair : public ddph_test::GpuCpuSessions {
  public:
-  explicit Pair(const Case& c) {
-    std::string error;
-    const std::string hook =
-        "{family: powersgd, name: " + std::string(c.hook) + ", options: {" + options(c) + "}}";
-    gpu_ = ddph_test::open_session("comm: {backend: nccl, timeout: 60s}\nhook: " + hook + "\n", 0,
-                                   1, temp_dir(), &error);
-    EXPECT_NE(gpu_, nullptr) << error;
-    cpu_ = ddph_test::open_session(ps::yaml(c.hook, options(c)), 0, 1, temp_dir(), &error);
-    EXPECT_NE(cpu_, nullptr) << error;
-    EXPECT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-  }
-  ~Pair() {
-    if (gpu_ != nullptr) ddph_session_close(gpu_);
-    if (cpu_ != nullptr) ddph_session_close(cpu_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  bool ok() const { return gpu_ != nullptr && cpu_ != nullptr && stream_ != nullptr; }
-  ddph_session_t* gpu() const { return gpu_; }
-  ddph_session_t* cpu() const { return cpu_; }
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  ddph_session_t* gpu_ = nullptr;
-  ddph_session_t* cpu_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  explicit Pair(const Case& c)
+      : GpuCpuSessions("comm: {backend: nccl, timeout: 60s}\nhook: {family: powersgd, name: " +
+                           std::string(c.hook) + ", options: {" + options(c) + "}}\n",
+                       ps::yaml(c.hook, options(c))) {}
 };
 
 // Runs one bucket on a GPU session; the result, read back after the stream.
@@ -252,9 +226,11 @@ TEST(PsgdWithoutGpu, ACudaBucketIsRefusedWithTheReasonAndTheStateSurvives) {
   for (const char* hook : {"powersgd", "batched_powersgd"}) {
     const std::string yaml = ps::yaml(hook, "rank: 2, start_iter: 2");
     std::string error;
-    ddph_session_t* plain = ddph_test::open_session(yaml, 0, 1, temp_dir(), &error);
+    ddph_session_t* plain =
+        ddph_test::open_session(yaml, 0, 1, ddph_test::make_temp_dir("ddph-psgd-gpu"), &error);
     ASSERT_NE(plain, nullptr) << error;
-    ddph_session_t* s = ddph_test::open_session(yaml, 0, 1, temp_dir(), &error);
+    ddph_session_t* s =
+        ddph_test::open_session(yaml, 0, 1, ddph_test::make_temp_dir("ddph-psgd-gpu"), &error);
     ASSERT_NE(s, nullptr) << error;
     const size_t n = size_t(ps::numel_of(kBucket0));
     for (int step = 0; step < 5; ++step) {

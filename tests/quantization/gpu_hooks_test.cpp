@@ -20,19 +20,14 @@
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
+#include "tests/support/gpu_cpu_sessions.h"
+#include "tests/support/multiprocess.h"
 
 namespace {
 
 using ddph_test::DeviceVec;
 using ddph_test::quant::hook_blob;
 using ddph_test::quant::inputs;
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddph-qgpu-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir != nullptr ? dir : "/tmp";
-}
 
 std::string yaml(const char* backend, const std::string& hook, const std::string& options) {
   return std::string("comm: {backend: ") + backend +
@@ -62,60 +57,28 @@ struct Result {
 
 // One hook configuration open twice: on a GPU over NCCL, on the host over
 // Gloo, each a world of one.
-class Pair {
+class Pair : public ddph_test::GpuCpuSessions {
  public:
-  Pair(const std::string& hook, const std::string& options) {
-    std::string error;
-    gpu_ = ddph_test::open_session(yaml("nccl", hook, options), 0, 1, temp_dir(), &error);
-    EXPECT_NE(gpu_, nullptr) << error;
-    cpu_ = ddph_test::open_session(yaml("gloo", hook, options), 0, 1, temp_dir(), &error);
-    EXPECT_NE(cpu_, nullptr) << error;
-    EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  ~Pair() {
-    if (gpu_ != nullptr) ddph_session_close(gpu_);
-    if (cpu_ != nullptr) ddph_session_close(cpu_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  bool ok() const { return gpu_ != nullptr && cpu_ != nullptr && stream_ != nullptr; }
-  ddph_session_t* gpu() const { return gpu_; }
-  ddph_session_t* cpu() const { return cpu_; }
+  Pair(const std::string& hook, const std::string& options)
+      : GpuCpuSessions(yaml("nccl", hook, options), yaml("gloo", hook, options)) {}
 
-  // The bucket on the GPU, on a stream of its own (not the legacy default
-  // stream, so ordering is the hook's doing), read back after the stream.
+  // The bucket on the GPU, read back after the stream.
   Result on_gpu(const std::vector<float>& x, uint64_t index, uint64_t step) {
     DeviceVec<float> d(x);
-    // cudaMemcpy from pageable memory may return before its DMA lands, and
-    // the hook's stream does not wait for the legacy stream.
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    int64_t n = int64_t(x.size());
-    ddph_bucket_t b{};
-    b.struct_size = sizeof b;
-    b.index = index;
-    b.step = step;
-    b.is_last = 1;
-    b.buffer.data = d.get();
-    b.buffer.device = {kDLCUDA, 0};
-    b.buffer.ndim = 1;
-    b.buffer.dtype = {kDLFloat, 32, 1};
-    b.buffer.shape = &n;
-    b.stream = stream_;
+    std::vector<float> shape = x;  // a host bucket of x's layout, moved onto d
+    ddph_test::FloatBucket b(shape, index, step, true);
     Result r;
-    r.code = ddph_test::run_bucket(gpu_, b, &r.message);
-    r.data = d.host(stream_);
+    r.code =
+        ddph_test::run_bucket(gpu(), ddph_test::on_gpu(b.bucket, d.get(), stream()), &r.message);
+    r.data = d.host(stream());
     return r;
   }
   Result on_cpu(const std::vector<float>& x, uint64_t index, uint64_t step) {
     Result r;
     r.data = x;
-    r.code = ddph_test::quant::run_bucket_msg(cpu_, r.data, index, step, &r.message);
+    r.code = ddph_test::quant::run_bucket_msg(cpu(), r.data, index, step, &r.message);
     return r;
   }
-
- private:
-  ddph_session_t* gpu_ = nullptr;
-  ddph_session_t* cpu_ = nullptr;
-  cudaStream_t stream_ = nullptr;
 };
 
 // Two buckets of lengths that are not multiples of 512 (5000 holds the

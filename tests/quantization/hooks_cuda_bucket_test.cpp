@@ -13,18 +13,13 @@
 
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/fake_cuda_bucket.h"
+#include "tests/support/multiprocess.h"
 #if DDPH_TEST_WITH_CUDA
 #include "tests/support/cuda_device.h"
 #endif
 
 namespace {
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddph-qcuda-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir != nullptr ? dir : "/tmp";
-}
 
 TEST(QuantCudaBucket, WithoutCudaOrAGpuIsAClearErrorAndTheSessionGoesOn) {
 #if DDPH_TEST_WITH_CUDA
@@ -36,18 +31,11 @@ TEST(QuantCudaBucket, WithoutCudaOrAGpuIsAClearErrorAndTheSessionGoesOn) {
   for (const char* options :
        {"protocol: allgather", "protocol: reduce_scatter, bits: 4, error_feedback: true"}) {
     SCOPED_TRACE(options);
-    ddph_session_t* s =
-        ddph_test::open_session(ddph_test::quant::yaml("per_channel", options), 0, 1, temp_dir());
+    ddph_session_t* s = ddph_test::open_session(ddph_test::quant::yaml("per_channel", options), 0,
+                                                1, ddph_test::make_temp_dir("ddph-qcuda"));
     ASSERT_NE(s, nullptr);
-    int64_t n = 1000;
-    ddph_bucket_t b{};
-    b.struct_size = sizeof b;
-    b.is_last = 1;
-    b.buffer.data = reinterpret_cast<void*>(uintptr_t(0x1000));  // never dereferenced
-    b.buffer.device = {kDLCUDA, 0};
-    b.buffer.ndim = 1;
-    b.buffer.dtype = {kDLFloat, 32, 1};
-    b.buffer.shape = &n;
+    ddph_test::FakeCudaBucket fake;
+    const ddph_bucket_t& b = fake.bucket;
     std::string message;
     EXPECT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_UNSUPPORTED) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
@@ -61,7 +49,8 @@ TEST(QuantCudaBucket, WithoutCudaOrAGpuIsAClearErrorAndTheSessionGoesOn) {
 
 TEST(QuantCudaBucket, APinnedHostBucketRunsTheHostPath) {
   ddph_session_t* s = ddph_test::open_session(
-      ddph_test::quant::yaml("per_channel", "protocol: reduce_scatter, bits: 4"), 0, 1, temp_dir());
+      ddph_test::quant::yaml("per_channel", "protocol: reduce_scatter, bits: 4"), 0, 1,
+      ddph_test::make_temp_dir("ddph-qcuda"));
   ASSERT_NE(s, nullptr);
   const std::vector<float> x = ddph_test::quant::inputs(0, 0, 1000);
   std::vector<float> plain = x, pinned = x;

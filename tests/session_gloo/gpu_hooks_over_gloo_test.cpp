@@ -70,23 +70,15 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
     ddph_test::FloatBucket hb(host, 0, step, true);
     DDPH_CHILD_CHECK(ddph_test::run_bucket(cpu, hb) == DDPH_OK, "%s rank %d step %d: host bucket",
                      c.name, rank, int(step));
-    std::vector<float> unused(0);
-    ddph_test::FloatBucket db(unused, 0, step, true);
-    db.shape[0] = int64_t(n);
-    db.bucket.buffer.data = device.get();
-    db.bucket.buffer.device = {kDLCUDA, 0};
-    db.bucket.stream = stream;
     std::string message;
-    DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, db.bucket, &message) == DDPH_OK,
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, ddph_test::on_gpu(hb.bucket, device.get(), stream),
+                                           &message) == DDPH_OK,
                      "%s rank %d step %d: GPU bucket: %s", c.name, rank, int(step),
                      message.c_str());
     const std::vector<float> back = device.host(stream);
-    size_t differ = 0, first = n;
-    for (size_t i = 0; i < n; ++i)
-      if (std::memcmp(&back[i], &host[i], sizeof(float)) != 0 && differ++ == 0) first = i;
-    DDPH_CHILD_CHECK(
-        differ == 0, "%s rank %d step %d: %zu elements differ, first [%zu] GPU %.9g CPU %.9g",
-        c.name, rank, int(step), differ, first, double(back[first]), double(host[first]));
+    const std::string differ = ddph_test::bit_difference(back, host);
+    DDPH_CHILD_CHECK(differ.empty(), "%s rank %d step %d: %s", c.name, rank, int(step),
+                     differ.c_str());
     DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(cpu, back.data(), n * sizeof(float)),
                      "%s step %d: ranks differ", c.name, int(step));
   }
@@ -161,18 +153,12 @@ int allocator_body(int rank, int world, const std::string& dir) {
   ddph_test::DeviceVec<float> device(host);
   ddph_test::FloatBucket hb(host, 0, 0, true);
   DDPH_CHILD_CHECK(ddph_test::run_bucket(cpu, hb) == DDPH_OK, "rank %d: host bucket", rank);
-  std::vector<float> unused(0);
-  ddph_test::FloatBucket db(unused, 0, 0, true);
-  db.shape[0] = int64_t(n);
-  db.bucket.buffer.data = device.get();
-  db.bucket.buffer.device = {kDLCUDA, 0};
-  db.bucket.stream = stream;
   std::string message;
-  DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, db.bucket, &message) == DDPH_OK,
+  DDPH_CHILD_CHECK(ddph_test::run_bucket(gpu, ddph_test::on_gpu(hb.bucket, device.get(), stream),
+                                         &message) == DDPH_OK,
                    "rank %d: GPU bucket: %s", rank, message.c_str());
-  const std::vector<float> back = device.host(stream);
-  DDPH_CHILD_CHECK(std::memcmp(back.data(), host.data(), n * sizeof(float)) == 0,
-                   "rank %d: the GPU bucket's bits differ from the host path's", rank);
+  const std::string differ = ddph_test::bit_difference(device.host(stream), host);
+  DDPH_CHILD_CHECK(differ.empty(), "rank %d: %s", rank, differ.c_str());
   ddph_session_close(gpu);
   ddph_session_close(cpu);
   DDPH_CHILD_CHECK(counting.allocs > 0, "rank %d: the host's allocator was never asked", rank);

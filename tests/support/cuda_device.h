@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <ddph/ddph.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -107,5 +110,30 @@ class DeviceVec {
   T* p_ = nullptr;
   size_t n_;
 };
+
+// Bucket b moved onto the GPU: the same index, step and parameter views,
+// its buffer's data at `data` on device 0, enqueued on `stream`.
+inline ddph_bucket_t on_gpu(ddph_bucket_t b, void* data, cudaStream_t stream) {
+  b.buffer.data = data;
+  b.buffer.byte_offset = 0;
+  b.buffer.device = DLDevice{kDLCUDA, 0};
+  b.stream = stream;
+  return b;
+}
+
+// "" when gpu and cpu hold the same bits; else how many elements differ,
+// and the first of them.
+inline std::string bit_difference(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  if (gpu.size() != cpu.size())
+    return std::to_string(gpu.size()) + " elements against " + std::to_string(cpu.size());
+  size_t differ = 0, first = 0;
+  for (size_t i = 0; i < gpu.size(); ++i)
+    if (std::memcmp(&gpu[i], &cpu[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  if (differ == 0) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "%zu elements differ, first [%zu]: GPU %.9g, CPU %.9g", differ,
+                first, double(gpu[first]), double(cpu[first]));
+  return text;
+}
 
 }  // namespace ddph_test

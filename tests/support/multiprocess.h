@@ -21,20 +21,21 @@ struct RankResult {
 // temporary directory shared by all ranks (for a file store). A child's exit
 // code is body's return value (0 = pass). Children still running after
 // timeout_s are killed and marked timed_out.
-std::vector<RankResult> run_ranks(int world, const std::function<int(int rank, int world, const std::string& dir)>& body,
-                                  double timeout_s = 60.0);
+std::vector<RankResult> run_ranks(
+    int world, const std::function<int(int rank, int world, const std::string& dir)>& body,
+    double timeout_s = 60.0);
 
 // A fresh temporary directory (removed by the caller if it cares).
 std::string make_temp_dir(const char* tag = "ddph-test");
 
 // For use inside a child: prints the failure with rank, file and line and
 // makes the child's exit code non-zero.
-#define DDPH_CHILD_CHECK(cond, ...)                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
+#define DDPH_CHILD_CHECK(cond, ...)                                                         \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       ::ddph_test::child_fail(__FILE__, __LINE__, #cond, ::ddph_test::format(__VA_ARGS__)); \
-      return 1;                                                                            \
-    }                                                                                      \
+      return 1;                                                                             \
+    }                                                                                       \
   } while (0)
 
 void child_fail(const char* file, int line, const char* cond, const std::string& message);
