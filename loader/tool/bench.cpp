@@ -15,10 +15,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/kernels/cast.h"
+#include "loader/tool/bench_device.h"
 #include "loader/tool/bench_label.h"
 #include "loader/tool/bench_machines.h"
 #include "loader/tool/bench_overlap.h"
@@ -47,6 +50,7 @@ struct BenchOptions {
   int overlap_buckets = 0;                   // --overlap N; 0: the plain bench
   double backward_ms = 5;                    // --backward-ms, with --overlap
   int machines = 0;                          // --machines M; 0: no simulated machines
+  std::string device = "cpu";                // --device: where the bucket lives
   bool help = false;
 };
 
@@ -54,7 +58,7 @@ const char kUsage[] =
     "usage: ddph bench --config FILE.yaml [--config FILE2.yaml ...] [--world N]\n"
     "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
     "                  [--matrix ROWSxCOLS] [--dtype f32|bf16|f16]\n"
-    "                  [--overlap N [--backward-ms MS]] [--machines M]\n"
+    "                  [--overlap N [--backward-ms MS]] [--machines M] [--device cpu|cuda]\n"
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
@@ -69,7 +73,9 @@ const char kUsage[] =
     "inner hook followed by a separate optimizer pass; reports the share hidden.\n"
     "--machines M: the ranks as M simulated machines (consecutive ranks, DDPH_HOSTNAME\n"
     "set per machine, which hooks that group by host read); also reports the bytes\n"
-    "sent between machines per bucket, all ranks together.\n";
+    "sent between machines per bucket, all ranks together.\n"
+    "--device cuda: the bucket and the baseline in GPU memory (rank r on GPU r modulo\n"
+    "the GPU count), on a stream of their own; each time includes waiting for it.\n";
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
@@ -99,12 +105,18 @@ BenchOptions parse(int argc, char** argv) {
       o.overlap_buckets = static_cast<int>(f.int_value(1, 4096));
     else if (f.is("--backward-ms"))
       o.backward_ms = f.double_value(0, 1e5);
+    else if (f.is("--device"))
+      o.device = f.value();
     else if (f.is("--machines"))
       o.machines = static_cast<int>(f.int_value(1, 256));
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
   if (o.configs.empty()) throw std::invalid_argument("at least one --config is required");
+  if (o.device != "cpu" && o.device != "cuda")
+    throw std::invalid_argument("--device is cpu or cuda, not '" + o.device + "'");
+  if (o.device == "cuda" && o.overlap_buckets > 0)
+    throw std::invalid_argument("--device cuda does not combine with --overlap");
   if (o.machines > 0 && o.world % o.machines != 0)
     throw std::invalid_argument("--machines " + std::to_string(o.machines) +
                                 " does not divide --world " + std::to_string(o.world));
@@ -183,9 +195,18 @@ void fill(std::vector<float>& v, int rank) {
 
 Result bench_config(const BenchOptions& o, const std::string& config, const std::string& url,
                     int rank, int64_t numel) {
+  const ddph::DType dtype = parse_bucket_dtype(o.dtype, "--dtype");
+  // --device cuda: the bucket, and then the fp32 baseline, in GPU memory.
+  // Made before the session, so a missing GPU stops every rank alike.
+  std::unique_ptr<CudaBucketMemory> gpu;
+  if (o.device == "cuda") {
+    if (hook_needs(config).params)
+      throw std::runtime_error(
+          "--device cuda: hooks that take the parameters are benched on host buckets only");
+    gpu = std::make_unique<CudaBucketMemory>(size_t(numel) * sizeof(float), rank);
+  }
   Session s(config, rank, o.world, url);
   const BenchParams params(numel, o.matrix_rows, o.matrix_cols);
-  const ddph::DType dtype = parse_bucket_dtype(o.dtype, "--dtype");
   ddph_train::GradBucket bucket(0, params.plan(), params.shapes(), dtype);
   // A hook that takes the parameters (or writes fp32 gradients there) gets
   // one float tensor per view; its values do not matter to the timing.
@@ -217,14 +238,24 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   for (int it = -o.warmup; it < o.iters; ++it, ++step) {
-    std::memcpy(bucket.raw(), pristine_bucket, bucket_bytes);
+    if (gpu)
+      gpu->upload(pristine_bucket, bucket_bytes);
+    else
+      std::memcpy(bucket.raw(), pristine_bucket, bucket_bytes);
     s.barrier();
     uint64_t wire0 = s.stats().wire_bytes;
     const double cross0 =
         o.machines > 0 ? bytes_to_other_machines(s.comm(), rank, o.world, o.machines) : 0;
     auto t0 = now();
-    s.submit(bucket.bucket(step, true));
-    s.flush();
+    if (gpu) {
+      const ddph_bucket_t on_gpu = gpu->onto(*bucket.bucket(step, true));
+      s.submit(&on_gpu);
+      s.flush();
+      gpu->wait();  // done means enqueued: the time is the GPU's
+    } else {
+      s.submit(bucket.bucket(step, true));
+      s.flush();
+    }
     auto t1 = now();
     uint64_t wire1 = s.stats().wire_bytes;
     // Ranks done early must not refill their buffer while the slowest one
@@ -235,10 +266,16 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     const double cross1 =
         o.machines > 0 ? bytes_to_other_machines(s.comm(), rank, o.world, o.machines) : 0;
 
-    std::memcpy(baseline.data(), pristine.data(), numel * sizeof(float));
+    if (gpu)
+      gpu->upload(pristine.data(), size_t(numel) * sizeof(float));
+    else
+      std::memcpy(baseline.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
     auto t2 = now();
-    s.allreduce(baseline.data(), numel, DDPH_SUM);
+    if (gpu)
+      gpu->allreduce(s.comm(), numel);
+    else
+      s.allreduce(baseline.data(), numel, DDPH_SUM);
     auto t3 = now();
     s.barrier();
     if (it < 0) continue;

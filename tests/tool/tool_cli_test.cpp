@@ -204,6 +204,25 @@ TEST_F(ToolCli, BenchHumanTableNamesEveryConfig) {
   EXPECT_NE(r.out.find("default/bf16_compress"), std::string::npos) << r.out;
 }
 
+// --device cuda keeps the bucket in GPU memory. Without a usable GPU (or in
+// a build without CUDA) every rank stops, saying why; with one, the hook's
+// row comes out as on the host.
+TEST_F(ToolCli, BenchOnTheGpuRunsOrSaysWhyNot) {
+  Result r = ddph("bench --config " + kConfigs + "fp16.yaml --device cuda --bucket-mb 1 --iters 2");
+  const bool no_gpu =
+      r.err.find("--device cuda: no usable CUDA device") != std::string::npos ||
+      r.err.find("--device cuda: this build of ddphooks has no CUDA") != std::string::npos;
+  if (no_gpu) {
+    EXPECT_NE(r.code, 0) << describe(r);
+  } else {
+    ASSERT_EQ(r.code, 0) << describe(r);
+    EXPECT_NE(r.out.find("default/fp16_compress"), std::string::npos) << r.out;
+  }
+  Result bad = ddph("bench --config " + kConfigs + "fp16.yaml --device tpu");
+  EXPECT_EQ(bad.code, 2) << describe(bad);
+  EXPECT_NE(bad.err.find("--device is cpu or cuda, not 'tpu'"), std::string::npos) << bad.err;
+}
+
 TEST_F(ToolCli, BenchFailsWhenAConfigFails) {
   std::string dir = ddph_test::make_temp_dir("ddph-cli-bad");
   std::string bad = dir + "/bad.yaml";
