@@ -1,23 +1,58 @@
 #include "core/device_allocator.h"
 
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
 #include "core/error.h"
 
 namespace ddph {
 namespace {
-thread_local const ddph_device_allocator_t* t_current = nullptr;
+
+// Which allocator is current on which thread. Not a thread_local: in a
+// dlopen'ed plugin that is dynamic TLS, which LeakSanitizer's leak check
+// cannot walk once a plugin has been unloaded (its tracer crashes), and
+// initial-exec TLS would take static TLS from the host, which may have none
+// to spare. A lookup under a lock costs nothing next to the few calls per
+// bucket that make one.
+struct CurrentByThread {
+  std::mutex mu;
+  std::unordered_map<std::thread::id, const ddph_device_allocator_t*> map;
+};
+
+CurrentByThread& current_by_thread() {
+  static CurrentByThread c;
+  return c;
+}
+
+const ddph_device_allocator_t* swap_current(const ddph_device_allocator_t* allocator) {
+  CurrentByThread& c = current_by_thread();
+  std::lock_guard<std::mutex> lock(c.mu);
+  const auto id = std::this_thread::get_id();
+  const auto found = c.map.find(id);
+  const ddph_device_allocator_t* previous = found == c.map.end() ? nullptr : found->second;
+  if (allocator == nullptr) {
+    if (found != c.map.end()) c.map.erase(found);
+  } else {
+    c.map[id] = allocator;
+  }
+  return previous;
+}
+
 }  // namespace
 
 const ddph_device_allocator_t* current_device_allocator() {
-  return t_current;
+  CurrentByThread& c = current_by_thread();
+  std::lock_guard<std::mutex> lock(c.mu);
+  const auto found = c.map.find(std::this_thread::get_id());
+  return found == c.map.end() ? nullptr : found->second;
 }
 
 DeviceAllocatorScope::DeviceAllocatorScope(const ddph_device_allocator_t* allocator)
-    : previous_(t_current) {
-  t_current = allocator;
-}
+    : previous_(swap_current(allocator)) {}
 
 DeviceAllocatorScope::~DeviceAllocatorScope() {
-  t_current = previous_;
+  swap_current(previous_);
 }
 
 const ddph_device_allocator_t* checked_device_allocator(const ddph_device_allocator_t* allocator,

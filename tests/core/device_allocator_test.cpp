@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "core/comm_backend.h"
 #include "core/hook.h"
@@ -59,6 +60,25 @@ TEST(DeviceAllocator, ScopesNestAndRestoreWhatWasCurrent) {
     EXPECT_EQ(current_device_allocator(), &a);
   }
   EXPECT_EQ(current_device_allocator(), nullptr);
+}
+
+// Two sessions may run their hooks at once on two worker threads, each with
+// its own allocator: a scope on one thread is not seen on another.
+TEST(DeviceAllocator, EachThreadHasItsOwnCurrent) {
+  int a_ctx = 0, b_ctx = 0;
+  const ddph_device_allocator_t a = allocator_table(&a_ctx), b = allocator_table(&b_ctx);
+  ddph::DeviceAllocatorScope mine(&a);
+  const ddph_device_allocator_t* seen_before = &a;
+  const ddph_device_allocator_t* seen_inside = nullptr;
+  std::thread other([&] {
+    seen_before = current_device_allocator();
+    ddph::DeviceAllocatorScope theirs(&b);
+    seen_inside = current_device_allocator();
+  });
+  other.join();
+  EXPECT_EQ(seen_before, nullptr);
+  EXPECT_EQ(seen_inside, &b);
+  EXPECT_EQ(current_device_allocator(), &a);
 }
 
 TEST(DeviceAllocator, TheCommTableMakesItsOwnCurrentForEachCallAndSplitsInheritIt) {
