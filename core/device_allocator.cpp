@@ -1,5 +1,6 @@
 #include "core/device_allocator.h"
 
+#include <atomic>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -13,11 +14,13 @@ namespace {
 // dlopen'ed plugin that is dynamic TLS, which LeakSanitizer's leak check
 // cannot walk once a plugin has been unloaded (its tracer crashes), and
 // initial-exec TLS would take static TLS from the host, which may have none
-// to spare. A lookup under a lock costs nothing next to the few calls per
-// bucket that make one.
+// to spare. Every hook and collective call makes a scope, so while no host
+// lends an allocator (the usual case) the count of entries lets both sides
+// skip the lock: a thread's own entry is only ever added by that thread.
 struct CurrentByThread {
   std::mutex mu;
   std::unordered_map<std::thread::id, const ddph_device_allocator_t*> map;
+  std::atomic<size_t> entries{0};  // map.size(), readable without mu
 };
 
 CurrentByThread& current_by_thread() {
@@ -27,6 +30,7 @@ CurrentByThread& current_by_thread() {
 
 const ddph_device_allocator_t* swap_current(const ddph_device_allocator_t* allocator) {
   CurrentByThread& c = current_by_thread();
+  if (allocator == nullptr && c.entries.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard<std::mutex> lock(c.mu);
   const auto id = std::this_thread::get_id();
   const auto found = c.map.find(id);
@@ -36,6 +40,7 @@ const ddph_device_allocator_t* swap_current(const ddph_device_allocator_t* alloc
   } else {
     c.map[id] = allocator;
   }
+  c.entries.store(c.map.size(), std::memory_order_release);
   return previous;
 }
 
@@ -43,6 +48,7 @@ const ddph_device_allocator_t* swap_current(const ddph_device_allocator_t* alloc
 
 const ddph_device_allocator_t* current_device_allocator() {
   CurrentByThread& c = current_by_thread();
+  if (c.entries.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard<std::mutex> lock(c.mu);
   const auto found = c.map.find(std::this_thread::get_id());
   return found == c.map.end() ? nullptr : found->second;

@@ -80,15 +80,8 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
 }
 
-class CudaOptimizer : public ::testing::TestWithParam<Case> {
+class CudaOptimizer : public ddph_test::GpuStreamTest<Case> {
  protected:
-  void SetUp() override {
-    DDPH_SKIP_WITHOUT_GPU();
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
   ddph_session_t* open(const char* backend) {
     std::string error;
     ddph_session_t* s = ddph_test::open_session(yaml(backend, GetParam().options), 0, 1,
@@ -96,7 +89,6 @@ class CudaOptimizer : public ::testing::TestWithParam<Case> {
     EXPECT_NE(s, nullptr) << backend << ": " << error;
     return s;
   }
-  cudaStream_t stream_ = nullptr;
 };
 
 TEST_P(CudaOptimizer, StepsAndStateMatchTheCpuPathBitForBit) {

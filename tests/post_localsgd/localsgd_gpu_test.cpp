@@ -42,17 +42,7 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
 }
 
-class CudaLocalSgd : public ::testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    DDPH_SKIP_WITHOUT_GPU();
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  cudaStream_t stream_ = nullptr;
-};
+class CudaLocalSgd : public ddph_test::GpuStreamTest<Case> {};
 
 TEST_P(CudaLocalSgd, EveryStepMatchesTheCpuPathBitForBit) {
   const std::string hook = GetParam().hook;

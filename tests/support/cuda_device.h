@@ -111,6 +111,21 @@ class DeviceVec {
   size_t n_;
 };
 
+// A parameterized GPU test: skips without a GPU (one line), else gives each
+// test a non-blocking stream of its own, so any ordering is the hook's.
+template <class Param>
+class GpuStreamTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    DDPH_SKIP_WITHOUT_GPU();
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
 // Bucket b moved onto the GPU: the same index, step and parameter views,
 // its buffer's data at `data` on device 0, enqueued on `stream`.
 inline ddph_bucket_t on_gpu(ddph_bucket_t b, void* data, cudaStream_t stream) {
