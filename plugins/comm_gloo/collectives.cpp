@@ -193,8 +193,8 @@ void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   check_not_broken(what);
   if (buf.numel == 0) return;
   const uint64_t slot = p2p_slot(peer, recv_seq_[size_t(peer)]++);
-  run(what, [&] {
-    auto ub = context_->createUnboundBuffer(buf.data, buf.bytes());
+  run(what, [&](PostedBuffers& posted) {
+    auto* ub = &posted.buffer(buf.data, buf.bytes());
     ub->recv(peer, slot);
     DDPH_CHECK(ub->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                "recv from peer " << peer << " was aborted");

@@ -12,12 +12,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/comm_args.h"
 #include "core/comm_backend.h"
 #include "core/error.h"
 #include "plugins/comm_gloo/errors.h"
+#include "plugins/comm_gloo/posted_buffers.h"
 #include "plugins/comm_gloo/wire_bytes.h"
 
 namespace gloo {
@@ -91,7 +93,8 @@ class Communicator : public CommBackend {
  private:
   // Runs a gloo call for collective `what`: fails fast when broken, turns
   // gloo's exceptions into ddph::Error, and breaks the communicator on a
-  // communication failure or timeout.
+  // communication failure or timeout. fn may take a PostedBuffers& for the
+  // unbound buffers it posts.
   template <class Fn>
   void run(const char* what, Fn&& fn);
   void check_not_broken(const char* what);
@@ -141,10 +144,17 @@ class Communicator : public CommBackend {
 template <class Fn>
 void Communicator::run(const char* what, Fn&& fn) {
   check_not_broken(what);
+  PostedBuffers posted(*context_);  // freed after the catch below (posted_buffers.h)
   try {
-    gloo_call(what, rank(), fn);
+    gloo_call(what, rank(), [&] {
+      if constexpr (std::is_invocable_v<Fn&, PostedBuffers&>)
+        fn(posted);
+      else
+        fn();
+    });
   } catch (const Error& e) {
-    if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT) break_with(e);
+    // With operations posted, any failure leaves the peers out of step.
+    if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT || posted.any()) break_with(e);
     throw;
   }
 }

@@ -28,9 +28,9 @@ void Communicator::exchange(const char* what, const CommBuf& in, const std::vect
                             const CommBuf& out, const std::vector<Span>& recvs) {
   const int world = size(), me = rank();
   const uint64_t slot = kExchangeSlotPrefix | next_tag();
-  run(what, [&] {
-    auto in_buf = context_->createUnboundBuffer(in.data, in.bytes());
-    auto out_buf = context_->createUnboundBuffer(out.data, out.bytes());
+  run(what, [&](PostedBuffers& posted) {
+    auto* in_buf = &posted.buffer(in.data, in.bytes());
+    auto* out_buf = &posted.buffer(out.data, out.bytes());
     int recvs_posted = 0, sends_posted = 0;
     // Receives first, so that peers' sends find them posted.
     for (int k = 1; k < world; ++k) {

@@ -91,10 +91,11 @@ void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
   auto divide = [&](std::pair<size_t, size_t> r) {
     divide_inplace(recv.dtype, data + r.first * es, r.second - r.first, world);
   };
-  run("allreduce", [&] {
-    auto buf = context_->createUnboundBuffer(data, recv.bytes());
-    std::vector<char> tmp_mem(2 * layout.segment_elems() * es);
-    auto tmp = context_->createUnboundBuffer(tmp_mem.data(), tmp_mem.size());
+  run("allreduce", [&](PostedBuffers& posted) {
+    auto* buf = &posted.buffer(data, recv.bytes());
+    const size_t tmp_bytes = 2 * layout.segment_elems() * es;
+    char* tmp_mem = posted.scratch(tmp_bytes);
+    auto* tmp = &posted.buffer(tmp_mem, tmp_bytes);
     size_t sends_posted = 0, sends_done = 0;
     auto wait_send = [&] {
       DDPH_CHECK(buf->waitSend(config_.timeout), DDPH_COMM_FAILURE,
@@ -140,7 +141,7 @@ void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
                    "allreduce: a receive from rank " << from << " was aborted");
         divide(r);  // the first touch of this local segment
         char* seg = data + r.first * es;
-        reduce_into(DDPH_SUM, recv.dtype, seg, seg, tmp_mem.data() + (t % 2) * tmp_slot_bytes,
+        reduce_into(DDPH_SUM, recv.dtype, seg, seg, tmp_mem + (t % 2) * tmp_slot_bytes,
                     r.second - r.first);
       }
     }
