@@ -30,8 +30,8 @@ class PostedBuffers {
     buffers_.push_back(context_.createUnboundBuffer(data, bytes));
     return *buffers_.back();
   }
-  // Zeroed scratch memory with the same lifetime; declare it before the
-  // buffer over it.
+  // Zeroed scratch memory with the same lifetime; it outlives every buffer
+  // of the call, so a buffer may be made over it.
   char* scratch(size_t bytes) {
     scratch_.emplace_back(bytes);
     return scratch_.back().data();
