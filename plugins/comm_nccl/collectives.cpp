@@ -107,7 +107,11 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* str
   check_same_dtype(send, recv, what);
   check_numel(recv, send.numel * size_t(size()), what, "recv", "size() * send numel");
   if (send.numel == 0) return;
-  DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
+  // In place is send being this rank's own block of recv, as ddph.h allows
+  // and NCCL supports; the quantization protocols gather that way.
+  const bool in_place = send.data == static_cast<char*>(recv.data) + size_t(rank()) * send.bytes();
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             what << ": send overlaps recv but is not rank " << rank() << "'s block of it");
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,
       [&](ncclComm_t c, cudaStream_t s) {
         return ncclAllGather(send.data, recv.data, send.numel, nccl_type(send.dtype), c, s);
@@ -124,21 +128,31 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   if (recv.numel == 0) return;
   DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
   const int world = size();
+  // The divided copy for DDPH_AVG. A nonblocking communicator may still be
+  // putting the reduce-scatter on the stream when ncclReduceScatter
+  // returns (ncclInProgress), so the copy is freed only once run() has
+  // waited for that, or on the way out of a failure.
+  void* divided = nullptr;
+  cudaStream_t divided_on = nullptr;
+  struct FreeDivided {
+    void*& p;
+    cudaStream_t& s;
+    ~FreeDivided() {
+      if (p != nullptr) cuda::scratch_free(p, s);  // stream-ordered: after the read
+    }
+  } free_divided{divided, divided_on};
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,
       [&](ncclComm_t c, cudaStream_t s) {
         const void* from = send.data;
-        void* divided = nullptr;
         if (op == DDPH_AVG) {
           DDPH_CUDA(cuda::scratch_alloc(&divided, send.bytes(), config_.device, s));
+          divided_on = s;
           DDPH_CUDA(cudaMemcpyAsync(divided, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
           DDPH_CUDA(cuda::divide_inplace(send.dtype, divided, send.numel, world, s));
           from = divided;
         }
-        ncclResult_t r = ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype),
-                                           nccl_op(op), c, s);
-        // Stream-ordered: freed after the reduce-scatter has read it.
-        cuda::scratch_free(divided, s);
-        return r;
+        return ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c,
+                                 s);
       });
 }
 
@@ -202,16 +216,25 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
         char* rp = static_cast<char*>(recv.data);
         // One group: NCCL matches the sends and receives of all peers at once.
         DDPH_NCCL(ncclGroupStart());
-        for (int p = 0; p < size(); ++p) {
-          if (p != me) {
-            if (send_counts[p] > 0) DDPH_NCCL(ncclSend(sp, size_t(send_counts[p]), type, p, c, s));
-            if (recv_counts[p] > 0) DDPH_NCCL(ncclRecv(rp, size_t(recv_counts[p]), type, p, c, s));
-          } else if (send_counts[p] > 0) {
-            DDPH_CUDA(
-                cudaMemcpyAsync(rp, sp, size_t(send_counts[p]) * es, cudaMemcpyDeviceToDevice, s));
+        try {
+          for (int p = 0; p < size(); ++p) {
+            if (p != me) {
+              if (send_counts[p] > 0)
+                DDPH_NCCL(ncclSend(sp, size_t(send_counts[p]), type, p, c, s));
+              if (recv_counts[p] > 0)
+                DDPH_NCCL(ncclRecv(rp, size_t(recv_counts[p]), type, p, c, s));
+            } else if (send_counts[p] > 0) {
+              DDPH_CUDA(cudaMemcpyAsync(rp, sp, size_t(send_counts[p]) * es,
+                                        cudaMemcpyDeviceToDevice, s));
+            }
+            sp += size_t(send_counts[p]) * es;
+            rp += size_t(recv_counts[p]) * es;
           }
-          sp += size_t(send_counts[p]) * es;
-          rp += size_t(recv_counts[p]) * es;
+        } catch (...) {
+          // A group left open would silently swallow this thread's later
+          // NCCL calls.
+          ncclGroupEnd();
+          throw;
         }
         return ncclGroupEnd();
       });

@@ -108,9 +108,17 @@ PsgdHook::Resident& PsgdHook::resident(uint64_t index) {
   Resident& r = resident_[index];
   const std::vector<float>* from[3] = {&m.p, &m.q, &m.error};
   Array* to[3] = {&r.p, &r.q, &r.error};
-  for (int k = 0; k < 3; ++k) {
-    fit(*to[k], from[k]->size());
-    ops_->upload(to[k]->data, from[k]->data(), from[k]->size());
+  try {
+    for (int k = 0; k < 3; ++k) {
+      fit(*to[k], from[k]->size());
+      ops_->upload(to[k]->data, from[k]->data(), from[k]->size());
+    }
+  } catch (...) {
+    // The host copies are still the state; a later step must upload them
+    // again rather than find this half-made entry.
+    for (Array* a : to) resident_ops_->release(a->data);
+    resident_.erase(index);
+    throw;
   }
   // upload() is done with the host memory when it returns, so the host
   // copies can go now.

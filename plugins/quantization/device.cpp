@@ -111,8 +111,18 @@ FloatStore& FloatStore::operator=(FloatStore&& other) noexcept {
 void FloatStore::release() {
 #ifdef DDPH_HAVE_CUDA
   // cudaFree waits for the work using the memory; it runs only when a
-  // length or device changes, or when the hook is destroyed.
-  if (device_ != nullptr) cudaFree(device_);
+  // length or device changes, or when the hook is destroyed. On the
+  // memory's own device, and without leaving an error behind for the next
+  // launch's check: this cannot report (destructors call it).
+  if (device_ != nullptr) {
+    try {
+      cuda::DeviceGuard device(device_id_, "quantization residuals");
+      cudaFree(device_);
+    } catch (...) {
+      // The device cannot be made current: the memory goes with the context.
+    }
+    (void)cudaGetLastError();
+  }
 #endif
   device_ = nullptr;
   device_id_ = -1;

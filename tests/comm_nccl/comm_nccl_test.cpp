@@ -117,6 +117,27 @@ TEST_F(NcclWorldOfOne, GatherScatterBroadcastAndAlltoallvMoveTheRightBytes) {
   EXPECT_EQ(d.host(), host);
 }
 
+// In place: send is this rank's block of recv, as ddph.h allows and the
+// quantization protocols gather; an overlap that is not that block is misuse.
+TEST_F(NcclWorldOfOne, AllgatherInPlaceIsAcceptedAndOtherOverlapsAreNot) {
+  std::vector<float> host = {5, 6, 7};
+  int64_t n = 3, two = 2;
+  DeviceVec<float> a(host);
+  DLTensor whole = tensor(a.get(), kF32, &n, true);  // rank 0's block is all of it
+  ok(comm_->allgather(comm_->ctx, &whole, &whole, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(a.host(), host);
+  DeviceVec<float> b(3);
+  DLTensor recv = tensor(b.get(), kF32, &two, true);
+  DLTensor shifted = tensor(b.get() + 1, kF32, &two, true);  // overlaps, not rank 0's block
+  ddph_error_t* e = comm_->allgather(comm_->ctx, &shifted, &recv, stream_);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(ddph_error_code(e), DDPH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ddph_error_message(e)).find("rank 0's block"), std::string::npos)
+      << ddph_error_message(e);
+  ddph_error_free(e);
+}
+
 TEST_F(NcclWorldOfOne, SplitGivesAGroupOrNothing) {
   ddph_comm_t* sub = nullptr;
   ok(comm_->split(comm_->ctx, 0, 0, &sub));

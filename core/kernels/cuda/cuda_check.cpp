@@ -7,6 +7,9 @@ namespace cuda {
 
 void check(cudaError_t error, const char* who, const char* call, ddph_code_t failure) {
   if (error == cudaSuccess) return;
+  // The runtime keeps the error as this thread's last one too: clear it, or
+  // the next kernel launch, checked with cudaGetLastError, would report it.
+  (void)cudaGetLastError();
   const bool no_gpu = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
                       error == cudaErrorInvalidDevice;
   const ddph_code_t code = no_gpu                               ? DDPH_UNSUPPORTED

@@ -139,28 +139,44 @@ struct LowRankCuda::Impl {
 
   float* reserve(size_t floats) {
     if (floats > scratch_floats) {
-      if (scratch != nullptr) check_cuda(cudaFree(scratch), "cudaFree");
+      float* old = scratch;
+      // Forget the old block first: if the new one cannot be had, the next
+      // call must not find the freed one.
+      scratch = nullptr;
+      scratch_floats = 0;
+      if (old != nullptr) check_cuda(cudaFree(old), "cudaFree");
       check_cuda(cudaMalloc(reinterpret_cast<void**>(&scratch), floats * sizeof(float)),
                  "cudaMalloc (QR scratch)");
       scratch_floats = floats;
     }
     return scratch;
   }
+
+  // Whatever has been made so far.
+  void release() {
+    cudaFree(scratch);
+    cudaFree(info);
+    if (solver != nullptr) blas_api().solver_destroy(solver);
+    if (blas != nullptr) blas_api().blas_destroy(blas);
+  }
 };
 
 // cuBLAS/cuSOLVER are loaded (or refused) before anything is allocated.
 LowRankCuda::LowRankCuda() : impl_((blas_api(), new Impl)) {
-  check_blas(blas_api().blas_create(&impl_->blas), "cublasCreate");
-  check_solver(blas_api().solver_create(&impl_->solver), "cusolverDnCreate");
-  // info[0]: cuSOLVER's; info[1]: the non-finite flag of the matrix in QR.
-  check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), 2 * sizeof(int)), "cudaMalloc");
+  try {
+    check_blas(blas_api().blas_create(&impl_->blas), "cublasCreate");
+    check_solver(blas_api().solver_create(&impl_->solver), "cusolverDnCreate");
+    // info[0]: cuSOLVER's; info[1]: the non-finite flag of the matrix in QR.
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), 2 * sizeof(int)), "cudaMalloc");
+  } catch (...) {
+    impl_->release();  // the destructor will not run
+    delete impl_;
+    throw;
+  }
 }
 
 LowRankCuda::~LowRankCuda() {
-  cudaFree(impl_->scratch);
-  cudaFree(impl_->info);
-  blas_api().solver_destroy(impl_->solver);
-  blas_api().blas_destroy(impl_->blas);
+  impl_->release();
   delete impl_;
 }
 
