@@ -137,10 +137,17 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   struct FreeDivided {
     void*& p;
     cudaStream_t& s;
+    int device;
     ~FreeDivided() {
-      if (p != nullptr) cuda::scratch_free(p, s);  // stream-ordered: after the read
+      if (p == nullptr) return;
+      try {
+        cuda::DeviceGuard on(device, "comm_nccl");  // a NULL stream is the current device's
+        cuda::scratch_free(p, s);                   // stream-ordered: after the read
+      } catch (...) {
+        // A destructor cannot report; the block stays with the pool.
+      }
     }
-  } free_divided{divided, divided_on};
+  } free_divided{divided, divided_on, config_.device};
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,
       [&](ncclComm_t c, cudaStream_t s) {
         const void* from = send.data;
