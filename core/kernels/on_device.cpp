@@ -91,14 +91,9 @@ void cast_div_into(const Where& at, DType from, const void* src, DType low, uint
 ScratchBuffers::Lease::~Lease() {
 #ifdef DDPH_HAVE_CUDA
   if (data_ == nullptr || !at_.cuda()) return;
-  try {
-    // On the device it came from: with the legacy stream (NULL), the free
-    // must be ordered after that device's work, not the current one's.
-    OnDevice device(at_);
-    cuda::scratch_free(data_, stream_of(at_));
-  } catch (...) {
-    // A destructor cannot report; the block stays with the pool.
-  }
+  // On the device it came from: with the legacy stream (NULL), the free
+  // must be ordered after that device's work, not the current one's.
+  cuda::quietly_on_device(at_.device.device_id, [&] { cuda::scratch_free(data_, stream_of(at_)); });
 #endif
 }
 

@@ -139,13 +139,9 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
     cudaStream_t& s;
     int device;
     ~FreeDivided() {
-      if (p == nullptr) return;
-      try {
-        cuda::DeviceGuard on(device, "comm_nccl");  // a NULL stream is the current device's
-        cuda::scratch_free(p, s);                   // stream-ordered: after the read
-      } catch (...) {
-        // A destructor cannot report; the block stays with the pool.
-      }
+      // On the communicator's device (a NULL stream is the current
+      // device's); stream-ordered, so after the reduce-scatter's read.
+      if (p != nullptr) cuda::quietly_on_device(device, [&] { cuda::scratch_free(p, s); });
     }
   } free_divided{divided, divided_on, config_.device};
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,

@@ -111,18 +111,9 @@ FloatStore& FloatStore::operator=(FloatStore&& other) noexcept {
 void FloatStore::release() {
 #ifdef DDPH_HAVE_CUDA
   // cudaFree waits for the work using the memory; it runs only when a
-  // length or device changes, or when the hook is destroyed. On the
-  // memory's own device, and without leaving an error behind for the next
-  // launch's check: this cannot report (destructors call it).
-  if (device_ != nullptr) {
-    try {
-      cuda::DeviceGuard device(device_id_, "quantization residuals");
-      cudaFree(device_);
-    } catch (...) {
-      // The device cannot be made current: the memory goes with the context.
-    }
-    (void)cudaGetLastError();
-  }
+  // length or device changes, or when the hook is destroyed (so it cannot
+  // report).
+  if (device_ != nullptr) cuda::quietly_on_device(device_id_, [&] { cudaFree(device_); });
 #endif
   device_ = nullptr;
   device_id_ = -1;

@@ -28,5 +28,19 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
+// Runs fn (a free) with `device` current, for destructors and other paths
+// that cannot report: nothing is thrown, and no failure is left behind as
+// the thread's last CUDA error for the next launch's check to report.
+template <class Fn>
+void quietly_on_device(int device, Fn&& fn) noexcept {
+  try {
+    DeviceGuard on(device, "releasing GPU memory");
+    fn();
+  } catch (...) {
+    // The device cannot be made current: the memory goes with the context.
+  }
+  (void)cudaGetLastError();
+}
+
 }  // namespace cuda
 }  // namespace ddph
