@@ -1,8 +1,5 @@
 // The collectives of ddph_comm_t on gloo. Each checks its arguments fully
 // before touching the network, so misuse never breaks the communicator.
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -11,33 +8,10 @@
 
 #include "core/comm_args.h"
 #include "plugins/comm_gloo/communicator.h"
-#include "plugins/comm_gloo/reduce_fn.h"
 
 namespace ddph {
 namespace comm_gloo {
 namespace {
-
-// gloo's typed setters only use sizeof(T); pick a type of the element's size.
-template <class Fn>
-void with_element_type(DType dtype, Fn&& fn) {
-  switch (dtype_size(dtype)) {
-    case 1:
-      return fn(uint8_t{});
-    case 2:
-      return fn(uint16_t{});
-    case 4:
-      return fn(uint32_t{});
-    case 8:
-      return fn(uint64_t{});
-  }
-  DDPH_FAIL(DDPH_INTERNAL, "comm_gloo: element size " << dtype_size(dtype));
-}
-
-template <class T>
-T* typed(const void* p) {
-  // gloo takes inputs as non-const pointers but only reads them.
-  return static_cast<T*>(const_cast<void*>(p));
-}
 
 // Point-to-point slots live apart from gloo's collective slots (whose top
 // byte is a small prefix) and encode the sender, so each direction of a pair
@@ -78,20 +52,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   drain_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;
-  if (op == DDPH_AVG) return average_ring(send, recv);
-  ReduceFn reduce = reduce_function(send.dtype, op);
-  run(what, [&] {
-    ::gloo::AllreduceOptions opts(context_);
-    with_element_type(send.dtype, [&](auto t) {
-      using T = decltype(t);
-      if (!in_place) opts.setInput<T>(typed<T>(send.data), send.numel);
-      opts.setOutput<T>(typed<T>(recv.data), recv.numel);
-    });
-    opts.setReduceFunction(reduce);
-    opts.setTag(next_tag());
-    opts.setTimeout(config_.timeout);
-    ::gloo::allreduce(opts);
-  });
+  ring_allreduce(what, send, recv, op);
 }
 
 void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
@@ -105,58 +66,16 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   drain_sends(what);
   check_not_broken(what);
   if (recv.numel == 0) return;
-  // For now: a full allreduce into scratch, then this rank keeps its block.
-  // It moves twice the bytes of a true reduce-scatter; gloo 0.5's only
-  // reduce-scatter is the old-style halving-doubling class with its own
-  // buffers. Scratch also makes any aliasing of send and recv harmless.
-  // AVG divides each contribution first, as allreduce's AVG does.
+  // A full allreduce into scratch, then this rank keeps its block. It moves
+  // twice the bytes of a true reduce-scatter, but the ring's chunks (gloo's
+  // segment geometry) do not line up with the ranks' blocks. Scratch also
+  // makes any aliasing of send and recv harmless.
   std::vector<char> scratch(send.bytes());
   std::memcpy(scratch.data(), send.data, send.bytes());
-  if (op == DDPH_AVG) divide_by(send.dtype, scratch.data(), send.numel, size());
-  ReduceFn reduce = reduce_function(send.dtype, op == DDPH_AVG ? DDPH_SUM : op);
-  run(what, [&] {
-    ::gloo::AllreduceOptions opts(context_);
-    with_element_type(send.dtype, [&](auto t) {
-      using T = decltype(t);
-      opts.setOutput<T>(typed<T>(scratch.data()), send.numel);
-    });
-    opts.setReduceFunction(reduce);
-    opts.setTag(next_tag());
-    opts.setTimeout(config_.timeout);
-    ::gloo::allreduce(opts);
-  });
+  CommBuf whole = send;
+  whole.data = scratch.data();
+  ring_allreduce(what, whole, whole, op);
   std::memcpy(recv.data, scratch.data() + size_t(rank()) * recv.bytes(), recv.bytes());
-}
-
-void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
-  const char* what = "broadcast";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
-  DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
-             what << ": root " << root << " is outside [0, " << size() << ")");
-  drain_sends(what);
-  check_not_broken(what);
-  if (buf.numel == 0) return;
-  run(what, [&] {
-    ::gloo::BroadcastOptions opts(context_);
-    with_element_type(buf.dtype, [&](auto t) {
-      using T = decltype(t);
-      opts.setOutput<T>(typed<T>(buf.data), buf.numel);
-    });
-    opts.setRoot(root);
-    opts.setTag(next_tag());
-    opts.setTimeout(config_.timeout);
-    ::gloo::broadcast(opts);
-  });
-}
-
-void Communicator::barrier() {
-  drain_sends("barrier");
-  run("barrier", [&] {
-    ::gloo::BarrierOptions opts(context_);
-    opts.setTag(next_tag());
-    opts.setTimeout(config_.timeout);
-    ::gloo::barrier(opts);
-  });
 }
 
 void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {

@@ -100,8 +100,10 @@ class Communicator : public CommBackend {
   void check_not_broken(const char* what);
   void break_with(const Error& e);
   uint32_t next_tag() { return next_tag_++; }
-  // DDPH_AVG with divide-first numerics, as one ring (ring_average.cpp).
-  void average_ring(const CommBuf& send, const CommBuf& recv);
+  // allreduce of any op as one ring, bit-identical to gloo's; DDPH_AVG with
+  // divide-first numerics (ring_allreduce.cpp).
+  void ring_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
+                      ddph_reduce_op_t op);
   // A byte range of a buffer.
   struct Span {
     size_t offset, bytes;

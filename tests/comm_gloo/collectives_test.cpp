@@ -122,8 +122,8 @@ int allreduce_body(int rank, int world, const std::string& dir) {
       ints.as<int32_t>()[0] == 0 && ints.as<int32_t>()[1] == 2 && ints.as<int32_t>()[2] == 0,
       "int AVG: %d %d %d", ints.as<int32_t>()[0], ints.as<int32_t>()[1], ints.as<int32_t>()[2]);
   // fp32 AVG of 1/3-ish values on a buffer of many ring segments equals, bit
-  // for bit, dividing first and summing with gloo's own ring (PyTorch's
-  // allreduce_hook on Gloo).
+  // for bit, dividing first and then summing (PyTorch's allreduce_hook);
+  // gloo_reference_test.cpp holds both to gloo's own ring.
   {
     const int m = 700001;  // several segments per chunk, and a ragged end
     Tensor avg(kF32, m), ref(kF32, m);
@@ -133,7 +133,7 @@ int allreduce_body(int rank, int world, const std::string& dir) {
     CHILD_OK(comm->allreduce(comm->ctx, avg.dl(), avg.dl(), DDPH_AVG, nullptr));
     CHILD_OK(comm->allreduce(comm->ctx, ref.dl(), ref.dl(), DDPH_SUM, nullptr));
     DDPH_CHILD_CHECK(std::memcmp(avg.as<float>(), ref.as<float>(), size_t(m) * 4) == 0,
-                     "fp32 AVG differs from divide-then-gloo-SUM");
+                     "fp32 AVG differs from divide-then-SUM");
   }
   // A buffer of several gloo segments (1 MiB each) exercises the ring's chunking.
   const int big = 600000;

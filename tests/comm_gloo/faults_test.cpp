@@ -48,28 +48,41 @@ TEST(CommGlooFaults, RankThatNeverJoinsTimesOut) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
-// After one good allreduce the victim disappears (how: by `die`); every
-// survivor's next collective fails within the deadline, later calls fail
-// fast as "broken", and destroy returns.
-int survive(int rank, int world, const std::string& dir, int victim, void (*die)()) {
+// One collective on a buffer of world MiB (survivors keep writing to the
+// dead socket), named as its errors name it.
+struct Collective {
+  const char* name;
+  ddph_error_t* (*call)(ddph_comm_t* comm, Tensor& t);
+};
+
+const Collective kAllreduceSum = {"allreduce", [](ddph_comm_t* c, Tensor& t) {
+                                    return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+                                  }};
+
+// After one good call the victim disappears (how: by `die`); every
+// survivor's next calls fail within the deadline, later calls fail fast as
+// "broken", and destroy returns.
+int survive(int rank, int world, const std::string& dir, int victim, void (*die)(),
+            const Collective& op = kAllreduceSum) {
   Err err;
   ddph_comm_t* comm = connect(config(rank, world, dir), &err);
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
-  const int n = 1 << 20;  // 4 MiB: survivors keep writing to the dead socket
-  Tensor t(kF32, n);
-  err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
-  DDPH_CHILD_CHECK(err.ok(), "rank %d first allreduce: %s", rank, err.text().c_str());
+  Tensor t(kF32, int64_t(world) << 18);
+  err = take(op.call(comm, t));
+  DDPH_CHILD_CHECK(err.ok(), "rank %d first %s: %s", rank, op.name, err.text().c_str());
   if (rank == victim) die();
 
+  // A survivor the victim never talks to (a leaf of a broadcast tree) may
+  // finish one call; its next one meets a peer that broke.
   const double t0 = now_s();
-  for (int i = 0; i < 5 && err.ok(); ++i)
-    err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+  for (int i = 0; i < 5 && err.ok(); ++i) err = take(op.call(comm, t));
   const double took = seconds_since(t0);
   DDPH_CHILD_CHECK(err.code == DDPH_COMM_FAILURE || err.code == DDPH_TIMEOUT,
-                   "rank %d: expected a failure, got %s", rank, err.text().c_str());
-  DDPH_CHILD_CHECK(
-      err.message.find("allreduce on rank " + std::to_string(rank)) != std::string::npos,
-      "message does not name the collective and rank: %s", err.message.c_str());
+                   "rank %d: expected a failure of %s, got %s", rank, op.name, err.text().c_str());
+  const std::string named = std::string(op.name) + " on rank " + std::to_string(rank);
+  DDPH_CHILD_CHECK(err.message.find(named) != std::string::npos,
+                   "message does not name the collective and rank (%s): %s", named.c_str(),
+                   err.message.c_str());
   DDPH_CHILD_CHECK(took < kDeadlineS, "rank %d noticed the dead peer after %.2f s", rank, took);
 
   const double t1 = now_s();
@@ -105,6 +118,55 @@ TEST(CommGlooFaults, RankKilledMidJobFailsTheOther2Ranks) {
                                  << ddph_test::describe(res);
   EXPECT_FALSE(res[1].timed_out);
 }
+
+// Every collective's buffers outlive a peer's death (posted_buffers.h); a
+// killed rank, 4 ranks, the victim in the middle of the ring and the tree.
+class CommGlooFaultsEvery : public ::testing::TestWithParam<Collective> {};
+
+TEST_P(CommGlooFaultsEvery, KilledRankFailsTheOthersWithinTheTimeout) {
+  static Collective op;
+  op = GetParam();
+  auto res = ddph_test::run_ranks(
+      4,
+      [](int rank, int world, const std::string& dir) {
+        return survive(
+            rank, world, dir, 2, [] { raise(SIGKILL); }, op);
+      },
+      40);
+  ASSERT_EQ(res.size(), 4u);
+  EXPECT_EQ(res[2].signal, SIGKILL) << ddph_test::describe(res);
+  for (int r : {0, 1, 3})
+    EXPECT_TRUE(res[size_t(r)].exit_code == 0 && !res[size_t(r)].timed_out)
+        << "survivor " << r << " must fail cleanly: " << ddph_test::describe(res);
+}
+
+const Collective kAllreduceMax = {"allreduce", [](ddph_comm_t* c, Tensor& t) {
+                                    return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_MAX, nullptr);
+                                  }};
+// From rank 0 the victim, rank 2, forwards to rank 3; from rank 1 it is a leaf.
+const Collective kBroadcastFrom0 = {"broadcast", [](ddph_comm_t* c, Tensor& t) {
+                                      return c->broadcast(c->ctx, t.dl(), 0, nullptr);
+                                    }};
+const Collective kBroadcastFrom1 = {"broadcast", [](ddph_comm_t* c, Tensor& t) {
+                                      return c->broadcast(c->ctx, t.dl(), 1, nullptr);
+                                    }};
+const Collective kReduceScatterAvg = {"reduce_scatter", [](ddph_comm_t* c, Tensor& t) {
+                                        Tensor out(kF32, t.numel() / c->size(c->ctx));
+                                        return c->reduce_scatter(c->ctx, t.dl(), out.dl(), DDPH_AVG,
+                                                                 nullptr);
+                                      }};
+const Collective kBarrier = {"barrier", [](ddph_comm_t* c, Tensor&) { return c->barrier(c->ctx); }};
+
+std::string collective_test_name(const ::testing::TestParamInfo<Collective>& info) {
+  static const char* names[] = {"AllreduceSum",       "AllreduceMax",     "BroadcastFromRank0",
+                                "BroadcastFromRank1", "ReduceScatterAvg", "Barrier"};
+  return names[info.index];
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, CommGlooFaultsEvery,
+                         ::testing::Values(kAllreduceSum, kAllreduceMax, kBroadcastFrom0,
+                                           kBroadcastFrom1, kReduceScatterAvg, kBarrier),
+                         collective_test_name);
 
 TEST(CommGlooFaults, SilentPeerTimesOut) {
   auto res = ddph_test::run_ranks(

@@ -1,24 +1,26 @@
-// DDPH_AVG: the mean with PyTorch's divide-first numerics (allreduce_hook
-// divides each rank's gradient by the world size, then sums), as one ring
-// over gloo's own point-to-point buffers.
-//
-// Why not gloo::allreduce after a divide pass: that pass reads and writes the
-// whole bucket from memory while the peer streams too, and cost 15-20% of a
-// 25 MB loopback allreduce. Here every local segment is divided when the ring
-// first touches it (just before it is first sent, or just before a
-// neighbour's partial sum is added to it), while it is in cache.
+// allreduce as one ring over gloo's own point-to-point buffers, for every
+// op. The ring's buffers belong to Communicator::run, so a peer dying
+// mid-ring never frees memory gloo's device thread may still write into
+// (posted_buffers.h); gloo::allreduce frees its own buffers as it unwinds.
 //
 // The ring copies gloo::allreduce's geometry and direction (its segment size,
 // chunk boundaries, data flowing to rank - 1, rank c finishing chunk c), so
-// every element is summed in the same order as gloo's ring sums it: the
-// result is bit-identical to dividing first and calling gloo::allreduce, as
-// PyTorch's hook on Gloo does, for any world size.
+// every element is combined in the same order as gloo's ring combines it:
+// the result is bit-identical to gloo::allreduce for any world size.
+//
+// DDPH_AVG has PyTorch's divide-first numerics (allreduce_hook divides each
+// rank's gradient by the world size, then sums, as on Gloo). A divide pass
+// before the ring would read and write the whole bucket from memory while
+// the peer streams too, and cost 15-20% of a 25 MB loopback allreduce. So
+// every local segment is divided when the ring first touches it (just before
+// it is first sent, or just before a neighbour's partial sum is added to
+// it), while it is in cache.
 //
 // Reduce-scatter: at step s, rank r sends chunk (r + 1 + s) to r - 1 and
-// adds chunk (r + 2 + s), received from r + 1, into its own, so after
-// world - 1 steps it holds the sum of chunk r. Allgather: at step s it sends
-// chunk (r + s) and receives chunk (r + 1 + s). Steps are pipelined segment
-// by segment, with two receive buffers.
+// combines chunk (r + 2 + s), received from r + 1, into its own, so after
+// world - 1 steps it holds the result of chunk r. Allgather: at step s it
+// sends chunk (r + s) and receives chunk (r + 1 + s). Steps are pipelined
+// segment by segment, with two receive buffers.
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -79,19 +81,22 @@ class RingLayout {
 
 }  // namespace
 
-void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
+void Communicator::ring_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
+                                  ddph_reduce_op_t op) {
   const int world = size(), me = rank();
   const size_t es = dtype_size(recv.dtype);
   char* data = static_cast<char*>(recv.data);
   if (send.data != recv.data) std::memcpy(data, send.data, recv.bytes());
-  if (world == 1) return;  // x / 1 == x
+  if (world == 1) return;  // x / 1 == x, and any op of one value is that value
+  const bool average = op == DDPH_AVG;
+  const ddph_reduce_op_t combine = average ? DDPH_SUM : op;
   const RingLayout layout(recv.numel, world, es);
   const int to = (me + world - 1) % world, from = (me + 1) % world;
   const uint64_t slot = kRingSlotPrefix | next_tag();
   auto divide = [&](std::pair<size_t, size_t> r) {
-    divide_inplace(recv.dtype, data + r.first * es, r.second - r.first, world);
+    if (average) divide_inplace(recv.dtype, data + r.first * es, r.second - r.first, world);
   };
-  run("allreduce", [&](PostedBuffers& posted) {
+  run(what, [&](PostedBuffers& posted) {
     auto* buf = &posted.buffer(data, recv.bytes());
     const size_t tmp_bytes = 2 * layout.segment_elems() * es;
     char* tmp_mem = posted.scratch(tmp_bytes);
@@ -99,7 +104,7 @@ void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
     size_t sends_posted = 0, sends_done = 0;
     auto wait_send = [&] {
       DDPH_CHECK(buf->waitSend(config_.timeout), DDPH_COMM_FAILURE,
-                 "allreduce: a send to rank " << to << " was aborted");
+                 what << ": a send to rank " << to << " was aborted");
       ++sends_done;
     };
     auto post_send = [&](std::pair<size_t, size_t> r) {
@@ -138,10 +143,10 @@ void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
       auto r = rs_recv(t);
       if (r.second > r.first) {
         DDPH_CHECK(tmp->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
-                   "allreduce: a receive from rank " << from << " was aborted");
+                   what << ": a receive from rank " << from << " was aborted");
         divide(r);  // the first touch of this local segment
         char* seg = data + r.first * es;
-        reduce_into(DDPH_SUM, recv.dtype, seg, seg, tmp_mem + (t % 2) * tmp_slot_bytes,
+        reduce_into(combine, recv.dtype, seg, seg, tmp_mem + (t % 2) * tmp_slot_bytes,
                     r.second - r.first);
       }
     }
@@ -160,14 +165,14 @@ void Communicator::average_ring(const CommBuf& send, const CommBuf& recv) {
       while (!recvs_pending.empty() && t >= layout.per_chunk() &&
              recvs_pending.front() <= t - layout.per_chunk()) {
         DDPH_CHECK(buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
-                   "allreduce: a receive from rank " << from << " was aborted");
+                   what << ": a receive from rank " << from << " was aborted");
         recvs_pending.pop_front();
       }
       post_send(layout.at(me, t));
     }
     for (; !recvs_pending.empty(); recvs_pending.pop_front())
       DDPH_CHECK(buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
-                 "allreduce: a receive from rank " << from << " was aborted");
+                 what << ": a receive from rank " << from << " was aborted");
     while (sends_done < sends_posted) wait_send();
   });
 }

@@ -1,0 +1,60 @@
+// broadcast as a binomial tree (gloo::broadcast's shape: O(log W) rounds,
+// every rank receives once, then forwards), over buffers that
+// Communicator::run owns, so a peer dying mid-tree never frees memory that
+// gloo's device thread may still write into (posted_buffers.h).
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include "core/comm_args.h"
+#include "plugins/comm_gloo/communicator.h"
+
+namespace ddph {
+namespace comm_gloo {
+namespace {
+
+constexpr uint64_t kBroadcastSlotPrefix = 0x7aull << 56;  // apart from gloo's and ours
+
+}  // namespace
+
+void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
+  const char* what = "broadcast";
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
+  DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
+             what << ": root " << root << " is outside [0, " << size() << ")");
+  drain_sends(what);
+  check_not_broken(what);
+  const int world = size();
+  if (buf.numel == 0 || world == 1) return;
+  const uint64_t slot = kBroadcastSlotPrefix | next_tag();
+  // Ranks relative to the root, so the root is 0 and the tree is the same
+  // for every root.
+  const int relative = (rank() - root + world) % world;
+  auto absolute = [&](int rel) { return (rel + root) % world; };
+  run(what, [&](PostedBuffers& posted) {
+    auto* ub = &posted.buffer(buf.data, buf.bytes());
+    // The parent clears this rank's lowest set bit.
+    int mask = 1;
+    for (; mask < world; mask <<= 1) {
+      if (relative & mask) {
+        const int parent = absolute(relative - mask);
+        ub->recv(parent, slot);
+        DDPH_CHECK(ub->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+                   what << ": the receive from rank " << parent << " was aborted");
+        break;
+      }
+    }
+    // The children set one bit below it.
+    int sends = 0;
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+      if (relative + mask >= world) continue;
+      ub->send(absolute(relative + mask), slot);
+      ++sends;
+    }
+    for (int i = 0; i < sends; ++i)
+      DDPH_CHECK(ub->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+                 what << ": a send to a child in the tree was aborted");
+  });
+}
+
+}  // namespace comm_gloo
+}  // namespace ddph
