@@ -8,10 +8,11 @@ PyTorch DDP: ``ddphooks.torch.register(ddp_model, config)`` (docs/python.md).
 Pure Python over ctypes; libddph.so is found through DDPH_LIBRARY, beside the
 package, in the install prefix, or in a build tree (ddphooks._library).
 """
+from .allocator import DeviceAllocator
 from .errors import Code, DDPHError
 from .session import Session, version
 from .store import HostStore
 from ._library import path as library_path
 
-__all__ = ["Code", "DDPHError", "HostStore", "Session", "library_path", "version"]
+__all__ = ["Code", "DDPHError", "DeviceAllocator", "HostStore", "Session", "library_path", "version"]
 __version__ = "0.1.0"

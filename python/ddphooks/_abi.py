@@ -1,4 +1,4 @@
-"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.1) and of DLPack's DLTensor.
+"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.3) and of DLPack's DLTensor.
 
 Only layout lives here: the structs, the callback types and the prototypes of
 libddph.so's host API. Every struct starts with ``struct_size``; the helpers
@@ -130,6 +130,20 @@ class Stats(Structure):
     ]
 
 
+# ABI 1.3: device memory the host lends for the scratch of GPU buckets.
+DeviceAllocFn = CFUNCTYPE(c_void_p, c_void_p, c_size_t, DLDevice, c_void_p)
+DeviceFreeFn = CFUNCTYPE(None, c_void_p, c_void_p, DLDevice, c_void_p)
+
+
+class DeviceAllocator(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ctx", c_void_p),
+        ("alloc", DeviceAllocFn),
+        ("free", DeviceFreeFn),
+    ]
+
+
 class SessionOptions(Structure):
     _fields_ = [
         ("struct_size", c_size_t),
@@ -140,6 +154,8 @@ class SessionOptions(Structure):
         ("rendezvous", c_char_p),
         ("store", POINTER(Store)),
         ("comm", POINTER(Comm)),
+        # ABI 1.3
+        ("device_allocator", POINTER(DeviceAllocator)),
     ]
 
 

@@ -55,12 +55,15 @@ class Session:
     comm: a host communicator (an object with a ``table`` attribute holding
         a ddph_comm_t, e.g. ddphooks.torch.ProcessGroupComm) used when the YAML
         says ``comm: {backend: host}``.
+    device_allocator: a ddphooks.allocator.DeviceAllocator (e.g.
+        ddphooks.torch.caching_allocator()) for the scratch of GPU buckets;
+        None uses ddphooks' own pool.
 
     Opening is collective: every rank must open its session at the same time.
     """
 
     def __init__(self, config, *, rank=-1, world_size=-1, rendezvous=None, store=None,
-                 comm=None):
+                 comm=None, device_allocator=None):
         self._lib = _library.load()
         self._handle = None
         self._step = 0
@@ -69,6 +72,7 @@ class Session:
         self._store = None if store is None else (
             store if isinstance(store, HostStore) else HostStore(store))
         self._comm = comm  # keeps the host communicator's callbacks alive
+        self._device_allocator = device_allocator  # and the allocator's
         opts = _abi.new(
             _abi.SessionOptions, yaml_path=_encode(path), yaml_text=_encode(text),
             rank=-1 if rank is None else int(rank),
@@ -78,6 +82,8 @@ class Session:
             opts.store = ctypes.pointer(self._store.table)
         if comm is not None:
             opts.comm = ctypes.pointer(comm.table)
+        if device_allocator is not None:
+            opts.device_allocator = ctypes.pointer(device_allocator.table)
         handle = ctypes.c_void_p()
         errors.check(self._lib, self._lib.ddph_session_open(ctypes.byref(opts),
                                                             ctypes.byref(handle)))

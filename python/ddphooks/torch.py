@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from . import _abi, _library, _tensors, errors
+from .allocator import DeviceAllocator
 from . import session as session_mod
 from .session import Session
 
@@ -373,6 +374,24 @@ def _families(config):
     return found
 
 
+def caching_allocator():
+    """PyTorch's CUDA caching allocator as a ddphooks DeviceAllocator, so the
+    scratch of GPU buckets comes from the pool the model already uses.
+
+    A block is taken on the bucket's stream and given back stream-ordered:
+    the caching allocator reuses it on that stream only, after the work
+    queued before the free (its usual rule for raw blocks).
+    """
+    def alloc(nbytes, device, stream):
+        # stream 0 is the legacy default stream; None would mean the current one.
+        return torch.cuda.caching_allocator_alloc(nbytes, device, stream)
+
+    def free(ptr, device, stream):
+        torch.cuda.caching_allocator_delete(ptr)
+
+    return DeviceAllocator(alloc, free)
+
+
 def register(ddp_model, config, *, process_group=None, store=None, rendezvous="host"):
     """Registers the ddph hook that `config` names on `ddp_model` (a
     DistributedDataParallel) and returns its DDPHook.
@@ -385,6 +404,9 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
         scripts need nothing more.
     rendezvous: "host" (the store above); None keeps the YAML's
         comm.rendezvous (file:// or redis://).
+
+    A model on CUDA lends PyTorch's caching allocator (caching_allocator())
+    for the scratch of its GPU buckets.
 
     Collective: every rank of the group must call it. Replaces any hook
     already registered (DDP allows one).
@@ -405,8 +427,10 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
     if store is None and rendezvous == "host":
         store = dist.PrefixStore("ddphooks/", dist.distributed_c10d._get_default_store())
     comm = ProcessGroupComm(pg)
+    on_cuda = any(p.is_cuda for p in ddp_model.module.parameters())
     session = Session(config, rank=pg.rank(), world_size=pg.size(), rendezvous=rendezvous,
-                      store=store, comm=comm)
+                      store=store, comm=comm,
+                      device_allocator=caching_allocator() if on_cuda else None)
     param_index = {p.data_ptr(): i for i, p in enumerate(ddp_model.module.parameters())}
     hook = DDPHook(session, pg, comm, param_index)
 
