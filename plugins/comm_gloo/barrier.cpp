@@ -10,22 +10,17 @@
 #include <vector>
 
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/slots.h"
 
 namespace ddph {
 namespace comm_gloo {
-namespace {
-
-constexpr uint64_t kBarrierSlotPrefix = 0x79ull << 56;  // apart from gloo's and ours
-
-}  // namespace
-
 void Communicator::barrier() {
   const char* what = "barrier";
   drain_sends(what);
   check_not_broken(what);
   const int world = size(), me = rank();
   if (world == 1) return;
-  const uint64_t slot = kBarrierSlotPrefix | next_tag();
+  const uint64_t slot = comm_gloo::slot(kBarrierSlot, agreement({name_code(what)}), next_tag());
   run(what, [&](PostedBuffers& posted) {
     std::vector<::gloo::transport::UnboundBuffer*> signals;
     for (int distance = 1; distance < world; distance <<= 1) {

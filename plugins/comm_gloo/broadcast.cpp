@@ -7,15 +7,10 @@
 
 #include "core/comm_args.h"
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/slots.h"
 
 namespace ddph {
 namespace comm_gloo {
-namespace {
-
-constexpr uint64_t kBroadcastSlotPrefix = 0x7aull << 56;  // apart from gloo's and ours
-
-}  // namespace
-
 void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   const char* what = "broadcast";
   CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
@@ -25,7 +20,9 @@ void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   check_not_broken(what);
   const int world = size();
   if (buf.numel == 0 || world == 1) return;
-  const uint64_t slot = kBroadcastSlotPrefix | next_tag();
+  const uint64_t slot = comm_gloo::slot(
+      kBroadcastSlot,
+      agreement({name_code(what), buf.bytes(), uint64_t(buf.dtype), uint64_t(root)}), next_tag());
   // Ranks relative to the root, so the root is 0 and the tree is the same
   // for every root.
   const int relative = (rank() - root + world) % world;

@@ -8,17 +8,17 @@
 
 #include "core/comm_args.h"
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/slots.h"
 
 namespace ddph {
 namespace comm_gloo {
 namespace {
 
-// Point-to-point slots live apart from gloo's collective slots (whose top
-// byte is a small prefix) and encode the sender, so each direction of a pair
-// has its own ordered sequence.
-constexpr uint64_t kP2PSlotPrefix = 0x7dull << 56;
-uint64_t p2p_slot(int sender, uint64_t seq) {
-  return kP2PSlotPrefix | (uint64_t(uint32_t(sender) & 0xffffffu) << 32) | (seq & 0xffffffffu);
+// Point-to-point slots count each direction of a pair on its own, and carry
+// the message's length (slots.h): a recv into a shorter buffer than the
+// send must time out, not abort the process.
+uint64_t p2p_slot(int sender, uint64_t seq, size_t bytes) {
+  return slot(kP2PSlot, agreement({name_code("p2p"), uint64_t(sender), bytes}), seq);
 }
 
 // Bounds the memory held by buffered sends nobody has received yet.
@@ -93,7 +93,7 @@ void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
       pending_sends_.pop_front();
     });
   }
-  const uint64_t slot = p2p_slot(rank(), send_seq_[size_t(peer)]++);
+  const uint64_t slot = p2p_slot(rank(), send_seq_[size_t(peer)]++, buf.bytes());
   auto pending = std::make_unique<PendingSend>();
   const char* bytes = static_cast<const char*>(buf.data);
   pending->data.assign(bytes, bytes + buf.bytes());
@@ -111,7 +111,7 @@ void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   check_peer(peer, rank(), size(), what);
   check_not_broken(what);
   if (buf.numel == 0) return;
-  const uint64_t slot = p2p_slot(peer, recv_seq_[size_t(peer)]++);
+  const uint64_t slot = p2p_slot(peer, recv_seq_[size_t(peer)]++, buf.bytes());
   run(what, [&](PostedBuffers& posted) {
     auto* ub = &posted.buffer(buf.data, buf.bytes());
     ub->recv(peer, slot);

@@ -155,6 +155,14 @@ void Communicator::run(const char* what, Fn&& fn) {
         fn();
     });
   } catch (const Error& e) {
+    if (e.code() == DDPH_TIMEOUT && posted.any()) {
+      // Ranks that disagree on the call time out by design (slots.h).
+      const Error hinted(e.code(), std::string(e.what()) +
+                                       " (a peer that is slow, stuck, or making a different "
+                                       "call: another collective, length, dtype, op or root)");
+      break_with(hinted);
+      throw hinted;
+    }
     // With operations posted, any failure leaves the peers out of step.
     if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT || posted.any()) break_with(e);
     throw;

@@ -15,19 +15,19 @@
 #include <vector>
 
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/slots.h"
 
 namespace ddph {
 namespace comm_gloo {
-namespace {
-
-constexpr uint64_t kExchangeSlotPrefix = 0x7bull << 56;  // apart from gloo's, ring and p2p slots
-
-}  // namespace
-
 void Communicator::exchange(const char* what, const CommBuf& in, const std::vector<Span>& sends,
                             const CommBuf& out, const std::vector<Span>& recvs) {
   const int world = size(), me = rank();
-  const uint64_t slot = kExchangeSlotPrefix | next_tag();
+  const uint64_t tag = next_tag();
+  // Each message's own length goes into its slot (slots.h): alltoallv's
+  // counts are the callers' promise, and a broken one must not abort us.
+  auto slot_for = [&](size_t bytes) {
+    return comm_gloo::slot(kExchangeSlot, agreement({name_code(what), bytes}), tag);
+  };
   run(what, [&](PostedBuffers& posted) {
     auto* in_buf = &posted.buffer(in.data, in.bytes());
     auto* out_buf = &posted.buffer(out.data, out.bytes());
@@ -37,14 +37,14 @@ void Communicator::exchange(const char* what, const CommBuf& in, const std::vect
       const int from = (me - k + world) % world;
       const Span& r = recvs[size_t(from)];
       if (r.bytes == 0) continue;
-      out_buf->recv(from, slot, r.offset, r.bytes);
+      out_buf->recv(from, slot_for(r.bytes), r.offset, r.bytes);
       ++recvs_posted;
     }
     for (int k = 1; k < world; ++k) {
       const int to = (me + k) % world;
       const Span& s = sends[size_t(to)];
       if (s.bytes == 0) continue;
-      in_buf->send(to, slot, s.offset, s.bytes);
+      in_buf->send(to, slot_for(s.bytes), s.offset, s.bytes);
       ++sends_posted;
     }
     for (int i = 0; i < recvs_posted; ++i) {

@@ -33,12 +33,12 @@
 #include "core/kernels/divide.h"
 #include "core/kernels/reduce.h"
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/slots.h"
 
 namespace ddph {
 namespace comm_gloo {
 namespace {
 
-constexpr uint64_t kRingSlotPrefix = 0x7cull << 56;  // apart from gloo's and the p2p slots
 constexpr size_t kSegmentBytes = size_t(1) << 20;
 constexpr size_t kSendsInFlight = 2;
 
@@ -92,7 +92,9 @@ void Communicator::ring_allreduce(const char* what, const CommBuf& send, const C
   const ddph_reduce_op_t combine = average ? DDPH_SUM : op;
   const RingLayout layout(recv.numel, world, es);
   const int to = (me + world - 1) % world, from = (me + 1) % world;
-  const uint64_t slot = kRingSlotPrefix | next_tag();
+  const uint64_t slot = comm_gloo::slot(
+      kRingSlot, agreement({name_code(what), recv.bytes(), uint64_t(recv.dtype), uint64_t(op)}),
+      next_tag());
   auto divide = [&](std::pair<size_t, size_t> r) {
     if (average) divide_inplace(recv.dtype, data + r.first * es, r.second - r.first, world);
   };

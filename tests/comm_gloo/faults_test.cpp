@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <ostream>
 #include <string>
 #include <thread>
 
@@ -54,6 +55,11 @@ struct Collective {
   const char* name;
   ddph_error_t* (*call)(ddph_comm_t* comm, Tensor& t);
 };
+
+// ctest lists the parameter by its name, not its bytes.
+void PrintTo(const Collective& c, std::ostream* os) {
+  *os << c.name;
+}
 
 const Collective kAllreduceSum = {"allreduce", [](ddph_comm_t* c, Tensor& t) {
                                     return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
@@ -194,6 +200,112 @@ TEST(CommGlooFaults, SilentPeerTimesOut) {
       30);
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
+
+// Ranks that disagree on a call. Gloo aborts the process when a message is
+// longer than the receive posted for it; ddph puts what both ends must
+// agree on into the message slots (plugins/comm_gloo/slots.h), so every such
+// call times out on the ranks that wait, with a message that says why.
+struct Disagreement {
+  const char* name;      // the collective, as the error names it
+  const char* test;      // the test's name
+  bool sender_may_pass;  // rank 0 only sends: it may finish, or time out
+  ddph_error_t* (*call)(ddph_comm_t* comm, int rank);
+};
+
+void PrintTo(const Disagreement& d, std::ostream* os) {
+  *os << d.test;
+}
+
+const Disagreement kDisagreements[] = {
+    {"allreduce", "AllreduceLengths", false,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(kF32, rank == 0 ? 1000 : 3000);  // rank 1's segments overflow rank 0's receives
+       return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+     }},
+    {"allreduce", "AllreduceOps", false,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(kF32, 1000);  // would have run, each rank with its own op's result
+       return c->allreduce(c->ctx, t.dl(), t.dl(), rank == 0 ? DDPH_SUM : DDPH_MAX, nullptr);
+     }},
+    {"allreduce", "AllreduceDtypes", false,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(rank == 0 ? kF32 : kI32, 1000);  // the same bytes, summed as other numbers
+       return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+     }},
+    {"broadcast", "BroadcastLengths", true,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(kF32, rank == 0 ? 5000 : 50);
+       return c->broadcast(c->ctx, t.dl(), 0, nullptr);
+     }},
+    {"allgather", "AllgatherBlocks", false,
+     [](ddph_comm_t* c, int rank) {
+       const int64_t n = rank == 0 ? 64 : 8;
+       Tensor send(kF32, n), recv(kF32, 2 * n);
+       return c->allgather(c->ctx, send.dl(), recv.dl(), nullptr);
+     }},
+    {"alltoallv", "AlltoallvCounts", false,
+     [](ddph_comm_t* c, int rank) {
+       // Rank 0 sends rank 1 a block of 100, rank 1 expects 10.
+       const int64_t send_counts[2] = {4, rank == 0 ? 100 : 4};
+       const int64_t recv_counts[2] = {4, 4};
+       const int64_t r1_recv[2] = {10, 4};
+       Tensor send(kF32, send_counts[0] + send_counts[1]), recv(kF32, 14);
+       Tensor recv0(kF32, 8);
+       if (rank == 0)
+         return c->alltoallv(c->ctx, send.dl(), send_counts, recv0.dl(), recv_counts, nullptr);
+       return c->alltoallv(c->ctx, send.dl(), send_counts, recv.dl(), r1_recv, nullptr);
+     }},
+    {"recv", "SendRecvLengths", true,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(kF32, rank == 0 ? 1000 : 10);
+       if (rank == 0) {
+         ddph_error_t* e = c->send(c->ctx, t.dl(), 1, nullptr);
+         return e != nullptr ? e : c->barrier(c->ctx);  // waits for the send to go out
+       }
+       return c->recv(c->ctx, t.dl(), 0, nullptr);
+     }},
+};
+
+class CommGlooDisagreeingRanks : public ::testing::TestWithParam<Disagreement> {};
+
+TEST_P(CommGlooDisagreeingRanks, TimeOutNamingTheCauseInsteadOfAborting) {
+  static Disagreement d;
+  d = GetParam();
+  auto res = ddph_test::run_ranks(
+      2,
+      [](int rank, int world, const std::string& dir) {
+        Err err;
+        ddph_comm_t* comm = connect(config(rank, world, dir), &err);
+        DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+        const double t0 = now_s();
+        err = take(d.call(comm, rank));
+        const double took = seconds_since(t0);
+        DDPH_CHILD_CHECK(took < kDeadlineS, "rank %d: %s returned after %.2f s", rank, d.name,
+                         took);
+        if (!(rank == 0 && d.sender_may_pass)) {
+          DDPH_CHILD_CHECK(err.code == DDPH_TIMEOUT, "rank %d: %s gave %s", rank, d.name,
+                           err.text().c_str());
+          if (rank == 1 || !d.sender_may_pass)
+            DDPH_CHILD_CHECK(err.message.find("making a different call") != std::string::npos &&
+                                 err.message.find(d.name) != std::string::npos,
+                             "rank %d: the message does not say why: %s", rank,
+                             err.message.c_str());
+        }
+        comm->destroy(comm->ctx);
+        return 0;
+      },
+      30);
+  ASSERT_EQ(res.size(), 2u);
+  for (const auto& r : res)
+    EXPECT_TRUE(r.signal == 0 && r.exit_code == 0 && !r.timed_out) << ddph_test::describe(res);
+}
+
+std::string disagreement_test_name(const ::testing::TestParamInfo<Disagreement>& info) {
+  return info.param.test;
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, CommGlooDisagreeingRanks, ::testing::ValuesIn(kDisagreements),
+                         disagreement_test_name);
 
 }  // namespace
 }  // namespace comm_gloo_test
