@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/support/c_plugin_checks.h"
+
 #ifndef FAMILY
 #define FAMILY "hardening_good"
 #endif
@@ -32,10 +34,8 @@ typedef struct state {
 } state_t;
 
 static ddph_error_t* create(const ddph_hook_init_t* init, void** out) {
-  if (init == NULL || out == NULL) return refuse("avg: NULL init or state pointer");
-  if (init->struct_size < DDPH_HOOK_INIT_SIZE_V1_0)
-    return refuse("avg: init.struct_size too small");
-  if (init->comm == NULL) return refuse("avg: init.comm is NULL");
+  ddph_error_t* bad = ddph_test_refuse(g_host, "avg", ddph_test_check_init(init, out));
+  if (bad != NULL) return bad;
   state_t* s = calloc(1, sizeof *s);
   if (s == NULL) return g_host->error_new(DDPH_OUT_OF_MEMORY, "avg: out of memory");
   s->comm = init->comm;
@@ -43,48 +43,9 @@ static ddph_error_t* create(const ddph_hook_init_t* init, void** out) {
   return NULL;
 }
 
-/* Elements of a view, or -1 when a dimension is negative or the product
- * passes limit. */
-static int64_t view_numel(const ddph_param_t* p, int64_t limit) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < p->ndim; ++d) {
-    if (p->shape[d] < 0) return -1;
-    if (p->shape[d] == 0) return 0;
-  }
-  for (int32_t d = 0; d < p->ndim; ++d) {
-    if (p->shape[d] > limit / n + 1) return -1;
-    n *= p->shape[d];
-  }
-  return n;
-}
-
-static ddph_error_t* check_bucket(const ddph_bucket_t* b) {
-  if (b->struct_size < DDPH_BUCKET_SIZE_V1_0) return refuse("avg: bucket.struct_size too small");
-  const DLTensor* t = &b->buffer;
-  if (t->ndim != 1 || t->shape == NULL) return refuse("avg: bucket.buffer must be 1-D");
-  if (t->shape[0] < 0) return refuse("avg: bucket.buffer.shape[0] is negative");
-  if (t->data == NULL) return refuse("avg: bucket.buffer.data is NULL");
-  if (t->device.device_type != kDLCPU)
-    return g_host->error_new(DDPH_UNSUPPORTED, "avg: host buffers only");
-  if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1)
-    return g_host->error_new(DDPH_UNSUPPORTED, "avg: bucket.buffer.dtype must be float32");
-  if (t->strides != NULL && t->strides[0] != 1)
-    return refuse("avg: bucket.buffer must be contiguous");
-  if (b->num_params > 0 && b->params == NULL) return refuse("avg: bucket.params is NULL");
-  for (size_t i = 0; i < b->num_params; ++i) {
-    const ddph_param_t* p = &b->params[i];
-    if (p->struct_size < DDPH_PARAM_SIZE_V1_0 || p->ndim < 0 || (p->ndim > 0 && p->shape == NULL))
-      return refuse("avg: bucket.params[i] is malformed");
-    const int64_t n = view_numel(p, t->shape[0]);
-    if (n < 0 || p->offset < 0 || p->offset > t->shape[0] - n)
-      return refuse("avg: bucket.params[i] lies outside the buffer");
-  }
-  return NULL;
-}
-
 static ddph_error_t* run(void* state, const ddph_bucket_t* b, ddph_done_fn done, void* user) {
-  if (state == NULL || b == NULL || done == NULL) return refuse("avg: NULL state, bucket or done");
-  ddph_error_t* bad = check_bucket(b);
+  ddph_error_t* bad =
+      ddph_test_refuse(g_host, "avg", ddph_test_check_run(state, b, done, DDPH_TEST_FLOAT32_ONLY));
   if (bad != NULL) return bad;
   state_t* s = state;
   DLTensor buf = b->buffer;

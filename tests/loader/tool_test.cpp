@@ -103,3 +103,18 @@ TEST(Tool, PluginsReportsBrokenPluginsAndKeepsGoing) {
   EXPECT_NE(r.output.find("cannot load"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("fixture_sum 0.1-fixture"), std::string::npos) << r.output;
 }
+
+// The loader's fixture is also the plain-C example of a hook plugin: it must
+// keep the whole contract (its argument checks: tests/support/c_plugin_checks.h),
+// in its current build and in the one against the frozen 1.0 header.
+TEST(Tool, TheFixturePluginPassesValidatePlugin) {
+  for (const char* build : {"good", "v1_0"}) {
+    ToolRun r =
+        run("validate-plugin --timeout 8 " + fixture_dir(build) + "/libddph_fixture_sum.so");
+    EXPECT_EQ(r.status, 0) << build << ":\n" << r.output;
+    EXPECT_EQ(r.output.find("| FAIL"), std::string::npos) << build << ":\n" << r.output;
+    for (const char* row : {"create_misuse     | sum   | PASS", "create_misuse     | scale | PASS",
+                            "bucket_misuse     | sum   | PASS", "bucket_misuse     | scale | PASS"})
+      EXPECT_NE(r.output.find(row), std::string::npos) << build << ": " << row << "\n" << r.output;
+  }
+}
