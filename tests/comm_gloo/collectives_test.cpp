@@ -72,17 +72,6 @@ double input(ddph_reduce_op_t op, int rank, int world, int i) {
   return op == DDPH_AVG ? world * value(rank, world, i) : value(rank, world, i);
 }
 
-ddph_comm_t* must_connect(int rank, int world, const std::string& dir) {
-  Connect c;
-  c.rank = rank;
-  c.world = world;
-  c.rendezvous = file_url(dir + "/store");
-  Err err;
-  ddph_comm_t* comm = connect(c, &err);
-  if (comm == nullptr) std::fprintf(stderr, "[rank %d] connect: %s\n", rank, err.text().c_str());
-  return comm;
-}
-
 int allreduce_body(int rank, int world, const std::string& dir) {
   ddph_comm_t* comm = must_connect(rank, world, dir);
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
@@ -425,10 +414,7 @@ TEST_P(CommGlooRanks, SplitGroupsByColorAndKey) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
-INSTANTIATE_TEST_SUITE_P(World, CommGlooRanks, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& i) {
-                           return std::to_string(i.param) + "ranks";
-                         });
+INSTANTIATE_TEST_SUITE_P(World, CommGlooRanks, ::testing::Values(2, 3, 4), world_name);
 
 }  // namespace
 }  // namespace comm_gloo_test

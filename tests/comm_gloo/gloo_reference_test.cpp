@@ -52,13 +52,8 @@ void gloo_allreduce(const std::shared_ptr<::gloo::Context>& context, std::vector
 
 int reference_body(int rank, int world, const std::string& dir) {
   auto context = gloo_context(rank, world, dir);
-  Connect c;
-  c.rank = rank;
-  c.world = world;
-  c.rendezvous = file_url(dir + "/store");
-  Err err;
-  ddph_comm_t* comm = connect(c, &err);
-  DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
   uint32_t tag = 1;
   // Several 1 MiB segments per chunk and a ragged end, and one tiny buffer
   // where most ring segments are empty.
@@ -116,10 +111,7 @@ TEST_P(CommGlooAgainstGloo, AllreduceAndBroadcastAreBitIdenticalToGloosOwn) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
-INSTANTIATE_TEST_SUITE_P(World, CommGlooAgainstGloo, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& i) {
-                           return std::to_string(i.param) + "ranks";
-                         });
+INSTANTIATE_TEST_SUITE_P(World, CommGlooAgainstGloo, ::testing::Values(2, 3, 4), world_name);
 
 }  // namespace
 }  // namespace comm_gloo_test

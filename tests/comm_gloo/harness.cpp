@@ -69,6 +69,17 @@ ddph_comm_t* connect(const Connect& c, Err* err) {
   return err->ok() ? comm : nullptr;
 }
 
+ddph_comm_t* must_connect(int rank, int world, const std::string& dir) {
+  Connect c;
+  c.rank = rank;
+  c.world = world;
+  c.rendezvous = file_url(dir + "/store");
+  Err err;
+  ddph_comm_t* comm = connect(c, &err);
+  if (comm == nullptr) std::fprintf(stderr, "[rank %d] connect: %s\n", rank, err.text().c_str());
+  return comm;
+}
+
 std::string file_url(const std::string& dir) {
   return "file://" + dir;
 }

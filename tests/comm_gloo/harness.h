@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ddph/ddph.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
@@ -48,6 +49,14 @@ struct Connect {
 // Calls factory()->create; on failure returns NULL and fills *err.
 ddph_comm_t* connect(const Connect& c, Err* err);
 std::string file_url(const std::string& dir);
+// connect() with the defaults and a file store under dir; NULL (after
+// printing why) on failure.
+ddph_comm_t* must_connect(int rank, int world, const std::string& dir);
+
+// Names a test over world sizes "2ranks", "3ranks", ...
+inline std::string world_name(const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "ranks";
+}
 
 // Typed host tensors, shared with the other communicators' tests.
 using ddph_test::get;
