@@ -14,6 +14,7 @@
 
 namespace ddph {
 namespace comm_gloo {
+
 void Communicator::barrier() {
   const char* what = "barrier";
   drain_sends(what);

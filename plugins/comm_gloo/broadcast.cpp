@@ -11,6 +11,7 @@
 
 namespace ddph {
 namespace comm_gloo {
+
 void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   const char* what = "broadcast";
   CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);

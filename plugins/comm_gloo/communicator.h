@@ -143,6 +143,15 @@ class Communicator : public CommBackend {
   std::deque<std::unique_ptr<PendingSend>> pending_sends_;
 };
 
+// What a timeout or a lost connection may mean, for its message.
+inline const char* failure_hint(ddph_code_t code) {
+  return code == DDPH_TIMEOUT
+             ? " (a peer that is slow, stuck, or making a different call: another collective, "
+               "length, dtype, op or root)"
+             : " (a peer that died, or gave up on this call: after its timeout, e.g. while "
+               "making a different call)";
+}
+
 template <class Fn>
 void Communicator::run(const char* what, Fn&& fn) {
   check_not_broken(what);
@@ -155,16 +164,15 @@ void Communicator::run(const char* what, Fn&& fn) {
         fn();
     });
   } catch (const Error& e) {
-    if (e.code() == DDPH_TIMEOUT && posted.any()) {
-      // Ranks that disagree on the call time out by design (slots.h).
-      const Error hinted(e.code(), std::string(e.what()) +
-                                       " (a peer that is slow, stuck, or making a different "
-                                       "call: another collective, length, dtype, op or root)");
+    if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT) {
+      // Ranks that disagree on a call wait in vain (slots.h): the first to
+      // give up times out and closes its connections, which its peers see.
+      const Error hinted(e.code(), std::string(e.what()) + failure_hint(e.code()));
       break_with(hinted);
       throw hinted;
     }
     // With operations posted, any failure leaves the peers out of step.
-    if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT || posted.any()) break_with(e);
+    if (posted.any()) break_with(e);
     throw;
   }
 }

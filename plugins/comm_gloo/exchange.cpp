@@ -19,6 +19,7 @@
 
 namespace ddph {
 namespace comm_gloo {
+
 void Communicator::exchange(const char* what, const CommBuf& in, const std::vector<Span>& sends,
                             const CommBuf& out, const std::vector<Span>& recvs) {
   const int world = size(), me = rank();
@@ -26,7 +27,8 @@ void Communicator::exchange(const char* what, const CommBuf& in, const std::vect
   // Each message's own length goes into its slot (slots.h): alltoallv's
   // counts are the callers' promise, and a broken one must not abort us.
   auto slot_for = [&](size_t bytes) {
-    return comm_gloo::slot(kExchangeSlot, agreement({name_code(what), bytes}), tag);
+    return comm_gloo::slot(kExchangeSlot, agreement({name_code(what), bytes, uint64_t(in.dtype)}),
+                           tag);
   };
   run(what, [&](PostedBuffers& posted) {
     auto* in_buf = &posted.buffer(in.data, in.bytes());

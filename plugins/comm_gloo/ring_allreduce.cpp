@@ -50,15 +50,19 @@ size_t round_up(size_t x, size_t m) {
   return (x + m - 1) / m * m;
 }
 
-// gloo::allreduce's segmentation (gloo/allreduce.cc): at least two segments
-// per rank, each at most kSegmentBytes, and the same number for every rank.
+// gloo::allreduce's segmentation, as Debian's gloo (2022) has it in
+// gloo/allreduce.cc: the number of segments first (enough for segments of
+// at most kSegmentBytes, at least two per rank, the same number for every
+// rank), then their size, so a segment is usually below kSegmentBytes. Older
+// gloo fixed the size first; the two agree only up to two segments a rank
+// (gloo_reference_test.cpp runs both regimes against the installed gloo).
 class RingLayout {
  public:
   RingLayout(size_t numel, int world, size_t elem_size) : numel_(numel), world_(world) {
     const size_t total = numel * elem_size, w = size_t(world);
-    const size_t max_seg = elem_size * (kSegmentBytes / elem_size);
-    const size_t seg_bytes = round_up(std::min((total + 2 * w - 1) / (2 * w), max_seg), elem_size);
-    const size_t segments = round_up(std::max((total + seg_bytes - 1) / seg_bytes, 2 * w), w);
+    const size_t max_seg = elem_size * std::max<size_t>(1, kSegmentBytes / elem_size);
+    const size_t segments = round_up(std::max((total + max_seg - 1) / max_seg, 2 * w), w);
+    const size_t seg_bytes = round_up((total + segments - 1) / segments, elem_size);
     seg_ = seg_bytes / elem_size;
     per_chunk_ = segments / w;
   }

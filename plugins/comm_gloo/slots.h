@@ -11,9 +11,11 @@
 // than the receive posted for it (tcp/pair.cc enforces preamble.length <=
 // nbytes on its device thread), which is how ranks calling with different
 // sizes used to die. With the digest in the slot, disagreeing ranks post
-// different slots, their messages never pair, and the call ends in
-// DDPH_TIMEOUT instead; a different op or root, which would have given
-// silently wrong results, ends the same way.
+// different slots and their messages never pair: the first rank to give up
+// gets DDPH_TIMEOUT, and peers still waiting then see its connections close
+// (DDPH_COMM_FAILURE); both messages say what may have happened. A
+// different op, dtype or root, which would have given silently wrong
+// results, ends the same way.
 #pragma once
 
 #include <cstdint>

@@ -114,7 +114,7 @@ int allreduce_body(int rank, int world, const std::string& dir) {
   // for bit, dividing first and then summing (PyTorch's allreduce_hook);
   // gloo_reference_test.cpp holds both to gloo's own ring.
   {
-    const int m = 700001;  // several segments per chunk, and a ragged end
+    const int m = 700001;  // two segments per chunk, and a ragged end
     Tensor avg(kF32, m), ref(kF32, m);
     for (int i = 0; i < m; ++i)
       avg.as<float>()[i] = ref.as<float>()[i] = 1.0f + float((i * 37 + rank * 101) % 1009) / 7.0f;
@@ -124,7 +124,7 @@ int allreduce_body(int rank, int world, const std::string& dir) {
     DDPH_CHILD_CHECK(std::memcmp(avg.as<float>(), ref.as<float>(), size_t(m) * 4) == 0,
                      "fp32 AVG differs from divide-then-SUM");
   }
-  // A buffer of several gloo segments (1 MiB each) exercises the ring's chunking.
+  // A buffer of several ring segments exercises its chunking.
   const int big = 600000;
   Tensor f(kF32, big);
   for (int i = 0; i < big; ++i) f.as<float>()[i] = float((i % 1000) * (rank + 1));

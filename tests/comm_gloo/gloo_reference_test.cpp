@@ -55,9 +55,11 @@ int reference_body(int rank, int world, const std::string& dir) {
   ddph_comm_t* comm = must_connect(rank, world, dir);
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
   uint32_t tag = 1;
-  // Several 1 MiB segments per chunk and a ragged end, and one tiny buffer
-  // where most ring segments are empty.
-  for (size_t n : {size_t(700001), size_t(3)}) {
+  // 10 MB: more than 2W of gloo's 1 MiB segments at every world size here,
+  // so chunks hold 3 to 5 segments whose size gloo derives from their count
+  // (it differs from 1 MiB); 2.8 MB: 2 segments per chunk and a ragged end;
+  // and a tiny buffer where most ring segments are empty.
+  for (size_t n : {size_t(2500007), size_t(700001), size_t(3)}) {
     struct Case {
       const char* name;
       ddph_reduce_op_t op;
