@@ -59,6 +59,22 @@ bool overlaps(const CommBuf& a, const CommBuf& b) {
   return pa < pb + b.bytes() && pb < pa + a.bytes();
 }
 
+bool check_allreduce_buffers(const CommBuf& send, const CommBuf& recv, const char* collective) {
+  const bool in_place = send.data == recv.data;
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             collective << ": send and recv overlap without being the same buffer");
+  return in_place;
+}
+
+bool check_allgather_buffers(const CommBuf& send, const CommBuf& recv, int rank,
+                             const char* collective) {
+  const char* own = static_cast<const char*>(recv.data) + size_t(rank) * send.bytes();
+  const bool in_place = send.numel == 0 || send.data == own;
+  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
+             collective << ": send overlaps recv but is not rank " << rank << "'s block of it");
+  return in_place;
+}
+
 void check_op(ddph_reduce_op_t op, const char* collective) {
   DDPH_CHECK(
       op == DDPH_SUM || op == DDPH_AVG || op == DDPH_MAX || op == DDPH_MIN, DDPH_INVALID_ARGUMENT,

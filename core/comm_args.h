@@ -43,6 +43,14 @@ void check_numel(const CommBuf& b, size_t expected, const char* collective, cons
 // True when the two buffers share any byte.
 bool overlaps(const CommBuf& a, const CommBuf& b);
 
+// allreduce's buffers are one (in place) or apart; true when in place.
+bool check_allreduce_buffers(const CommBuf& send, const CommBuf& recv, const char* collective);
+
+// allgather's send is this rank's block of recv (in place, as
+// MPI_IN_PLACE) or apart from recv; true when in place (or empty).
+bool check_allgather_buffers(const CommBuf& send, const CommBuf& recv, int rank,
+                             const char* collective);
+
 void check_op(ddph_reduce_op_t op, const char* collective);
 
 // peer must be in [0, size) and not this rank.

@@ -46,9 +46,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(recv, send.numel, what, "recv", "recv has send's numel");
-  const bool in_place = send.data == recv.data;
-  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
-             what << ": send and recv overlap without being the same buffer");
+  check_allreduce_buffers(send, recv, what);
   drain_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;

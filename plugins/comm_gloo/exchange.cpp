@@ -66,11 +66,8 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*s
   CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
   check_numel(recv, size_t(size()) * send.numel, what, "recv", "size() * send numel");
-  // In place means send is this rank's own block of recv (as MPI_IN_PLACE).
+  const bool in_place = check_allgather_buffers(send, recv, rank(), what);
   char* own = static_cast<char*>(recv.data) + size_t(rank()) * send.bytes();
-  const bool in_place = send.numel == 0 || send.data == own;
-  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
-             what << ": send overlaps recv but is not rank " << rank() << "'s block of it");
   drain_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;
@@ -88,23 +85,16 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
   CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
   CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
   check_same_dtype(send, recv, what);
-  DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
-             what << ": send_counts or recv_counts is NULL");
-  DDPH_CHECK(send.numel == 0 || recv.numel == 0 || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
-             what << ": send and recv overlap");
+  check_alltoallv_counts(send, send_counts, recv, recv_counts, size());
   const size_t world = size_t(size()), me = size_t(rank()), es = dtype_size(send.dtype);
   std::vector<Span> sends(world), recvs(world);
   size_t send_total = 0, recv_total = 0;
   for (size_t p = 0; p < world; ++p) {
-    DDPH_CHECK(send_counts[p] >= 0 && recv_counts[p] >= 0, DDPH_INVALID_ARGUMENT,
-               what << ": the count for rank " << p << " is negative");
     sends[p] = Span{send_total * es, size_t(send_counts[p]) * es};
     recvs[p] = Span{recv_total * es, size_t(recv_counts[p]) * es};
     send_total += size_t(send_counts[p]);
     recv_total += size_t(recv_counts[p]);
   }
-  check_numel(send, send_total, what, "send", "the sum of send_counts");
-  check_numel(recv, recv_total, what, "recv", "the sum of recv_counts");
   DDPH_CHECK(send_counts[me] == recv_counts[me], DDPH_INVALID_ARGUMENT,
              what << ": rank " << me << " sends itself " << send_counts[me]
                   << " elements but expects " << recv_counts[me]);

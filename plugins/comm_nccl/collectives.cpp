@@ -74,9 +74,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   check_same_dtype(send, recv, what);
   check_numel(recv, send.numel, what, "recv", "send numel");
   if (send.numel == 0) return;
-  const bool in_place = send.data == recv.data;
-  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
-             what << ": send and recv overlap without being the same buffer");
+  const bool in_place = check_allreduce_buffers(send, recv, what);
   const int world = size();
   if (in_place) {
     run(what, {{&recv, true, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
@@ -107,11 +105,9 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* str
   check_same_dtype(send, recv, what);
   check_numel(recv, send.numel * size_t(size()), what, "recv", "size() * send numel");
   if (send.numel == 0) return;
-  // In place is send being this rank's own block of recv, as ddph.h allows
-  // and NCCL supports; the quantization protocols gather that way.
-  const bool in_place = send.data == static_cast<char*>(recv.data) + size_t(rank()) * send.bytes();
-  DDPH_CHECK(in_place || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
-             what << ": send overlaps recv but is not rank " << rank() << "'s block of it");
+  // In place (as ddph.h allows and NCCL supports) is how the quantization
+  // protocols gather.
+  check_allgather_buffers(send, recv, rank(), what);
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,
       [&](ncclComm_t c, cudaStream_t s) {
         return ncclAllGather(send.data, recv.data, send.numel, nccl_type(send.dtype), c, s);
