@@ -52,16 +52,17 @@ TEST(CommGlooFaults, RankThatNeverJoinsTimesOut) {
 // One collective on a buffer of world MiB (survivors keep writing to the
 // dead socket), named as its errors name it.
 struct Collective {
-  const char* name;
+  const char* name;  // the collective, as its errors name it
+  const char* test;  // the test's name
   ddph_error_t* (*call)(ddph_comm_t* comm, Tensor& t);
 };
 
 // ctest lists the parameter by its name, not its bytes.
 void PrintTo(const Collective& c, std::ostream* os) {
-  *os << c.name;
+  *os << c.test;
 }
 
-const Collective kAllreduceSum = {"allreduce", [](ddph_comm_t* c, Tensor& t) {
+const Collective kAllreduceSum = {"allreduce", "AllreduceSum", [](ddph_comm_t* c, Tensor& t) {
                                     return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
                                   }};
 
@@ -146,27 +147,26 @@ TEST_P(CommGlooFaultsEvery, KilledRankFailsTheOthersWithinTheTimeout) {
         << "survivor " << r << " must fail cleanly: " << ddph_test::describe(res);
 }
 
-const Collective kAllreduceMax = {"allreduce", [](ddph_comm_t* c, Tensor& t) {
+const Collective kAllreduceMax = {"allreduce", "AllreduceMax", [](ddph_comm_t* c, Tensor& t) {
                                     return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_MAX, nullptr);
                                   }};
 // From rank 0 the victim, rank 2, forwards to rank 3; from rank 1 it is a leaf.
-const Collective kBroadcastFrom0 = {"broadcast", [](ddph_comm_t* c, Tensor& t) {
-                                      return c->broadcast(c->ctx, t.dl(), 0, nullptr);
-                                    }};
-const Collective kBroadcastFrom1 = {"broadcast", [](ddph_comm_t* c, Tensor& t) {
-                                      return c->broadcast(c->ctx, t.dl(), 1, nullptr);
-                                    }};
-const Collective kReduceScatterAvg = {"reduce_scatter", [](ddph_comm_t* c, Tensor& t) {
-                                        Tensor out(kF32, t.numel() / c->size(c->ctx));
-                                        return c->reduce_scatter(c->ctx, t.dl(), out.dl(), DDPH_AVG,
-                                                                 nullptr);
-                                      }};
-const Collective kBarrier = {"barrier", [](ddph_comm_t* c, Tensor&) { return c->barrier(c->ctx); }};
+const Collective kBroadcastFrom0 = {
+    "broadcast", "BroadcastFromRank0",
+    [](ddph_comm_t* c, Tensor& t) { return c->broadcast(c->ctx, t.dl(), 0, nullptr); }};
+const Collective kBroadcastFrom1 = {
+    "broadcast", "BroadcastFromRank1",
+    [](ddph_comm_t* c, Tensor& t) { return c->broadcast(c->ctx, t.dl(), 1, nullptr); }};
+const Collective kReduceScatterAvg = {
+    "reduce_scatter", "ReduceScatterAvg", [](ddph_comm_t* c, Tensor& t) {
+      Tensor out(kF32, t.numel() / c->size(c->ctx));
+      return c->reduce_scatter(c->ctx, t.dl(), out.dl(), DDPH_AVG, nullptr);
+    }};
+const Collective kBarrier = {"barrier", "Barrier",
+                             [](ddph_comm_t* c, Tensor&) { return c->barrier(c->ctx); }};
 
 std::string collective_test_name(const ::testing::TestParamInfo<Collective>& info) {
-  static const char* names[] = {"AllreduceSum",       "AllreduceMax",     "BroadcastFromRank0",
-                                "BroadcastFromRank1", "ReduceScatterAvg", "Barrier"};
-  return names[info.index];
+  return info.param.test;
 }
 
 INSTANTIATE_TEST_SUITE_P(Collectives, CommGlooFaultsEvery,
@@ -203,8 +203,8 @@ TEST(CommGlooFaults, SilentPeerTimesOut) {
 
 // Ranks that disagree on a call. Gloo aborts the process when a message is
 // longer than the receive posted for it; ddph puts what both ends must
-// agree on into the message slots (plugins/comm_gloo/slots.h), so every such
-// call times out on the ranks that wait, with a message that says why.
+// agree on into the message slots (plugins/comm_gloo/slots.h), so such a
+// call fails on the ranks that wait, with a message that says why.
 struct Disagreement {
   const char* name;      // the collective, as the error names it
   const char* test;      // the test's name
