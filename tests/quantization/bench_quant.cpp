@@ -42,11 +42,12 @@ void BM_Memcpy(benchmark::State& st) {
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
 }
 
-// range(1): bits; range(2): 1 for stochastic rounding; range(3): 1 for error feedback.
+// range(1): bits; range(2): 1 for stochastic rounding; range(3): error feedback, 0 off, 1 in
+// place (a finite check pass first), 2 out of place (as the hooks run it).
 void BM_Quantize(benchmark::State& st) {
   Level level(st);
   const std::vector<float> x = make_floats();
-  std::vector<float> residual(kFloats, 0.0f);
+  std::vector<float> residual(kFloats, 0.0f), residual_out(kFloats, 0.0f);
   std::vector<uint8_t> codes(kFloats, 1);
   std::vector<q::QParams> params(q::num_channels(kFloats, kChannel));
   q::QuantizeArgs a;
@@ -56,6 +57,7 @@ void BM_Quantize(benchmark::State& st) {
   a.qmax = (1 << st.range(1)) - 1;
   a.stochastic = st.range(2) != 0;
   a.residual = st.range(3) != 0 ? residual.data() : nullptr;
+  a.residual_out = st.range(3) == 2 ? residual_out.data() : a.residual;
   a.seed = 1;
   a.params = params.data();
   a.q = codes.data();
@@ -114,7 +116,7 @@ void levels(benchmark::internal::Benchmark* b, std::vector<std::vector<int64_t>>
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Quantize)->ArgNames({"isa", "bits", "stochastic", "ef"})->Apply([](auto* b) {
-  levels(b, {{8, 0, 0}, {4, 0, 0}, {8, 1, 0}, {4, 0, 1}});
+  levels(b, {{8, 0, 0}, {4, 0, 0}, {8, 1, 0}, {4, 0, 1}, {4, 0, 2}});
 });
 BENCHMARK(BM_DequantizeAdd)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_Pack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });

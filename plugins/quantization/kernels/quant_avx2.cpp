@@ -52,9 +52,10 @@ struct Avx2 {
   }
 
   // Codes of 8 values as int32 lanes; with error feedback also stores the
-  // new residual.
+  // new residual at r_out.
   template <bool kEf, bool kSr>
-  static I codes(const float* x, float* r, F s, F z, F top, RngKey key, uint64_t c) {
+  static I codes(const float* x, const float* r, float* r_out, F s, F z, F top, RngKey key,
+                 uint64_t c) {
     const F v = value<kEf>(x, r);
     F t = _mm256_div_ps(v, s);
     if (kSr)
@@ -65,7 +66,7 @@ struct Avx2 {
     F y = _mm256_add_ps(t, z);
     y = _mm256_min_ps(_mm256_max_ps(y, _mm256_setzero_ps()), top);
     // float(q) is y itself: y is integral and in [0, qmax].
-    if (kEf) _mm256_storeu_ps(r, _mm256_sub_ps(v, _mm256_mul_ps(s, _mm256_sub_ps(y, z))));
+    if (kEf) _mm256_storeu_ps(r_out, _mm256_sub_ps(v, _mm256_mul_ps(s, _mm256_sub_ps(y, z))));
     return _mm256_cvttps_epi32(y);
   }
 
@@ -113,8 +114,8 @@ struct Avx2 {
   }
 
   template <bool kEf, bool kSr>
-  static void quantize(const float* x, float* r, size_t len, QParams p, int qmax, RngKey key,
-                       uint64_t counter, uint8_t* q) {
+  static void quantize(const float* x, const float* r, float* r_out, size_t len, QParams p,
+                       int qmax, RngKey key, uint64_t counter, uint8_t* q) {
     const F s = _mm256_set1_ps(p.scale), z = _mm256_set1_ps(p.zero_point);
     const F top = _mm256_set1_ps(float(qmax));
     const I order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -122,8 +123,9 @@ struct Avx2 {
     for (; i + 4 * W <= len; i += 4 * W) {
       I c[4];
       for (size_t k = 0; k < 4; ++k)
-        c[k] = codes<kEf, kSr>(x + i + k * W, kEf ? r + i + k * W : nullptr, s, z, top, key,
-                               counter + i + k * W);
+        c[k] =
+            codes<kEf, kSr>(x + i + k * W, kEf ? r + i + k * W : nullptr,
+                            kEf ? r_out + i + k * W : nullptr, s, z, top, key, counter + i + k * W);
       // Lane-wise packs interleave the 128-bit halves; one permute restores order.
       const I ab = _mm256_packus_epi32(c[0], c[1]);
       const I cd = _mm256_packus_epi32(c[2], c[3]);
@@ -131,12 +133,13 @@ struct Avx2 {
       _mm256_storeu_si256(reinterpret_cast<I*>(q + i), bytes);
     }
     for (; i + W <= len; i += W) {
-      const I c = codes<kEf, kSr>(x + i, kEf ? r + i : nullptr, s, z, top, key, counter + i);
+      const I c = codes<kEf, kSr>(x + i, kEf ? r + i : nullptr, kEf ? r_out + i : nullptr, s, z,
+                                  top, key, counter + i);
       __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packus_epi16(w, w));
     }
-    quantize_tail<kEf, kSr>(x + i, kEf ? r + i : nullptr, len - i, p, qmax, key, counter + i,
-                            q + i);
+    quantize_tail<kEf, kSr>(x + i, kEf ? r + i : nullptr, kEf ? r_out + i : nullptr, len - i, p,
+                            qmax, key, counter + i, q + i);
   }
 
   template <bool kAdd>

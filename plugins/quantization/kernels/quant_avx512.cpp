@@ -59,8 +59,10 @@ struct Avx512 {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), _mm512_set1_ps(0x1p-24f));
   }
 
+  // With error feedback also stores the new residual at r_out.
   template <bool kEf, bool kSr>
-  static __m128i codes(const float* x, float* r, F s, F z, F top, RngKey key, uint64_t c) {
+  static __m128i codes(const float* x, const float* r, float* r_out, F s, F z, F top, RngKey key,
+                       uint64_t c) {
     const F v = value<kEf>(x, r);
     F t = _mm512_div_ps(v, s);
     if (kSr)
@@ -71,7 +73,7 @@ struct Avx512 {
     F y = _mm512_add_ps(t, z);
     y = _mm512_min_ps(_mm512_max_ps(y, _mm512_setzero_ps()), top);
     // float(q) is y itself: y is integral and in [0, qmax].
-    if (kEf) _mm512_storeu_ps(r, _mm512_sub_ps(v, _mm512_mul_ps(s, _mm512_sub_ps(y, z))));
+    if (kEf) _mm512_storeu_ps(r_out, _mm512_sub_ps(v, _mm512_mul_ps(s, _mm512_sub_ps(y, z))));
     return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(y));
   }
 
@@ -112,17 +114,18 @@ struct Avx512 {
   }
 
   template <bool kEf, bool kSr>
-  static void quantize(const float* x, float* r, size_t len, QParams p, int qmax, RngKey key,
-                       uint64_t counter, uint8_t* q) {
+  static void quantize(const float* x, const float* r, float* r_out, size_t len, QParams p,
+                       int qmax, RngKey key, uint64_t counter, uint8_t* q) {
     const F s = _mm512_set1_ps(p.scale), z = _mm512_set1_ps(p.zero_point);
     const F top = _mm512_set1_ps(float(qmax));
     size_t i = 0;
     for (; i + W <= len; i += W) {
-      const __m128i c = codes<kEf, kSr>(x + i, kEf ? r + i : nullptr, s, z, top, key, counter + i);
+      const __m128i c = codes<kEf, kSr>(x + i, kEf ? r + i : nullptr, kEf ? r_out + i : nullptr, s,
+                                        z, top, key, counter + i);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), c);
     }
-    quantize_tail<kEf, kSr>(x + i, kEf ? r + i : nullptr, len - i, p, qmax, key, counter + i,
-                            q + i);
+    quantize_tail<kEf, kSr>(x + i, kEf ? r + i : nullptr, kEf ? r_out + i : nullptr, len - i, p,
+                            qmax, key, counter + i, q + i);
   }
 
   template <bool kAdd>
