@@ -14,6 +14,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -328,6 +330,20 @@ TEST(CudaTiling, EveryElementInOneBlockOfItsChannel) {
       for (size_t i = 0; i < n; ++i)
         ASSERT_EQ(cover[i], 1) << "n=" << n << " channel=" << channel << " element " << i;
     }
+}
+
+// A launch never asks for more blocks than gridDim.x allows: channel_size 1
+// on a bucket of 2^31 elements is 2^31 tiles, which the kernels then cover
+// in a loop over tiles (this used to fail with cudaErrorInvalidValue).
+TEST(CudaTiling, TheGridFitsWhateverTheTileCount) {
+  namespace t = ddph::quant::tiles;
+  const t::Tiles huge = t::make_tiles(size_t(1) << 31, 1);
+  ASSERT_EQ(huge.blocks, size_t(1) << 31);
+  EXPECT_GE(t::grid_blocks(huge), 1u);
+  EXPECT_LE(size_t(t::grid_blocks(huge)), size_t(INT_MAX));
+  EXPECT_LT(size_t(t::grid_blocks(huge)), huge.blocks);
+  const t::Tiles small = t::make_tiles(70001, 512);
+  EXPECT_EQ(size_t(t::grid_blocks(small)), small.blocks);
 }
 
 }  // namespace

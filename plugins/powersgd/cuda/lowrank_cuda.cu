@@ -106,6 +106,13 @@ __global__ void transpose_kernel(const float* in, int rows, int cols, float* out
 // columns makes them all NaN (Householder reflections would mix it into
 // every column anyway, and the CPU's LAPACKE refuses such a matrix), the
 // rest zero. Decided on the device, so the host never waits for the flag.
+// Per QR, on the device so that no host reads them: [0] the non-finite
+// flag of the input, [1] geqrf's devInfo, [2] orgqr's. cuSOLVER's devInfo is
+// non-zero only for an invalid argument (QR itself cannot fail), which would
+// be a bug here: the result is then NaN, as for a non-finite input, rather
+// than silently wrong, and costs no host synchronization.
+constexpr int kQrStatusWords = 3;
+
 __global__ void find_nonfinite_kernel(const float* m, int rows, int cols, int usable, int* flag) {
   const size_t n = size_t(rows) * usable;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -113,8 +120,11 @@ __global__ void find_nonfinite_kernel(const float* m, int rows, int cols, int us
     if (!isfinite(m[(i / usable) * cols + i % usable])) *flag = 1;
 }
 
-__global__ void nan_if_flagged_kernel(float* m, int rows, int cols, int usable, const int* flag) {
-  if (*flag == 0) return;
+// status: the QR's words (kQrStatusWords), all zero when the result stands.
+__global__ void nan_if_flagged_kernel(float* m, int rows, int cols, int usable, const int* status) {
+  bool bad = false;
+  for (int k = 0; k < kQrStatusWords; ++k) bad = bad || status[k] != 0;
+  if (!bad) return;
   const size_t n = size_t(rows) * cols;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
@@ -131,11 +141,11 @@ struct LowRankCuda::Impl {
   cublasHandle_t blas = nullptr;
   cusolverDnHandle_t solver = nullptr;
   cudaStream_t stream = nullptr;
-  // QR scratch: a column-major copy, tau, LAPACK workspace, info; grown on
+  // QR scratch: a column-major copy, tau, LAPACK workspace; grown on
   // demand (a cudaMalloc only when a larger matrix first appears).
   float* scratch = nullptr;
   size_t scratch_floats = 0;
-  int* info = nullptr;
+  int* qr_status = nullptr;  // kQrStatusWords
 
   float* reserve(size_t floats) {
     if (floats > scratch_floats) {
@@ -155,7 +165,7 @@ struct LowRankCuda::Impl {
   // Whatever has been made so far.
   void release() {
     cudaFree(scratch);
-    cudaFree(info);
+    cudaFree(qr_status);
     if (solver != nullptr) blas_api().solver_destroy(solver);
     if (blas != nullptr) blas_api().blas_destroy(blas);
   }
@@ -166,8 +176,9 @@ LowRankCuda::LowRankCuda() : impl_((blas_api(), new Impl)) {
   try {
     check_blas(blas_api().blas_create(&impl_->blas), "cublasCreate");
     check_solver(blas_api().solver_create(&impl_->solver), "cusolverDnCreate");
-    // info[0]: cuSOLVER's; info[1]: the non-finite flag of the matrix in QR.
-    check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->info), 2 * sizeof(int)), "cudaMalloc");
+    check_cuda(
+        cudaMalloc(reinterpret_cast<void**>(&impl_->qr_status), kQrStatusWords * sizeof(int)),
+        "cudaMalloc");
   } catch (...) {
     impl_->release();  // the destructor will not run
     delete impl_;
@@ -261,7 +272,8 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
   const size_t n = size_t(rows) * cols;
   for (int b = 0; b < batch; ++b) {
     float* m = a + size_t(b) * n;
-    int* flag = impl_->info + 1;
+    int* status = impl_->qr_status;
+    int* flag = status;
     check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), impl_->stream), "clear the non-finite flag");
     find_nonfinite_kernel<<<grid_for(size_t(rows) * usable), kThreads, 0, impl_->stream>>>(
         m, rows, cols, usable, flag);
@@ -270,10 +282,10 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, w);
     check_cuda(cudaGetLastError(), "transpose kernel");
     check_solver(
-        blas_api().geqrf(impl_->solver, rows, usable, w, rows, tau, work, int(lwork), impl_->info),
+        blas_api().geqrf(impl_->solver, rows, usable, w, rows, tau, work, int(lwork), status + 1),
         "cusolverDnSgeqrf");
     check_solver(blas_api().orgqr(impl_->solver, rows, usable, usable, w, rows, tau, work,
-                                  int(lwork), impl_->info),
+                                  int(lwork), status + 2),
                  "cusolverDnSorgqr");
     if (usable < cols)
       check_cuda(cudaMemsetAsync(w + size_t(rows) * usable, 0,
@@ -281,7 +293,8 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
                  "zero the columns past rows");
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(w, cols, rows, m);
     check_cuda(cudaGetLastError(), "transpose kernel");
-    nan_if_flagged_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, usable, flag);
+    nan_if_flagged_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, usable,
+                                                                       status);
     check_cuda(cudaGetLastError(), "non-finite result kernel");
   }
 }

@@ -16,11 +16,13 @@ using tiles::Tiles;
 template <bool kAdd>
 __global__ void __launch_bounds__(kThreads)
     dequantize_kernel(const uint8_t* q, Tiles t, const QParams* params, float* out) {
-  const Range rg = tiles::tile_range(t, blockIdx.x);
-  const QParams p = params[rg.c];
-  for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
-    const float d = dequantize(q[i], p);
-    out[i] = kAdd ? qm_add(out[i], d) : d;
+  for (size_t b = blockIdx.x; b < t.blocks; b += gridDim.x) {
+    const Range rg = tiles::tile_range(t, b);
+    const QParams p = params[rg.c];
+    for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
+      const float d = dequantize(q[i], p);
+      out[i] = kAdd ? qm_add(out[i], d) : d;
+    }
   }
 }
 
@@ -28,9 +30,8 @@ template <bool kAdd>
 cudaError_t launch_dequantize(const uint8_t* q, size_t n, size_t channel, const QParams* params,
                               float* out, cudaStream_t s) {
   const Tiles t = tiles::make_tiles(n, channel);
-  if (!tiles::launchable(t)) return cudaErrorInvalidValue;
   if (t.blocks == 0) return cudaSuccess;
-  dequantize_kernel<kAdd><<<unsigned(t.blocks), kThreads, 0, s>>>(q, t, params, out);
+  dequantize_kernel<kAdd><<<tiles::grid_blocks(t), kThreads, 0, s>>>(q, t, params, out);
   return cudaGetLastError();
 }
 

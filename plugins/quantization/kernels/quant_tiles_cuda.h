@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <limits.h>
 #include <stddef.h>
 
 namespace ddph {
@@ -33,9 +32,12 @@ inline Tiles make_tiles(size_t n, size_t channel) {
   return t;
 }
 
-// A launch of t.blocks blocks must fit in gridDim.x.
-inline bool launchable(const Tiles& t) {
-  return t.blocks <= size_t(INT_MAX);
+// The grid of a launch over t: one block per tile up to a cap, past which
+// each block loops over tiles grid_blocks apart (channel_size 1 on a bucket
+// of 2^31 elements is 2^31 tiles, more than gridDim.x may be).
+constexpr size_t kMaxGridBlocks = size_t(1) << 20;
+inline unsigned grid_blocks(const Tiles& t) {
+  return unsigned(t.blocks < kMaxGridBlocks ? t.blocks : kMaxGridBlocks);
 }
 
 // Elements [begin, end) of channel c for this block; begin >= end when the

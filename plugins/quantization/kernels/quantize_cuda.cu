@@ -46,26 +46,30 @@ __device__ inline float value_at(const float* x, const float* r, size_t i) {
 template <bool kEf>
 __global__ void __launch_bounds__(kThreads)
     minmax_kernel(const float* x, const float* r, Tiles t, float* minmax, uint8_t* all_finite) {
-  const Range rg = tiles::tile_range(t, blockIdx.x);
-  float mn = 0.0f, mx = 0.0f;
-  uint32_t amax = 0;
-  for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
-    const float v = value_at<kEf>(x, r, i);
-    mn = v < mn ? v : mn;
-    mx = v > mx ? v : mx;
-    const uint32_t a = kernels::float_bits(v) & kAbsMask;
-    amax = a > amax ? a : amax;
-  }
-  if (amax >= kInfBits) *all_finite = 0;  // every writer stores the same byte
-
   using Reduce = cub::BlockReduce<float, kThreads>;
   __shared__ typename Reduce::TempStorage tmp_min, tmp_max;
-  mn = Reduce(tmp_min).Reduce(mn, MinOp());
-  mx = Reduce(tmp_max).Reduce(mx, MaxOp());
-  if (threadIdx.x == 0) {
-    float* slot = minmax + 2 * rg.c;
-    if (mn < 0.0f) atomicMax(reinterpret_cast<unsigned*>(slot), kernels::float_bits(mn));
-    if (mx > 0.0f) atomicMax(reinterpret_cast<int*>(slot + 1), int(kernels::float_bits(mx)));
+  // b is the same for every thread of the block, so all reach each barrier.
+  for (size_t b = blockIdx.x; b < t.blocks; b += gridDim.x) {
+    const Range rg = tiles::tile_range(t, b);
+    float mn = 0.0f, mx = 0.0f;
+    uint32_t amax = 0;
+    for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
+      const float v = value_at<kEf>(x, r, i);
+      mn = v < mn ? v : mn;
+      mx = v > mx ? v : mx;
+      const uint32_t a = kernels::float_bits(v) & kAbsMask;
+      amax = a > amax ? a : amax;
+    }
+    if (amax >= kInfBits) *all_finite = 0;  // every writer stores the same byte
+
+    mn = Reduce(tmp_min).Reduce(mn, MinOp());
+    mx = Reduce(tmp_max).Reduce(mx, MaxOp());
+    if (threadIdx.x == 0) {
+      float* slot = minmax + 2 * rg.c;
+      if (mn < 0.0f) atomicMax(reinterpret_cast<unsigned*>(slot), kernels::float_bits(mn));
+      if (mx > 0.0f) atomicMax(reinterpret_cast<int*>(slot + 1), int(kernels::float_bits(mx)));
+    }
+    __syncthreads();  // the temp storage is reused by the next tile
   }
 }
 
@@ -83,22 +87,24 @@ __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const float* x, float* r, Tiles t, const QParams* params, int qmax, RngKey key,
                     uint64_t counter_base, uint8_t* q, const uint8_t* all_finite) {
   if (*all_finite == 0) return;
-  const Range rg = tiles::tile_range(t, blockIdx.x);
-  const QParams p = params[rg.c];
-  for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
-    const float v = value_at<kEf>(x, r, i);
-    const uint8_t code =
-        kSr ? quantize_stochastic(v, p, qmax, bits_to_unit(random_bits(key, counter_base + i)))
-            : quantize_nearest(v, p, qmax);
-    q[i] = code;
-    if (kEf) r[i] = qm_sub(v, dequantize(code, p));
+  for (size_t b = blockIdx.x; b < t.blocks; b += gridDim.x) {
+    const Range rg = tiles::tile_range(t, b);
+    const QParams p = params[rg.c];
+    for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
+      const float v = value_at<kEf>(x, r, i);
+      const uint8_t code =
+          kSr ? quantize_stochastic(v, p, qmax, bits_to_unit(random_bits(key, counter_base + i)))
+              : quantize_nearest(v, p, qmax);
+      q[i] = code;
+      if (kEf) r[i] = qm_sub(v, dequantize(code, p));
+    }
   }
 }
 
 template <bool kEf>
 void launch_quantize(const QuantizeArgs& a, const Tiles& t, const uint8_t* all_finite,
                      cudaStream_t s) {
-  const unsigned blocks = unsigned(t.blocks);
+  const unsigned blocks = tiles::grid_blocks(t);
   const RngKey key = rng_key(a.seed);  // whitened once here, as the CPU loop does
   if (a.stochastic)
     quantize_kernel<kEf, true><<<blocks, kThreads, 0, s>>>(a.x, a.residual, t, a.params, a.qmax,
@@ -114,7 +120,6 @@ cudaError_t quantize_channels_cuda(const QuantizeArgs& a, uint8_t* all_finite,
                                    cudaStream_t stream) {
   if (all_finite == nullptr || a.params == nullptr) return cudaErrorInvalidValue;
   const Tiles t = tiles::make_tiles(a.n, a.channel);
-  if (!tiles::launchable(t)) return cudaErrorInvalidValue;
   const size_t channels = a.n == 0 ? 1 : (a.n + t.channel - 1) / t.channel;
 
   cudaError_t err = cudaMemsetAsync(all_finite, 1, 1, stream);
@@ -126,10 +131,10 @@ cudaError_t quantize_channels_cuda(const QuantizeArgs& a, uint8_t* all_finite,
   if (t.blocks != 0) {
     if (ef)
       minmax_kernel<true>
-          <<<unsigned(t.blocks), kThreads, 0, stream>>>(a.x, a.residual, t, minmax, all_finite);
+          <<<tiles::grid_blocks(t), kThreads, 0, stream>>>(a.x, a.residual, t, minmax, all_finite);
     else
       minmax_kernel<false>
-          <<<unsigned(t.blocks), kThreads, 0, stream>>>(a.x, nullptr, t, minmax, all_finite);
+          <<<tiles::grid_blocks(t), kThreads, 0, stream>>>(a.x, nullptr, t, minmax, all_finite);
   }
   const unsigned param_blocks = unsigned((channels + kThreads - 1) / kThreads);
   qparams_kernel<<<param_blocks, kThreads, 0, stream>>>(a.params, channels, a.qmax);
