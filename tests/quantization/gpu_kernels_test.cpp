@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include <climits>
-#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -163,6 +162,41 @@ TEST_F(GpuQuantKernels, QuantizeAnyChannelLength) {
       quantize_both(what + " again", x, channel, 15, sr, 0, &res);
       if (HasFatalFailure()) return;
     }
+}
+
+// More tiles than the grid's cap (tiles::kMaxGridBlocks): channel 1 makes a
+// tile of every element, so each block takes several trips round the tile
+// loop, and the min/max kernel reuses its CUB storage between them.
+TEST_F(GpuQuantKernels, MoreTilesThanTheGridLoopOverThem) {
+  namespace t = ddph::quant::tiles;
+  const size_t n = t::kMaxGridBlocks * 2 + 4099;
+  const std::vector<float> x = ddph_test::normal_floats(n, 23, 1.0f, 0.25f);
+  for (bool sr : {false, true}) {
+    std::vector<float> res(n, 0.0f);
+    const std::string what = label("normal_2M", 1, 255, sr, true);
+    quantize_both(what, x, 1, 255, sr, 0, &res);
+    quantize_both(what + " again", x, 1, 15, sr, n, &res);
+    if (HasFatalFailure()) return;
+  }
+  std::vector<QParams> params(n);
+  std::vector<uint8_t> codes(n);
+  for (size_t i = 0; i < n; ++i) {
+    params[i] = QParams{1e-3f * float(1 + i % 7), float(i % 256)};
+    codes[i] = uint8_t(i * 31);
+  }
+  const std::vector<float> acc0 = ddph_test::normal_floats(n, 24, 2.0f);
+  std::vector<float> cpu_into(n), cpu_add = acc0;
+  q::dequantize_into(codes.data(), n, 1, params.data(), cpu_into.data());
+  q::dequantize_add(codes.data(), n, 1, params.data(), cpu_add.data());
+  DeviceVec<uint8_t> d_codes(codes);
+  DeviceVec<QParams> d_params(params);
+  DeviceVec<float> d_into(n), d_add(acc0);
+  ASSERT_EQ(q::dequantize_into_cuda(d_codes.get(), n, 1, d_params.get(), d_into.get(), stream_),
+            cudaSuccess);
+  ASSERT_EQ(q::dequantize_add_cuda(d_codes.get(), n, 1, d_params.get(), d_add.get(), stream_),
+            cudaSuccess);
+  EXPECT_SAME(cpu_into, d_into.host(stream_), "channel 1, 2M elements: dequantize_into");
+  EXPECT_SAME(cpu_add, d_add.host(stream_), "channel 1, 2M elements: dequantize_add");
 }
 
 TEST_F(GpuQuantKernels, EmptyBucketGetsEpsilonParams) {

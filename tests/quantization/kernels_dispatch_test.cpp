@@ -98,10 +98,12 @@ TEST(QuantDispatch, ErrorFeedbackOutOfPlaceEqualsInPlace) {
   for (Isa isa : levels) {
     IsaCap cap(isa);
     for (auto c : ddph_test::quant_cases()) {
-      for (bool poison : {false, true}) {
+      for (int mode = 0; mode < 3; ++mode) {
+        // 0: nearest; 1: stochastic rounding; 2: nearest with an Inf.
+        const bool poison = mode == 2, stochastic = mode == 1;
         if (poison) c.x[c.x.size() / 2] = std::numeric_limits<float>::infinity();
-        const std::string what =
-            c.name + (poison ? " with Inf" : "") + " at " + ddph::isa_name(isa);
+        const std::string what = c.name + (poison ? " with Inf" : "") +
+                                 (stochastic ? " stochastic" : "") + " at " + ddph::isa_name(isa);
         const size_t n = c.x.size();
         std::vector<float> res(n);
         for (size_t i = 0; i < n; ++i) res[i] = c.x[(i * 7) % n] * 0.01f;
@@ -114,6 +116,9 @@ TEST(QuantDispatch, ErrorFeedbackOutOfPlaceEqualsInPlace) {
         a.n = n;
         a.channel = c.channel;
         a.qmax = 15;
+        a.stochastic = stochastic;
+        a.seed = 77;
+        a.counter_base = (uint64_t(1) << 32) - 5;  // the low word wraps inside the bucket
         a.residual = in_place.data();
         a.params = params_a.data();
         a.q = codes_a.data();

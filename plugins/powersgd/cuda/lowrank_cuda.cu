@@ -272,9 +272,12 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
   const size_t n = size_t(rows) * cols;
   for (int b = 0; b < batch; ++b) {
     float* m = a + size_t(b) * n;
+    // All words, though cuSOLVER writes its two: a word it skipped must not
+    // hold an older matrix's value.
     int* status = impl_->qr_status;
     int* flag = status;
-    check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), impl_->stream), "clear the non-finite flag");
+    check_cuda(cudaMemsetAsync(status, 0, kQrStatusWords * sizeof(int), impl_->stream),
+               "clear the QR status");
     find_nonfinite_kernel<<<grid_for(size_t(rows) * usable), kThreads, 0, impl_->stream>>>(
         m, rows, cols, usable, flag);
     check_cuda(cudaGetLastError(), "non-finite check kernel");

@@ -3,7 +3,6 @@
 // _MM_FROUND_TO_NEG_INF (stochastic), vaddps/vmaxps/vminps, vcvttps2dq and
 // a pack to bytes: the same IEEE operations, in the same order, as
 // quant_math.h, so the codes match the scalar level bit for bit.
-#include <cstring>  // quant_loops.inc
 
 #include "plugins/quantization/kernels/quant_math.h"
 #include "plugins/quantization/kernels/quant_table.h"

@@ -2,7 +2,6 @@
 // AVX2 level and quant_math.h (vdivps, vrndscaleps to nearest-even or down,
 // vaddps/vmaxps/vminps, vcvttps2dq), with vpmovdb storing the codes.
 // Pack/unpack reuse the AVX2 shuffles: they are memory-bound.
-#include <cstring>  // quant_loops.inc
 
 #include "plugins/quantization/kernels/quant_math.h"
 #include "plugins/quantization/kernels/quant_table.h"

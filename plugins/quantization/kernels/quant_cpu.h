@@ -27,7 +27,8 @@ struct QuantizeArgs {
   int qmax;                   // 255, 15 or 3
   float* residual = nullptr;  // in/out, n elements, or nullptr (no error feedback)
   // Where the new residual goes instead, when not nullptr: `residual` is
-  // then only read. Saves the caller a copy to keep the old one.
+  // then only read. Saves the caller a copy to keep the old one. It must not
+  // overlap x or residual (unless it is residual: in place).
   float* residual_out = nullptr;
   bool stochastic = false;
   uint64_t seed = 0;

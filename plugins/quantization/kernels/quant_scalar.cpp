@@ -1,6 +1,5 @@
 // The scalar level: the reference loops of quant_loops.inc, compiled for
 // plain x86-64 (the compiler may still use SSE2 where it can).
-#include <cstring>  // quant_loops.inc
 
 #include "plugins/quantization/kernels/quant_math.h"
 #include "plugins/quantization/kernels/quant_table.h"

@@ -74,10 +74,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void qparams_kernel(QParams* params, size_t channels, int qmax) {
-  const size_t c = size_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (c >= channels) return;
-  const QParams mm = params[c];  // {min_neg, max_pos} from minmax_kernel
-  params[c] = qparams_from_minmax(mm.scale, mm.zero_point, qmax);
+  for (size_t c = size_t(blockIdx.x) * kThreads + threadIdx.x; c < channels;
+       c += size_t(gridDim.x) * kThreads) {
+    const QParams mm = params[c];  // {min_neg, max_pos} from minmax_kernel
+    params[c] = qparams_from_minmax(mm.scale, mm.zero_point, qmax);
+  }
 }
 
 // A bucket with a non-finite value quantizes nothing, so its residual stays
@@ -136,8 +137,8 @@ cudaError_t quantize_channels_cuda(const QuantizeArgs& a, uint8_t* all_finite,
       minmax_kernel<false>
           <<<tiles::grid_blocks(t), kThreads, 0, stream>>>(a.x, nullptr, t, minmax, all_finite);
   }
-  const unsigned param_blocks = unsigned((channels + kThreads - 1) / kThreads);
-  qparams_kernel<<<param_blocks, kThreads, 0, stream>>>(a.params, channels, a.qmax);
+  qparams_kernel<<<tiles::stride_blocks(channels), kThreads, 0, stream>>>(a.params, channels,
+                                                                          a.qmax);
   if (t.blocks != 0) {
     if (ef)
       launch_quantize<true>(a, t, all_finite, stream);
