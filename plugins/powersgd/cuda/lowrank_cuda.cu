@@ -102,10 +102,6 @@ __global__ void transpose_kernel(const float* in, int rows, int cols, float* out
   }
 }
 
-// As orthogonalize_qr on the CPU: a NaN or Inf among the first `usable`
-// columns makes them all NaN (Householder reflections would mix it into
-// every column anyway, and the CPU's LAPACKE refuses such a matrix), the
-// rest zero. Decided on the device, so the host never waits for the flag.
 // Per QR, on the device so that no host reads them: [0] the non-finite
 // flag of the input, [1] geqrf's devInfo, [2] orgqr's. cuSOLVER's devInfo is
 // non-zero only for an invalid argument (QR itself cannot fail), which would
@@ -113,6 +109,10 @@ __global__ void transpose_kernel(const float* in, int rows, int cols, float* out
 // than silently wrong, and costs no host synchronization.
 constexpr int kQrStatusWords = 3;
 
+// As orthogonalize_qr on the CPU: a NaN or Inf among the first `usable`
+// columns makes them all NaN (Householder reflections would mix it into
+// every column anyway, and the CPU's LAPACKE refuses such a matrix), the
+// rest zero. Decided on the device, so the host never waits for the flag.
 __global__ void find_nonfinite_kernel(const float* m, int rows, int cols, int usable, int* flag) {
   const size_t n = size_t(rows) * usable;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
