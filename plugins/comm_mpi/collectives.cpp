@@ -49,6 +49,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   check_allreduce_buffers(send, recv, what);
   reap_sends(what);
   check_not_broken(what);
+  agree({int64_t(CallKind::kAllreduce), int64_t(send.dtype), int64_t(send.numel), op, -1}, what);
   if (send.numel == 0) return;
   // MPI reduces `work` in place: the staging buffer, or recv itself.
   char* work = staging_ ? send_stage_.get(send.bytes()) : static_cast<char*>(recv.data);
@@ -77,6 +78,8 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   check_mpi_count(recv.numel, what, "recv numel");
   reap_sends(what);
   check_not_broken(what);
+  agree({int64_t(CallKind::kReduceScatter), int64_t(recv.dtype), int64_t(recv.numel), op, -1},
+        what);
   if (recv.numel == 0) return;
   // The input is copied when it must change (AVG divides first) or may
   // alias the output, which MPI forbids.
@@ -102,6 +105,7 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*s
   check_mpi_count(send.numel, what, "send numel");
   reap_sends(what);
   check_not_broken(what);
+  agree({int64_t(CallKind::kAllgather), int64_t(send.dtype), int64_t(send.numel), -1, -1}, what);
   if (send.numel == 0) return;
   // send may be this rank's block of recv (in place): MPI forbids the
   // overlap, so it is copied then.
@@ -126,6 +130,7 @@ void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   check_mpi_count(buf.numel, what, "buf numel");
   reap_sends(what);
   check_not_broken(what);
+  agree({int64_t(CallKind::kBroadcast), int64_t(buf.dtype), int64_t(buf.numel), -1, root}, what);
   if (buf.numel == 0) return;
   char* work = staging_ ? send_stage_.get(buf.bytes()) : static_cast<char*>(buf.data);
   if (rank_ == root && work != buf.data) std::memcpy(work, buf.data, buf.bytes());
@@ -141,9 +146,9 @@ void Communicator::barrier() {
   const char* what = "barrier";
   reap_sends(what);
   check_not_broken(what);
-  MPI_Request req = MPI_REQUEST_NULL;
-  check(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier", what);
-  wait(&req, what, {});
+  // The agreement's allreduce is the barrier: no rank has its sum before
+  // every rank has arrived.
+  agree({int64_t(CallKind::kBarrier), -1, -1, -1, -1}, what);
 }
 
 }  // namespace comm_mpi

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
@@ -121,6 +123,33 @@ void Communicator::wait(MPI_Request* req, const char* what, std::initializer_lis
     else if (now - start > std::chrono::milliseconds(1))
       sched_yield();
   }
+}
+
+void Communicator::agree(const CallShape& shape, const char* what, const int64_t* send_counts,
+                         const int64_t* recv_counts) {
+  const AgreementTerms mine = agreement_terms(shape, rank_, size_, send_counts, recv_counts);
+  // In the staging buffer, never on the stack: after a timeout MPI may
+  // still read and write these words.
+  const size_t shapes_bytes = size_t(size_) * sizeof(CallShape);
+  char* words = agree_stage_.get(std::max(2 * sizeof(AgreementTerms), sizeof shape + shapes_bytes));
+  std::memcpy(words, &mine, sizeof mine);
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(words, words + sizeof mine, kTermWords, MPI_UINT64_T, MPI_SUM, comm_, &req),
+        "MPI_Iallreduce", what);
+  wait(&req, what, {&agree_stage_});
+  AgreementTerms sum;
+  std::memcpy(&sum, words + sizeof mine, sizeof sum);
+  if (all_agree(mine, sum, size_)) return;
+  // Every rank sees the same sums, so all of them are here, gathering.
+  std::memcpy(words, &shape, sizeof shape);
+  char* gathered = words + sizeof shape;
+  check(MPI_Iallgather(words, kShapeWords, MPI_INT64_T, gathered, kShapeWords, MPI_INT64_T, comm_,
+                       &req),
+        "MPI_Iallgather", what);
+  wait(&req, what, {&agree_stage_});
+  std::vector<CallShape> shapes(static_cast<size_t>(size_));
+  std::memcpy(shapes.data(), gathered, shapes_bytes);
+  throw Error(DDPH_COMM_FAILURE, where(what) + ": " + describe_disagreement(shapes, rank_));
 }
 
 void Communicator::drain_sends(const char* what) {

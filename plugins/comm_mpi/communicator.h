@@ -27,6 +27,7 @@
 
 #include "core/comm_args.h"
 #include "core/comm_backend.h"
+#include "plugins/comm_mpi/call_agreement.h"
 #include "plugins/comm_mpi/mpi_count.h"
 
 namespace ddph {
@@ -88,6 +89,12 @@ class Communicator : public CommBackend {
   // status, when given, receives the completed operation's status.
   void wait(MPI_Request* req, const char* what, std::initializer_list<Staging*> staging,
             MPI_Status* status = nullptr);
+  // Returns once every rank has made this call (call_agreement.h); throws
+  // DDPH_COMM_FAILURE, naming the calls, where ranks differ. All ranks then
+  // skip the call, so the communicator stays usable. alltoallv passes its
+  // counts.
+  void agree(const CallShape& shape, const char* what, const int64_t* send_counts = nullptr,
+             const int64_t* recv_counts = nullptr);
   // Throws DDPH_COMM_FAILURE if the communicator is broken.
   void check_not_broken(const char* what);
   void break_with(const std::string& reason);
@@ -108,6 +115,7 @@ class Communicator : public CommBackend {
   bool staging_;  // MPI works on send_stage_/recv_stage_, not the caller's buffers
   std::shared_ptr<std::atomic<uint64_t>> bytes_;
   Staging send_stage_, recv_stage_;
+  Staging agree_stage_;  // agree()'s words: a timed-out check abandons them too
 
   std::mutex broken_mutex_;
   std::string broken_;  // the first failure; empty while healthy

@@ -109,6 +109,8 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
                   << " in recv_counts");
   reap_sends(what);
   check_not_broken(what);
+  agree({int64_t(CallKind::kAlltoallv), int64_t(send.dtype), -1, -1, -1}, what, send_counts,
+        recv_counts);
   const size_t es = dtype_size(send.dtype);
   // Never a NULL buffer, even for empty tensors: MPI may reject one.
   const bool direct = !staging_ && send.bytes() > 0 && recv.bytes() > 0;
@@ -131,14 +133,10 @@ std::unique_ptr<CommBackend> Communicator::split(int color, int key) {
   const char* what = "split";
   reap_sends(what);
   check_not_broken(what);
-  // MPI_Comm_split blocks without a timeout. An allgather of every rank's
-  // (color, key) first, within the timeout, proves that all ranks have
-  // arrived, so the split that follows cannot wait on a missing one.
-  std::vector<int64_t> mine = {color, key}, all(2 * size_t(size_));
-  int64_t two = 2, many = int64_t(all.size());
-  DLTensor send_t{mine.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &two, nullptr, 0};
-  DLTensor recv_t{all.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &many, nullptr, 0};
-  allgather(&send_t, &recv_t, nullptr);
+  // MPI_Comm_split blocks without a timeout. The agreement first, within
+  // the timeout, proves that all ranks have arrived, so the split that
+  // follows cannot wait on a missing one.
+  agree({int64_t(CallKind::kSplit), -1, -1, -1, -1}, what);
   MPI_Comm sub = MPI_COMM_NULL;
   check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split",
         what);
