@@ -148,8 +148,11 @@ TEST(QuantDispatch, ErrorFeedbackOutOfPlaceEqualsInPlace) {
 }
 
 TEST(QuantDispatch, Dequantize) {
-  for (size_t n : {1, 7, 8, 31, 33, 512, 1000, 4099}) {
-    for (size_t channel : {size_t(512), n}) {
+  // 262147 floats: an output past 1 MiB, written with streaming stores from
+  // an address that is not a vector's (out + 1), through channels whose
+  // length (1000) moves each one's alignment.
+  for (size_t n : {1, 7, 8, 31, 33, 512, 1000, 4099, 262147}) {
+    for (size_t channel : {size_t(512), size_t(1000), n}) {
       std::vector<uint8_t> codes(n + 1);
       for (size_t i = 0; i < codes.size(); ++i) codes[i] = uint8_t(i * 37 + 11);
       std::vector<q::QParams> params(q::num_channels(n, channel));

@@ -141,7 +141,9 @@ struct Avx2 {
                             qmax, key, counter + i, q + i);
   }
 
-  template <bool kAdd>
+  // No streaming stores at this level: 32-byte ones took 5.5 ms to decode
+  // 25 MB here, against 1.0 ms with normal stores.
+  template <bool kAdd, bool kStream>
   static void dequantize(const uint8_t* q, size_t len, QParams p, float* out) {
     const F s = _mm256_set1_ps(p.scale), z = _mm256_set1_ps(p.zero_point);
     size_t i = 0;
@@ -154,6 +156,8 @@ struct Avx2 {
     }
     dequantize_tail<kAdd>(q + i, len - i, p, out + i);
   }
+
+  static void store_fence() {}
 
   static uint32_t abs_max(const float* x, size_t n) {
     const I abs_mask = _mm256_set1_epi32(int(kAbsMask));

@@ -127,19 +127,31 @@ struct Avx512 {
                             qmax, key, counter + i, q + i);
   }
 
-  template <bool kAdd>
+  template <bool kAdd, bool kStream>
   static void dequantize(const uint8_t* q, size_t len, QParams p, float* out) {
     const F s = _mm512_set1_ps(p.scale), z = _mm512_set1_ps(p.zero_point);
     size_t i = 0;
+    // Streaming stores need aligned addresses: the head goes through the tail.
+    if (kStream) {
+      const size_t misaligned = reinterpret_cast<uintptr_t>(out) % 64;
+      i = misaligned == 0 ? 0 : (64 - misaligned) / sizeof(float);
+      i = i < len ? i : len;
+      dequantize_tail<false>(q, i, p, out);
+    }
     for (; i + W <= len; i += W) {
       const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
       const F f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
       F d = _mm512_mul_ps(s, _mm512_sub_ps(f, z));
       if (kAdd) d = _mm512_add_ps(_mm512_loadu_ps(out + i), d);
-      _mm512_storeu_ps(out + i, d);
+      if (kStream)
+        _mm512_stream_ps(out + i, d);
+      else
+        _mm512_storeu_ps(out + i, d);
     }
     dequantize_tail<kAdd>(q + i, len - i, p, out + i);
   }
+
+  static void store_fence() { _mm_sfence(); }
 
   static uint32_t abs_max(const float* x, size_t n) {
     const I abs_mask = _mm512_set1_epi32(int(kAbsMask));
