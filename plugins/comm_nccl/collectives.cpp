@@ -1,5 +1,6 @@
 // The collectives. DDPH_AVG divides first (in the buffer's dtype, with the
 // CPU kernels' numerics) and then sums, as ddph.h defines it.
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -13,6 +14,17 @@
 namespace ddph {
 namespace comm_nccl {
 
+template <class Fn>
+void Communicator::enqueue_or_abort(const char* what, Fn&& fn) {
+  try {
+    nccl_check(comm_->with(what, fn), what);
+  } catch (const Error& e) {
+    // After the lock is released: abort takes it too.
+    comm_->abort(DDPH_COMM_FAILURE, std::string(what) + " could not be enqueued: " + e.what());
+    throw;
+  }
+}
+
 template <class Enqueue>
 void Communicator::run(const char* what, std::initializer_list<Arg> args, void* stream,
                        Enqueue&& enqueue) {
@@ -21,7 +33,7 @@ void Communicator::run(const char* what, std::initializer_list<Arg> args, void* 
   for (const Arg& a : args) on_cuda = on_cuda || a.buf->on_cuda();
   if (on_cuda) {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    nccl_check(comm_->with(what, [&](ncclComm_t c) { return enqueue(c, s); }), what);
+    enqueue_or_abort(what, [&](ncclComm_t c) { return enqueue(c, s); });
     comm_->wait_ready(what, deadline());
     watchdog_->track(s, what);
     return;
@@ -49,7 +61,13 @@ void Communicator::run(const char* what, std::initializer_list<Arg> args, void* 
       }
       ++i;
     }
-    nccl_check(comm_->with(what, [&](ncclComm_t c) { return enqueue(c, staging_); }), what);
+    enqueue_or_abort(what, [&](ncclComm_t c) { return enqueue(c, staging_); });
+    comm_->wait_ready(what, deadline());
+    // The collective must be done before the copies back are enqueued: a
+    // copy into pageable memory blocks until it has run, where no timeout
+    // applies, and after an abort the buffers hold no result. wait_ready
+    // throws if the communicator failed or was aborted meanwhile.
+    wait_staging(what);
     comm_->wait_ready(what, deadline());
     i = 0;
     for (const Arg& a : args) {
@@ -122,9 +140,9 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   check_same_dtype(send, recv, what);
   check_numel(send, recv.numel * size_t(size()), what, "send", "size() * recv numel");
   if (recv.numel == 0) return;
-  DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
   const int world = size();
-  // The divided copy for DDPH_AVG. A nonblocking communicator may still be
+  // send is copied when DDPH_AVG divides it, or when it overlaps recv
+  // (ddph.h allows any alias, as Gloo and MPI take). A nonblocking communicator may still be
   // putting the reduce-scatter on the stream when ncclReduceScatter
   // returns (ncclInProgress), so the copy is freed only once run() has
   // waited for that, or on the way out of a failure.
@@ -143,11 +161,12 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,
       [&](ncclComm_t c, cudaStream_t s) {
         const void* from = send.data;
-        if (op == DDPH_AVG) {
+        if (op == DDPH_AVG || overlaps(send, recv)) {
           DDPH_CUDA(cuda::scratch_alloc(&divided, send.bytes(), config_.device, s));
           divided_on = s;
           DDPH_CUDA(cudaMemcpyAsync(divided, send.data, send.bytes(), cudaMemcpyDeviceToDevice, s));
-          DDPH_CUDA(cuda::divide_inplace(send.dtype, divided, send.numel, world, s));
+          if (op == DDPH_AVG)
+            DDPH_CUDA(cuda::divide_inplace(send.dtype, divided, send.numel, world, s));
           from = divided;
         }
         return ncclReduceScatter(from, recv.data, recv.numel, nccl_type(recv.dtype), nccl_op(op), c,

@@ -55,10 +55,19 @@ std::unique_ptr<Communicator> Communicator::connect(const NcclConfig& config,
   ncclComm_t comm = nullptr;
   ncclConfig_t nccl_config = nonblocking_config();
   DDPH_NCCL(ncclCommInitRankConfig(&comm, config.world, id, config.rank, &nccl_config));
-  std::unique_ptr<Communicator> made(new Communicator(config, comm));
+  std::unique_ptr<Communicator> made = adopt(config, comm);
   made->comm_->wait_ready("ncclCommInitRankConfig (waiting for every rank to join)",
                           made->deadline());
   return made;
+}
+
+std::unique_ptr<Communicator> Communicator::adopt(const NcclConfig& config, ncclComm_t comm) {
+  try {
+    return std::unique_ptr<Communicator>(new Communicator(config, comm));
+  } catch (...) {
+    ncclCommAbort(comm);  // still initializing: nothing else owns it yet
+    throw;
+  }
 }
 
 Communicator::Communicator(const NcclConfig& config, ncclComm_t comm)
@@ -73,11 +82,17 @@ Communicator::~Communicator() {
     watchdog_.reset();  // no abort can race the teardown below
     if (ncclComm_t c = comm_->release()) {
       // Finalize flushes what is still enqueued; if that cannot finish in
-      // time, abort rather than hang the host's teardown.
+      // time, abort rather than hang the host's teardown. A failed
+      // Finalize aborts too: NCCL's threads and memory must not outlive
+      // the communicator.
       GuardedComm finishing(c);
-      const bool pending = nccl_check(ncclCommFinalize(c), "ncclCommFinalize");
-      if (pending) finishing.wait_ready("ncclCommFinalize", deadline());
-      if (ncclComm_t still = finishing.release()) ncclCommDestroy(still);
+      try {
+        const bool pending = nccl_check(ncclCommFinalize(c), "ncclCommFinalize");
+        if (pending) finishing.wait_ready("ncclCommFinalize", deadline());
+        if (ncclComm_t still = finishing.release()) ncclCommDestroy(still);
+      } catch (...) {
+        if (ncclComm_t still = finishing.release()) ncclCommAbort(still);
+      }
     }
     if (staging_ != nullptr) cudaStreamDestroy(staging_);
   } catch (...) {
@@ -127,7 +142,7 @@ std::unique_ptr<CommBackend> Communicator::split(int color, int key) {
   if (child == nullptr) return nullptr;
   // The child's own size and rank, as NCCL ordered it (by key, then rank).
   NcclConfig sub = config_;
-  std::unique_ptr<Communicator> made(new Communicator(sub, child));
+  std::unique_ptr<Communicator> made = adopt(sub, child);
   made->comm_->wait_ready("ncclCommSplit (child)", deadline());
   made->comm_->with("split", [&](ncclComm_t c) {
     DDPH_NCCL(ncclCommCount(c, &made->config_.world));

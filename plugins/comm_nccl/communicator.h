@@ -51,6 +51,8 @@ class Communicator : public CommBackend {
 
  private:
   Communicator(const NcclConfig& config, ncclComm_t comm);
+  // A Communicator owning comm, which is aborted if that cannot be made.
+  static std::unique_ptr<Communicator> adopt(const NcclConfig& config, ncclComm_t comm);
 
   // One buffer of an operation: what it reads (`in`) and writes (`out`).
   struct Arg {
@@ -64,6 +66,12 @@ class Communicator : public CommBackend {
   // place of the host ones.
   template <class Enqueue>
   void run(const char* what, std::initializer_list<Arg> args, void* stream, Enqueue&& enqueue);
+  // nccl_check(comm_->with(what, fn)), aborting the communicator when it
+  // throws: the peers have enqueued their side and would wait for this
+  // rank's until the timeout, and a group that failed halfway leaves the
+  // handle unusable.
+  template <class Fn>
+  void enqueue_or_abort(const char* what, Fn&& fn);
   // Waits for the staging stream up to the timeout, aborting on expiry.
   void wait_staging(const char* what);
   std::chrono::steady_clock::time_point deadline() const;

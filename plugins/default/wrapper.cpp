@@ -36,13 +36,17 @@ class WrapperHook : public Hook {
     }
     void* data = data_ptr(bucket.buffer);
     const Where at = where_of(bucket);
-    ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
-    uint16_t* low = static_cast<uint16_t*>(scratch.data());
-    cast_into(at, dtype, data, Low, low, size_t(n));
-    FlatTensor buf(low, Low, n, bucket.buffer.device);
-    ddph_bucket_t inner_bucket = bucket_over(bucket, *buf.dl());
-    run_hook_blocking(inner_, inner_bucket);
-    cast_into(at, Low, low, dtype, data, size_t(n));
+    {
+      // The lease's free is enqueued before done: a host may let the
+      // stream go once the bucket is done.
+      ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
+      uint16_t* low = static_cast<uint16_t*>(scratch.data());
+      cast_into(at, dtype, data, Low, low, size_t(n));
+      FlatTensor buf(low, Low, n, bucket.buffer.device);
+      ddph_bucket_t inner_bucket = bucket_over(bucket, *buf.dl());
+      run_hook_blocking(inner_, inner_bucket);
+      cast_into(at, Low, low, dtype, data, size_t(n));
+    }
     done.ok();
   }
 

@@ -42,15 +42,14 @@ void DeviceSlots::free_all() noexcept {
   // cudaFree waits for the device, so kernels still enqueued on these slots
   // finish first. Errors are dropped: a destructor has no one to tell, and a
   // failed free on a dead context loses nothing.
-  int previous = -1;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device() &&
-                        cudaSetDevice(device()) == cudaSuccess;
+  ::ddph::cuda::quietly_on_device(device(), [&] {
+    for (int i = 0; i < 3; ++i)
+      if (buf_[i] != nullptr) cudaFree(buf_[i]);
+  });
   for (int i = 0; i < 3; ++i) {
-    if (buf_[i] != nullptr) cudaFree(buf_[i]);
     buf_[i] = nullptr;
     n_[i] = 0;
   }
-  if (switched) cudaSetDevice(previous);
 }
 
 void DeviceSlots::create(Slot slot, size_t n) {

@@ -69,35 +69,39 @@ class HookThenOptimizer : public Hook {
     const Where at = where_of(bucket);
     run_inner(bucket, at);
 
-    // A low-precision bucket steps fp32 parameters: each gradient is upcast
-    // into one scratch buffer, reused parameter after parameter (on a GPU in
-    // stream order).
-    ScratchBuffers::Lease upcast =
-        scratch_.get(at, bucket.index, dtype == DType::F32 ? 0 : largest * sizeof(float));
-    const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
-    const int64_t* ids = param_ids(bucket);
-    for (size_t i = 0; i < bucket.num_params; ++i) {
-      if (!selected_[i]) continue;
-      const ddph_param_t& p = bucket.params[i];
-      const size_t n = size_t(view_numel(p));
-      const void* g = grads + size_t(p.offset) * dtype_size(dtype);
-      const float* grad = static_cast<const float*>(g);
-      if (dtype != DType::F32) {
-        cast_into(at, dtype, g, DType::F32, upcast.data(), n);
-        grad = static_cast<const float*>(upcast.data());
-      }
-      const ParamKey key =
-          ids != nullptr ? ParamKey::id(ids[i]) : ParamKey::position(bucket.index, uint32_t(i));
-      ParamState& s = states_[key];
-      if (at.cuda()) {
-        DeviceSlots& slots = on_device(key, s, at);
-        const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
-        run_step_device(at, plan, params_[i], grad, slot_data(plan, slots), n);
-      } else {
-        to_host(key, &s);
-        HostSlots slots(s);
-        const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
-        run_step_host(plan, params_[i], grad, slot_data(plan, slots), n);
+    // The upcast lease's free is enqueued before done: a host may let the
+    // stream go once the bucket is done.
+    {
+      // A low-precision bucket steps fp32 parameters: each gradient is upcast
+      // into one scratch buffer, reused parameter after parameter (on a GPU in
+      // stream order).
+      ScratchBuffers::Lease upcast =
+          scratch_.get(at, bucket.index, dtype == DType::F32 ? 0 : largest * sizeof(float));
+      const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
+      const int64_t* ids = param_ids(bucket);
+      for (size_t i = 0; i < bucket.num_params; ++i) {
+        if (!selected_[i]) continue;
+        const ddph_param_t& p = bucket.params[i];
+        const size_t n = size_t(view_numel(p));
+        const void* g = grads + size_t(p.offset) * dtype_size(dtype);
+        const float* grad = static_cast<const float*>(g);
+        if (dtype != DType::F32) {
+          cast_into(at, dtype, g, DType::F32, upcast.data(), n);
+          grad = static_cast<const float*>(upcast.data());
+        }
+        const ParamKey key =
+            ids != nullptr ? ParamKey::id(ids[i]) : ParamKey::position(bucket.index, uint32_t(i));
+        ParamState& s = states_[key];
+        if (at.cuda()) {
+          DeviceSlots& slots = on_device(key, s, at);
+          const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
+          run_step_device(at, plan, params_[i], grad, slot_data(plan, slots), n);
+        } else {
+          to_host(key, &s);
+          HostSlots slots(s);
+          const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
+          run_step_host(plan, params_[i], grad, slot_data(plan, slots), n);
+        }
       }
     }
     done.ok();

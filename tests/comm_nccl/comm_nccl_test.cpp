@@ -138,6 +138,27 @@ TEST_F(NcclWorldOfOne, AllgatherInPlaceIsAcceptedAndOtherOverlapsAreNot) {
   ddph_error_free(e);
 }
 
+// ddph.h lets send alias recv, as Gloo and MPI take it: an overlapping
+// send is reduced from a copy, so recv gets send's values as they were.
+TEST_F(NcclWorldOfOne, ReduceScatterTakesOverlappingBuffers) {
+  std::vector<float> host = {1, 2, 3, 4, 5};
+  int64_t four = 4;
+  for (ddph_reduce_op_t op : {DDPH_SUM, DDPH_AVG}) {
+    DeviceVec<float> b(host);
+    DLTensor send = tensor(b.get(), kF32, &four, true);
+    DLTensor recv = tensor(b.get() + 1, kF32, &four, true);  // one element along
+    ok(comm_->reduce_scatter(comm_->ctx, &send, &recv, op, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(b.host(), (std::vector<float>{1, 1, 2, 3, 4})) << "op " << int(op);
+  }
+  DeviceVec<float> same(host);
+  int64_t five = 5;
+  DLTensor whole = tensor(same.get(), kF32, &five, true);  // NCCL's own in-place layout
+  ok(comm_->reduce_scatter(comm_->ctx, &whole, &whole, DDPH_SUM, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(same.host(), host);
+}
+
 TEST_F(NcclWorldOfOne, SplitGivesAGroupOrNothing) {
   ddph_comm_t* sub = nullptr;
   ok(comm_->split(comm_->ctx, 0, 0, &sub));

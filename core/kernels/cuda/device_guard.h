@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/kernels/cuda/cuda_check.h"
+#include "core/kernels/cuda/primary_context.h"
 
 namespace ddph {
 namespace cuda {
@@ -17,9 +18,15 @@ class DeviceGuard {
     check(cudaGetDevice(&previous_), who, "cudaGetDevice");
     if (previous_ != device) check(cudaSetDevice(device), who, "cudaSetDevice");
   }
+  // The caller's device comes back only if it has a context: a thread that
+  // had none (the session's worker) reads device 0, and restoring that
+  // would create a context on GPU 0 for every rank (primary_context.h). A
+  // failed restore is dropped, not left for the next launch's check.
   ~DeviceGuard() {
     int now = -1;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+    if (cudaGetDevice(&now) != cudaSuccess || now == previous_) return;
+    if (primary_context_active(previous_) && cudaSetDevice(previous_) != cudaSuccess)
+      (void)cudaGetLastError();
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;

@@ -10,16 +10,36 @@ namespace ddph {
 namespace cuda {
 namespace {
 
-// One pool per device, made on first use and kept for the process: hosts
-// (PyTorch's caching allocator among them) keep their own pools, and ours
-// must not shrink between steps.
+// One pool per device, made on first use and kept while this plugin is
+// loaded: hosts (PyTorch's caching allocator among them) keep their own
+// pools, and ours must not shrink between steps. Each plugin links its own
+// copy of this file, so the pools go back to the driver when the plugin is
+// unloaded (the loader unloads a plugin when the last session using it
+// closes) instead of staying reserved for the rest of the process.
+struct Pools {
+  std::mutex mu;
+  std::vector<cudaMemPool_t> by_device;
+
+  ~Pools() {
+    // Frees still pending on a stream complete first: a destroyed pool's
+    // memory goes back once nothing uses it. Errors are dropped (at process
+    // exit the runtime may already be gone).
+    for (cudaMemPool_t pool : by_device)
+      if (pool != nullptr) {
+        cudaMemPoolTrimTo(pool, 0);
+        cudaMemPoolDestroy(pool);
+      }
+    (void)cudaGetLastError();
+  }
+};
+
 cudaError_t pool_of(int device, cudaMemPool_t* out) {
-  static std::mutex mu;
-  static std::vector<cudaMemPool_t> pools;
-  std::lock_guard<std::mutex> lock(mu);
+  static Pools pools;
+  std::lock_guard<std::mutex> lock(pools.mu);
+  std::vector<cudaMemPool_t>& by_device = pools.by_device;
   if (device < 0) return cudaErrorInvalidDevice;
-  if (size_t(device) >= pools.size()) pools.resize(size_t(device) + 1, nullptr);
-  if (pools[size_t(device)] == nullptr) {
+  if (size_t(device) >= by_device.size()) by_device.resize(size_t(device) + 1, nullptr);
+  if (by_device[size_t(device)] == nullptr) {
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -33,9 +53,9 @@ cudaError_t pool_of(int device, cudaMemPool_t* out) {
       cudaMemPoolDestroy(pool);
       return made;
     }
-    pools[size_t(device)] = pool;
+    by_device[size_t(device)] = pool;
   }
-  *out = pools[size_t(device)];
+  *out = by_device[size_t(device)];
   return cudaSuccess;
 }
 

@@ -1,7 +1,8 @@
 // Scratch device memory for hooks and communicators: stream-ordered
 // allocations (cudaMallocFromPoolAsync) from one pool per device that keeps
 // freed memory instead of returning it to the driver, so a steady training
-// step makes no cudaMalloc at all.
+// step makes no cudaMalloc at all. The pools are destroyed when the plugin
+// that linked this code is unloaded.
 #pragma once
 
 #include <cuda_runtime_api.h>
