@@ -142,10 +142,10 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   if (recv.numel == 0) return;
   const int world = size();
   // send is copied when DDPH_AVG divides it, or when it overlaps recv
-  // (ddph.h allows any alias, as Gloo and MPI take). A nonblocking communicator may still be
-  // putting the reduce-scatter on the stream when ncclReduceScatter
-  // returns (ncclInProgress), so the copy is freed only once run() has
-  // waited for that, or on the way out of a failure.
+  // (ddph.h allows any alias, as Gloo and MPI take). A nonblocking
+  // communicator may still be putting the reduce-scatter on the stream when
+  // ncclReduceScatter returns (ncclInProgress), so the copy is freed only
+  // once run() has waited for that, or on the way out of a failure.
   void* divided = nullptr;
   cudaStream_t divided_on = nullptr;
   struct FreeDivided {
