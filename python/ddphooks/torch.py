@@ -38,7 +38,11 @@ class ProcessGroupComm:
     The session calls it from its worker thread, one collective at a time.
     AVG follows the ABI's divide-first definition (PyTorch's allreduce_hook
     numerics): each rank's value is divided by the world size, then summed.
-    reduce_scatter, which Gloo lacks, is an allreduce of a copy. ``split``
+    reduce_scatter, which Gloo lacks, is an allreduce of a copy. alltoallv
+    (ABI 1.1) is the group's alltoall_base, so that hooks which exchange
+    chunks (quantization's reduce_scatter protocol) run on CUDA buckets too:
+    without it they fall back to send/recv, which takes host memory only.
+    ``split``
     makes sub-communicators with torch.distributed.new_group, which every
     process of the job must enter: it is offered when the group spans the
     whole job (the default).
@@ -67,6 +71,7 @@ class ProcessGroupComm:
             send=_abi.CommP2PFn(self._guard(self._send)),
             recv=_abi.CommP2PFn(self._guard(self._recv)),
             destroy=_abi.CommDestroyFn(lambda ctx: None),
+            alltoallv=_abi.CommAlltoallvFn(self._guard(self._alltoallv)),
         )
         if self._spans_job():
             f["split"] = _abi.CommSplitFn(self._guard(self._split, stream_arg=False))
@@ -157,6 +162,24 @@ class ProcessGroupComm:
 
     def _recv(self, buf, peer, stream):
         self.pg.recv([_tensors.torch_view(buf)], self.order[peer], 0).wait()
+
+    def _alltoallv(self, send, send_counts, recv, recv_counts, stream):
+        s, r = _tensors.torch_view(send), _tensors.torch_view(recv)
+        sc = [int(send_counts[i]) for i in range(self.size)]
+        rc = [int(recv_counts[i]) for i in range(self.size)]
+        opts = dist.AllToAllOptions()
+        if self.order == list(range(self.size)):
+            self.pg.alltoall_base(r, s, rc, sc, opts).wait()
+            return
+        # Blocks are in this communicator's rank order; the group orders them
+        # by its own ranks (order[i] is the group rank of rank i).
+        pg_send, pg_sc, pg_rc = [None] * self.size, [0] * self.size, [0] * self.size
+        for i, (block, g) in enumerate(zip(s.split(sc), self.order)):
+            pg_send[g], pg_sc[g], pg_rc[g] = block, sc[i], rc[i]
+        got = torch.empty_like(r)
+        self.pg.alltoall_base(got, torch.cat(pg_send), pg_rc, pg_sc, opts).wait()
+        blocks = got.split(pg_rc)
+        r.copy_(torch.cat([blocks[g] for g in self.order]))
 
     def _split(self, color, key, out):
         # Everyone's (color, key), in this communicator's rank order.

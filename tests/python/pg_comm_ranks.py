@@ -95,6 +95,24 @@ def main():
             call(t.recv, None, ctypes.byref(g), prv, None)
             call(t.send, None, ctypes.byref(o), nxt, None)
         assert torch.equal(got, torch.full((5,), float(prv))), "send/recv"
+    # alltoallv: rank r sends (2r + p) % 4 elements to rank p (uneven, with
+    # empty blocks), valued 100 r + 10 p + i; through the whole job, then
+    # below through a split group whose rank order is the job's reversed.
+    def check_alltoallv(table, me, ranks, label):
+        sc = (ctypes.c_int64 * ranks)(*[(2 * me + p) % 4 for p in range(ranks)])
+        rc = (ctypes.c_int64 * ranks)(*[(2 * p + me) % 4 for p in range(ranks)])
+        out = torch.cat([torch.tensor([100.0 * me + 10 * p + i for i in range(sc[p])])
+                         for p in range(ranks)])
+        got = torch.full((sum(rc),), -1.0)
+        o, k1 = dl(out)
+        g, k2 = dl(got)
+        call(table.alltoallv, None, ctypes.byref(o), sc, ctypes.byref(g), rc, None)
+        want = torch.cat([torch.tensor([100.0 * p + 10 * me + i for i in range(rc[p])])
+                          for p in range(ranks)])
+        assert torch.equal(got, want), (label, got, want)
+
+    assert t.struct_size >= ctypes.sizeof(_abi.Comm) and t.alltoallv
+    check_alltoallv(t, rank, world, "alltoallv")
     # split: one group of everyone with the keys reversed (rank order flips),
     # then groups of one, then a rank that joins none.
     sub_ptr = ctypes.c_void_p()
@@ -112,6 +130,7 @@ def main():
     b, k3 = dl(buf)
     call(sub.broadcast, None, ctypes.byref(b), 0, None)  # sub rank 0 is world rank world-1
     assert torch.equal(buf, torch.full((2,), float(world - 1))), ("split broadcast", buf)
+    check_alltoallv(sub, world - 1 - rank, world, "split alltoallv")
     sub.destroy(sub.ctx)
     call(t.split, None, rank, 0, ctypes.byref(sub_ptr))
     one = ctypes.cast(sub_ptr, ctypes.POINTER(_abi.Comm)).contents
