@@ -242,4 +242,68 @@ TEST(NcclHooks, CudaPathsMatchTheCpuPathBitForBit) {
   }
 }
 
+// mixed_precision/allreduce_upcast on a bf16 GPU bucket over NCCL against
+// the host bucket over Gloo: the bucket's mean and every parameter's fp32
+// gradient, bit for bit (its divide and upcasts are the shared kernels).
+TEST(NcclHooks, AllreduceUpcastWritesTheCpuPathsFp32Gradients) {
+  DDPH_SKIP_WITHOUT_GPU();
+  const char* hook = "{family: mixed_precision, name: allreduce_upcast}";
+  std::vector<int64_t> shapes[] = {{3, 4}, {5}};
+  const int64_t n = 17;
+  std::vector<uint16_t> bits(n);
+  for (int64_t i = 0; i < n; ++i)  // bf16 from about 2^-6 to 2^3, both signs
+    bits[size_t(i)] = uint16_t((i % 2) << 15 | (121 + i % 10) << 7 | (i * 37 % 128));
+  // Runs the hook with the bucket and fp32 gradients in host or GPU memory.
+  auto run = [&](bool cuda, std::vector<uint16_t>* mean, std::vector<float>* grads) {
+    std::string error;
+    const std::string comm =
+        cuda ? "comm: {backend: nccl, timeout: 20s}\n" : "comm: {backend: gloo, timeout: 20s}\n";
+    ddph_session_t* s = ddph_test::open_session(comm + "hook: " + hook + "\n", 0, 1,
+                                                ddph_test::make_temp_dir("ddph-nccl"), &error);
+    ASSERT_NE(s, nullptr) << error;
+    std::vector<uint16_t> host_bits = bits;
+    std::vector<float> host_grads(size_t(n), -999.0f);
+    DeviceVec<uint16_t> d_bits(bits);
+    DeviceVec<float> d_grads(host_grads);
+    void* data = cuda ? static_cast<void*>(d_bits.get()) : host_bits.data();
+    float* g = cuda ? d_grads.get() : host_grads.data();
+    int64_t len = n;
+    std::vector<ddph_param_t> views;
+    int64_t offset = 0;
+    for (auto& shape : shapes) {
+      int64_t count = 1;
+      for (int64_t d : shape) count *= d;
+      ddph_param_t v{};
+      v.struct_size = sizeof v;
+      v.offset = offset;
+      v.ndim = int32_t(shape.size());
+      v.shape = shape.data();
+      v.data = tensor(g + offset, kF32, shape.data(), cuda);
+      v.data.ndim = v.ndim;
+      views.push_back(v);
+      offset += count;
+    }
+    ddph_bucket_t b{};
+    b.struct_size = sizeof b;
+    b.is_last = 1;
+    b.buffer = tensor(data, DLDataType{kDLBfloat, 16, 1}, &len, cuda);
+    b.num_params = views.size();
+    b.params = views.data();
+    std::string message;
+    ASSERT_EQ(ddph_test::run_bucket(s, b, &message), DDPH_OK) << message;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    *mean = cuda ? d_bits.host() : host_bits;
+    *grads = cuda ? d_grads.host() : host_grads;
+    ddph_session_close(s);
+  };
+  std::vector<uint16_t> cpu_mean, gpu_mean;
+  std::vector<float> cpu_grads, gpu_grads;
+  run(false, &cpu_mean, &cpu_grads);
+  run(true, &gpu_mean, &gpu_grads);
+  EXPECT_EQ(gpu_mean, cpu_mean);
+  ASSERT_EQ(gpu_grads.size(), cpu_grads.size());
+  EXPECT_EQ(std::memcmp(gpu_grads.data(), cpu_grads.data(), cpu_grads.size() * 4), 0);
+  EXPECT_NE(cpu_grads[0], -999.0f);  // the hook wrote the gradients
+}
+
 }  // namespace
