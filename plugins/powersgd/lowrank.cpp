@@ -88,17 +88,52 @@ DDPH_ISA_CLONES void project_small(const float* d, float* e, int rows, int cols,
   }
 }
 
-// Q^T += P^T M one row of M at a time: r axpys per row, Q^T (r x cols)
-// staying in cache.
-DDPH_ISA_CLONES void accumulate_mtp(const float* m, int rows, int cols, const float* p, int r,
-                                    float* qt) {
-  for (int i = 0; i < rows; ++i) {
-    const float* __restrict row = m + size_t(i) * size_t(cols);
-    for (int k = 0; k < r; ++k) {
-      const float pk = p[size_t(i) * r + k];
-      float* __restrict q = qt + size_t(k) * cols;
+// Q^T += P^T M, four rows of M at a time: each 16-column block of Q^T is
+// loaded and stored once per four rows, where a row at a time made Q^T's
+// loads and stores (r per element of M) the bottleneck at r = 4.
+template <int R>
+DDPH_INLINE void accumulate_rows(const float* m, int rows, int cols, const float* p, float* qt) {
+  int i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* m0 = m + size_t(i) * size_t(cols);
+    const float* m1 = m0 + cols;
+    const float* m2 = m1 + cols;
+    const float* m3 = m2 + cols;
+    const float* pi = p + size_t(i) * R;
+    int j = 0;
+    for (; j + kLanes <= cols; j += kLanes) {
+      const Vec a = load(m0 + j), b = load(m1 + j), c = load(m2 + j), d = load(m3 + j);
+      for (int k = 0; k < R; ++k) {
+        float* q = qt + size_t(k) * cols + j;
+        store(q, load(q) + pi[k] * a + pi[R + k] * b + pi[2 * R + k] * c + pi[3 * R + k] * d);
+      }
+    }
+    for (; j < cols; ++j)
+      for (int k = 0; k < R; ++k)
+        qt[size_t(k) * cols + j] +=
+            pi[k] * m0[j] + pi[R + k] * m1[j] + pi[2 * R + k] * m2[j] + pi[3 * R + k] * m3[j];
+  }
+  for (; i < rows; ++i) {
+    const float* row = m + size_t(i) * size_t(cols);
+    for (int k = 0; k < R; ++k) {
+      const float pk = p[size_t(i) * R + k];
+      float* q = qt + size_t(k) * cols;
       for (int j = 0; j < cols; ++j) q[j] += pk * row[j];
     }
+  }
+}
+
+DDPH_ISA_CLONES void accumulate_mtp(const float* m, int rows, int cols, const float* p, int r,
+                                    float* qt) {
+  switch (r) {
+    case 1:
+      return accumulate_rows<1>(m, rows, cols, p, qt);
+    case 2:
+      return accumulate_rows<2>(m, rows, cols, p, qt);
+    case 3:
+      return accumulate_rows<3>(m, rows, cols, p, qt);
+    default:
+      return accumulate_rows<4>(m, rows, cols, p, qt);
   }
 }
 
@@ -139,8 +174,8 @@ namespace {
 // summed over k in registers, stored once, and subtracted from `before`
 // while it is still there. R = 0: r given at run time.
 template <int R>
-void reconstruct_rows(const float* p, const float* qt, int rows, int cols, int r, float* out,
-                      float* before) {
+DDPH_INLINE void reconstruct_rows(const float* p, const float* qt, int rows, int cols, int r,
+                                  float* out, float* before) {
   const int rr = R > 0 ? R : r;
   for (int i = 0; i < rows; ++i) {
     float* o = out + size_t(i) * cols;
@@ -150,8 +185,16 @@ void reconstruct_rows(const float* p, const float* qt, int rows, int cols, int r
     for (; j + kLanes <= cols; j += kLanes) {
       Vec v = pi[0] * load(qt + j);
       for (int k = 1; k < rr; ++k) v += pi[k] * load(qt + size_t(k) * cols + j);
-      store(o + j, v);
-      if (e != nullptr) store(e + j, load(e + j) - v);
+      // `before` is loaded ahead of the store to `out`: the two often sit at
+      // the same offset in their pages, and a load behind a store to the
+      // same 4 KiB offset waits for it (4K aliasing).
+      if (e != nullptr) {
+        const Vec m = load(e + j);
+        store(o + j, v);
+        store(e + j, m - v);
+      } else {
+        store(o + j, v);
+      }
     }
     for (; j < cols; ++j) {
       float v = pi[0] * qt[j];
@@ -162,25 +205,33 @@ void reconstruct_rows(const float* p, const float* qt, int rows, int cols, int r
   }
 }
 
+// Every rank reconstructs from the same P and Q, and must get the same
+// bits on any CPU. Each element is the same products summed in the same
+// order whatever the vector width, and this file is built with
+// -ffp-contract=off, so no clone fuses a multiply-add: the clones differ in
+// speed only (tested against a scalar loop).
+DDPH_ISA_CLONES void reconstruct_any(const float* p, const float* qt, int rows, int cols, int r,
+                                     float* out, float* before) {
+  switch (r) {
+    case 1:
+      return reconstruct_rows<1>(p, qt, rows, cols, r, out, before);
+    case 2:
+      return reconstruct_rows<2>(p, qt, rows, cols, r, out, before);
+    case 3:
+      return reconstruct_rows<3>(p, qt, rows, cols, r, out, before);
+    case 4:
+      return reconstruct_rows<4>(p, qt, rows, cols, r, out, before);
+    default:
+      return reconstruct_rows<0>(p, qt, rows, cols, r, out, before);
+  }
+}
+
 }  // namespace
 
 void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
                  float* before) {
-  // Not cloned per ISA: the same instructions on every machine, so ranks
-  // on different CPUs still agree bit for bit (no reduction order, no FMA).
   const std::vector<float> qt = transposed(q, cols, r);
-  switch (r) {
-    case 1:
-      return reconstruct_rows<1>(p, qt.data(), rows, cols, r, out, before);
-    case 2:
-      return reconstruct_rows<2>(p, qt.data(), rows, cols, r, out, before);
-    case 3:
-      return reconstruct_rows<3>(p, qt.data(), rows, cols, r, out, before);
-    case 4:
-      return reconstruct_rows<4>(p, qt.data(), rows, cols, r, out, before);
-    default:
-      return reconstruct_rows<0>(p, qt.data(), rows, cols, r, out, before);
-  }
+  reconstruct_any(p, qt.data(), rows, cols, r, out, before);
 }
 
 }  // namespace powersgd

@@ -162,6 +162,14 @@ void products_match_double_loops(int n, int m, int r) {
       for (int k = 0; k < r; ++k) s += double(pin[size_t(i) * r + k]) * q[size_t(j) * r + k];
       EXPECT_NEAR(out[size_t(i) * m + j], s, 1e-5);
       EXPECT_NEAR(before[size_t(i) * m + j], mat[size_t(i) * m + j] - s, 1e-5);
+      // Every rank must get the same bits on any CPU, so the vectorized
+      // clones must round exactly as this scalar loop does (products in order
+      // of k, each rounded, no fused multiply-add; this file is built with
+      // -ffp-contract=off too).
+      float v = pin[size_t(i) * r] * q[size_t(j) * r];
+      for (int k = 1; k < r; ++k) v += pin[size_t(i) * r + k] * q[size_t(j) * r + k];
+      EXPECT_EQ(out[size_t(i) * m + j], v) << "row " << i << ", column " << j;
+      EXPECT_EQ(before[size_t(i) * m + j], mat[size_t(i) * m + j] - v);
     }
 }
 

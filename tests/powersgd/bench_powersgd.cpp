@@ -1,0 +1,109 @@
+// Google Benchmark timings of PowerSGD's three host passes over issue 4's
+// benchmark bucket (25 matrices of 1024 x 1024 fp32, 100 MiB), beside a
+// memcpy of the same bytes in the same binary. Not a test; run
+// build/bin/ddph_bench_powersgd. range(0) is the rank r; range(1) 1 turns
+// error feedback on. Bytes/s counts the bucket's bytes once per pass.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "plugins/powersgd/lowrank.h"
+
+namespace {
+
+namespace ps = ddph::powersgd;
+
+constexpr int kMatrices = 25;
+constexpr int kRows = 1024;
+constexpr int kCols = 1024;
+constexpr size_t kPer = size_t(kRows) * kCols;
+constexpr size_t kFloats = kPer * kMatrices;
+constexpr int64_t kBytes = int64_t(kFloats * sizeof(float));
+
+std::vector<float> make_floats(float phase) {
+  std::vector<float> v(kFloats);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i) + phase) * 1e-2f;
+  return v;
+}
+
+struct Factors {
+  std::vector<float> p, q;
+  explicit Factors(int r)
+      : p(size_t(kRows) * r * kMatrices, 0.5f), q(size_t(kCols) * r * kMatrices, 0.25f) {}
+};
+
+void BM_Memcpy(benchmark::State& st) {
+  const std::vector<float> src = make_floats(0);
+  std::vector<float> dst(kFloats, 1.0f);
+  for (auto _ : st) {
+    std::memcpy(dst.data(), src.data(), size_t(kBytes));
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
+}
+
+void BM_MultiplyMQ(benchmark::State& st) {
+  const int r = int(st.range(0));
+  const std::vector<float> data = make_floats(0);
+  std::vector<float> err = make_floats(1);
+  Factors f(r);
+  for (auto _ : st) {
+    for (int k = 0; k < kMatrices; ++k)
+      ps::multiply_mq(data.data() + k * kPer, st.range(1) ? err.data() + k * kPer : nullptr, kRows,
+                      kCols, f.q.data() + size_t(k) * kCols * r, r,
+                      f.p.data() + size_t(k) * kRows * r);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
+}
+
+void BM_MultiplyMTP(benchmark::State& st) {
+  const int r = int(st.range(0));
+  const std::vector<float> m = make_floats(0);
+  Factors f(r);
+  for (auto _ : st) {
+    for (int k = 0; k < kMatrices; ++k)
+      ps::multiply_mtp(m.data() + k * kPer, kRows, kCols, f.p.data() + size_t(k) * kRows * r, r,
+                       f.q.data() + size_t(k) * kCols * r);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
+}
+
+void BM_Reconstruct(benchmark::State& st) {
+  const int r = int(st.range(0));
+  std::vector<float> out = make_floats(0);
+  std::vector<float> before = make_floats(1);
+  Factors f(r);
+  for (auto _ : st) {
+    for (int k = 0; k < kMatrices; ++k)
+      ps::reconstruct(f.p.data() + size_t(k) * kRows * r, f.q.data() + size_t(k) * kCols * r, kRows,
+                      kCols, r, out.data() + k * kPer,
+                      st.range(1) ? before.data() + k * kPer : nullptr);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
+}
+
+void Ranks(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"r", "ef"});
+  for (int r : {1, 4})
+    for (int ef : {0, 1}) b->Args({r, ef});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MultiplyMQ)->Apply(Ranks);
+BENCHMARK(BM_MultiplyMTP)
+    ->ArgNames({"r"})
+    ->Arg(1)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Reconstruct)->Apply(Ranks);
+
+}  // namespace
+
+BENCHMARK_MAIN();
