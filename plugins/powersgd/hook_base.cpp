@@ -137,7 +137,7 @@ void PsgdHook::fit(Array& a, size_t n) {
   a.size = n;
 }
 
-void PsgdHook::download_into(const Resident& r, BucketMemory& m) {
+void PsgdHook::download_into(uint64_t index, const Resident& r, BucketMemory& m) {
   // P and Q absent (cleared without warm start) stay absent whatever
   // memory their arrays still hold.
   if (m.has_pq) {
@@ -148,10 +148,50 @@ void PsgdHook::download_into(const Resident& r, BucketMemory& m) {
   }
   m.error.resize(r.error.size);
   resident_ops_->download(m.error.data(), r.error.data, r.error.size);
+  auto d = deferred_.find(index);
+  if (d != deferred_.end()) settle(d->second, m.error.data());
+}
+
+void PsgdHook::settle(const Deferred& d, float* error) {
+  LowRankOps& host = cpu_ops();
+  for (const MatrixSlot& s : d.matrices)
+    host.reconstruct(d.p.data() + s.p_offset, d.q.data() + s.q_offset, s.rows, s.cols, s.r, nullptr,
+                     error + s.offset);
+}
+
+void PsgdHook::defer_error(uint64_t index, const std::vector<MatrixSlot>& matrices,
+                           const Factors& f, size_t p_numel, size_t q_numel) {
+  Deferred& d = deferred_[index];
+  d.matrices = matrices;
+  d.p.assign(f.p, f.p + p_numel);
+  d.q.assign(f.q, f.q + q_numel);
+}
+
+namespace {
+
+bool same_matrices(const std::vector<MatrixSlot>& a, const std::vector<MatrixSlot>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].offset != b[i].offset || a[i].rows != b[i].rows || a[i].cols != b[i].cols ||
+        a[i].r != b[i].r || a[i].p_offset != b[i].p_offset || a[i].q_offset != b[i].q_offset)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+const PsgdHook::Deferred* PsgdHook::deferred_error(uint64_t index,
+                                                   const std::vector<MatrixSlot>& matrices) {
+  auto d = deferred_.find(index);
+  if (d == deferred_.end()) return nullptr;
+  if (same_matrices(d->second.matrices, matrices)) return &d->second;
+  settle(d->second, resident(index).error.data);
+  deferred_.erase(d);
+  return nullptr;
 }
 
 void PsgdHook::evict_to_host() {
-  for (const auto& kv : resident_) download_into(kv.second, state_.buckets[kv.first]);
+  for (const auto& kv : resident_) download_into(kv.first, kv.second, state_.buckets[kv.first]);
   release_all();
 }
 
@@ -159,6 +199,9 @@ void PsgdHook::release_all() {
   for (auto& kv : resident_)
     for (Array* a : {&kv.second.p, &kv.second.q, &kv.second.error}) resident_ops_->release(a->data);
   resident_.clear();
+  // A deferred error lives in its resident buffer: evict_to_host has
+  // settled it into the state, and load_state replaces it.
+  deferred_.clear();
 }
 
 float* PsgdHook::error_buffer(uint64_t index, size_t n) {
@@ -253,7 +296,7 @@ void PsgdHook::save_state(ddph_write_fn write, void* sink) {
   // Resident arrays are copied out (from a GPU: waiting for the steps
   // ordered before), so the blob is the CPU path's, byte for byte.
   PsgdState out = state_;
-  for (const auto& kv : resident_) download_into(kv.second, out.buckets[kv.first]);
+  for (const auto& kv : resident_) download_into(kv.first, kv.second, out.buckets[kv.first]);
   const std::string blob = encode_state(out, kind_);
   write(sink, blob.data(), blob.size());
 }

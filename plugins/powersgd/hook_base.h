@@ -14,6 +14,7 @@
 
 #include "core/hook.h"
 #include "core/kernels/on_device.h"
+#include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/options.h"
 #include "plugins/powersgd/state.h"
@@ -59,6 +60,23 @@ class PsgdHook : public Hook {
   // The remembered P and Q; throws unless they have the lengths the layout needs.
   Factors remembered_factors(uint64_t index, size_t p_numel, size_t q_numel);
 
+  // The deferred error (math_ops.h's defers_error): after a step with error
+  // feedback on the host, the error buffer of a bucket keeps M, and the
+  // error is M - P Q^T over `matrices` with that step's P and Q (copies).
+  // Checkpoints, and a bucket that moves to a GPU, get it settled.
+  struct Deferred {
+    std::vector<MatrixSlot> matrices;
+    std::vector<float> p, q;
+  };
+  void defer_error(uint64_t index, const std::vector<MatrixSlot>& matrices, const Factors& f,
+                   size_t p_numel, size_t q_numel);
+  // The deferred error of `index` if it is deferred over these matrices;
+  // NULL if it is not deferred. If it is deferred over other matrices (the
+  // layout changed), it is settled into the error buffer first and NULL is
+  // returned. Call forget_deferred once the error buffer holds the new M.
+  const Deferred* deferred_error(uint64_t index, const std::vector<MatrixSlot>& matrices);
+  void forget_deferred(uint64_t index) { deferred_.erase(index); }
+
   // PyTorch's `torch.manual_seed(state.rng.randint(1_000_000_000))`.
   uint64_t next_q_seed() { return numpy_randint_1e9(state_.rng); }
   // In-place SUM over ranks of fp32 values, sent in `wire` precision.
@@ -93,7 +111,10 @@ class PsgdHook : public Hook {
   void bind(const ddph_bucket_t& bucket);
   Resident& resident(uint64_t index);
   void fit(Array& a, size_t n);
-  void download_into(const Resident& r, BucketMemory& m);
+  // Copies index's arrays to the host state, with its error settled.
+  void download_into(uint64_t index, const Resident& r, BucketMemory& m);
+  // error -= P Q^T over the deferred matrices (host memory).
+  void settle(const Deferred& d, float* error);
   // Moves every resident array back into state_ (a bucket changed memory).
   void evict_to_host();
   void release_all();
@@ -102,7 +123,8 @@ class PsgdHook : public Hook {
 
   HookKind kind_;
   std::map<uint64_t, Resident> resident_;
-  LowRankOps* resident_ops_ = nullptr;  // whose memory resident_ is in
+  std::map<uint64_t, Deferred> deferred_;  // host buckets only; their error is resident
+  LowRankOps* resident_ops_ = nullptr;     // whose memory resident_ is in
   std::unique_ptr<LowRankOps> cuda_ops_;
   int cuda_device_ = -1;
   ScratchBuffers work_;  // fp32 copy of a 16-bit bucket

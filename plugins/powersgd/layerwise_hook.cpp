@@ -29,6 +29,9 @@ class LayerwiseHook : public PsgdHook {
     // uncompressed segments here.
     float* err = opts_.error_feedback ? error_buffer(index, n) : nullptr;
     float* m = err != nullptr ? err : data;
+    // On the host the matrices' error stays deferred between steps (hook_base.h).
+    const bool defer = err != nullptr && ops_->defers_error();
+    const Deferred* last = defer ? deferred_error(index, plan.matrices) : nullptr;
     if (err != nullptr)
       for (const Segment& s : plan.uncompressed)
         ops_->add(err + s.offset, data + s.offset, size_t(s.numel));
@@ -57,9 +60,17 @@ class LayerwiseHook : public PsgdHook {
       ops_->copy(at, m + s.offset, size_t(s.numel));
       at += s.numel;
     }
-    for (const MatrixSlot& s : plan.matrices)
-      ops_->multiply_mq(data + s.offset, err == nullptr ? nullptr : err + s.offset, s.rows, s.cols,
-                        f.q + s.q_offset, s.r, send + u + s.p_offset);
+    for (const MatrixSlot& s : plan.matrices) {
+      float* e = err == nullptr ? nullptr : err + s.offset;
+      if (last != nullptr)
+        ops_->multiply_mq_deferred(data + s.offset, e, s.rows, s.cols, f.q + s.q_offset, s.r,
+                                   send + u + s.p_offset, last->p.data() + s.p_offset,
+                                   last->q.data() + s.q_offset);
+      else
+        ops_->multiply_mq(data + s.offset, e, s.rows, s.cols, f.q + s.q_offset, s.r,
+                          send + u + s.p_offset);
+    }
+    if (last != nullptr) forget_deferred(index);  // err holds this step's M now
     allreduce_sum(send, u + size_t(plan.p_numel), wire);
     divide_by_world(send, u);  // PyTorch: sum, then div_
     ops_->copy(f.p, send + u, size_t(plan.p_numel));
@@ -72,15 +83,17 @@ class LayerwiseHook : public PsgdHook {
     allreduce_sum(f.q, size_t(plan.q_numel), wire);
     divide_by_world(f.q, size_t(plan.q_numel));
 
-    float* before = err;
+    // The new error, M - P Q^T: formed here (eager), or by the next step.
+    float* before = defer ? nullptr : err;
     for (const MatrixSlot& s : plan.matrices)
       ops_->reconstruct(f.p + s.p_offset, f.q + s.q_offset, s.rows, s.cols, s.r, data + s.offset,
                         before == nullptr ? nullptr : before + s.offset);
+    if (defer) defer_error(index, plan.matrices, f, size_t(plan.p_numel), size_t(plan.q_numel));
     at = send;
     for (const Segment& s : plan.uncompressed) {
       float* d = data + s.offset;
       ops_->copy(d, at, size_t(s.numel));
-      if (before != nullptr) ops_->subtract(before + s.offset, d, size_t(s.numel));
+      if (err != nullptr) ops_->subtract(err + s.offset, d, size_t(s.numel));
       at += s.numel;
     }
   }

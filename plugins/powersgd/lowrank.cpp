@@ -35,25 +35,55 @@ DDPH_INLINE void store(float* p, Vec v) {
   *reinterpret_cast<VecU*>(p) = v;
 }
 
+// Columns j..j+15 of one row of P Q^T, given the row of P and Q^T: the
+// products in order of k, each rounded, summed left to right (this file is
+// built with -ffp-contract=off, so no clone fuses a multiply-add). The
+// reconstruction and the deferred error both use it, so they agree to the
+// bit, and ranks on different CPUs do too. R = 0: r given at run time.
+template <int R>
+DDPH_INLINE Vec lowrank_block(const float* pi, const float* qt, int cols, int r, int j) {
+  const int rr = R > 0 ? R : r;
+  Vec v = pi[0] * load(qt + j);
+  for (int k = 1; k < rr; ++k) v += pi[k] * load(qt + size_t(k) * cols + j);
+  return v;
+}
+template <int R>
+DDPH_INLINE float lowrank_element(const float* pi, const float* qt, int cols, int r, int j) {
+  const int rr = R > 0 ? R : r;
+  float v = pi[0] * qt[j];
+  for (int k = 1; k < rr; ++k) v += pi[k] * qt[size_t(k) * cols + j];
+  return v;
+}
+
+// What the error buffer holds when P = M Q is formed.
+enum class Feedback {
+  kNone,      // no error feedback: M is the data
+  kEager,     // the error: M = data + error
+  kDeferred,  // last M, with the error M - P' Q'^T: M = data + (last M - P' Q'^T)
+};
+
 // One row of P = M Q: R dot products of the row with Q^T's rows, kLanes
-// partial sums each.
-template <int R, bool kFeedback>
-DDPH_INLINE void project_row(const float* d, float* e, int cols, const float* qt, float* p) {
+// partial sums each. With feedback M is written to the error buffer on the
+// way. pp: this row of P' (kDeferred), qpt: Q'^T.
+template <int R, Feedback F>
+DDPH_INLINE void project_row(const float* d, float* e, int cols, const float* qt, float* p,
+                             const float* pp, const float* qpt) {
   Vec acc[R];
   for (int k = 0; k < R; ++k) acc[k] = Vec{};
   int j = 0;
   for (; j + kLanes <= cols; j += kLanes) {
     Vec m = load(d + j);
-    if (kFeedback) {
-      m += load(e + j);
-      store(e + j, m);
-    }
+    if (F == Feedback::kEager) m += load(e + j);
+    if (F == Feedback::kDeferred) m += load(e + j) - lowrank_block<R>(pp, qpt, cols, R, j);
+    if (F != Feedback::kNone) store(e + j, m);
     for (int k = 0; k < R; ++k) acc[k] += m * load(qt + size_t(k) * cols + j);
   }
   float tail[R] = {};
   for (; j < cols; ++j) {
-    const float m = kFeedback ? d[j] + e[j] : d[j];
-    if (kFeedback) e[j] = m;
+    float m = d[j];
+    if (F == Feedback::kEager) m += e[j];
+    if (F == Feedback::kDeferred) m += e[j] - lowrank_element<R>(pp, qpt, cols, R, j);
+    if (F != Feedback::kNone) e[j] = m;
     for (int k = 0; k < R; ++k) tail[k] += m * qt[size_t(k) * cols + j];
   }
   for (int k = 0; k < R; ++k) {
@@ -63,28 +93,38 @@ DDPH_INLINE void project_row(const float* d, float* e, int cols, const float* qt
   }
 }
 
-template <int R>
-DDPH_INLINE void project(const float* d, float* e, int rows, int cols, const float* qt, float* p) {
+template <int R, Feedback F>
+DDPH_INLINE void project_rows(const float* d, float* e, int rows, int cols, const float* qt,
+                              float* p, const float* pp, const float* qpt) {
   for (int i = 0; i < rows; ++i) {
     const size_t at = size_t(i) * size_t(cols);
-    if (e != nullptr)
-      project_row<R, true>(d + at, e + at, cols, qt, p + size_t(i) * R);
-    else
-      project_row<R, false>(d + at, nullptr, cols, qt, p + size_t(i) * R);
+    project_row<R, F>(d + at, F == Feedback::kNone ? nullptr : e + at, cols, qt, p + size_t(i) * R,
+                      F == Feedback::kDeferred ? pp + size_t(i) * R : nullptr, qpt);
   }
 }
 
+template <int R>
+DDPH_INLINE void project(const float* d, float* e, int rows, int cols, const float* qt, float* p,
+                         const float* pp, const float* qpt) {
+  if (e == nullptr)
+    project_rows<R, Feedback::kNone>(d, e, rows, cols, qt, p, pp, qpt);
+  else if (pp == nullptr)
+    project_rows<R, Feedback::kEager>(d, e, rows, cols, qt, p, pp, qpt);
+  else
+    project_rows<R, Feedback::kDeferred>(d, e, rows, cols, qt, p, pp, qpt);
+}
+
 DDPH_ISA_CLONES void project_small(const float* d, float* e, int rows, int cols, const float* qt,
-                                   int r, float* p) {
+                                   int r, float* p, const float* pp, const float* qpt) {
   switch (r) {
     case 1:
-      return project<1>(d, e, rows, cols, qt, p);
+      return project<1>(d, e, rows, cols, qt, p, pp, qpt);
     case 2:
-      return project<2>(d, e, rows, cols, qt, p);
+      return project<2>(d, e, rows, cols, qt, p, pp, qpt);
     case 3:
-      return project<3>(d, e, rows, cols, qt, p);
+      return project<3>(d, e, rows, cols, qt, p, pp, qpt);
     default:
-      return project<4>(d, e, rows, cols, qt, p);
+      return project<4>(d, e, rows, cols, qt, p, pp, qpt);
   }
 }
 
@@ -139,13 +179,18 @@ DDPH_ISA_CLONES void accumulate_mtp(const float* m, int rows, int cols, const fl
 
 }  // namespace
 
-void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
-                 float* p) {
+void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r, float* p,
+                 Pending pending) {
+  const bool deferred = err != nullptr && pending.p != nullptr;
   if (r <= 4) {
     const std::vector<float> qt = transposed(q, cols, r);
-    project_small(data, err, rows, cols, qt.data(), r, p);
+    const std::vector<float> qpt = deferred ? transposed(pending.q, cols, r) : std::vector<float>();
+    project_small(data, err, rows, cols, qt.data(), r, p, deferred ? pending.p : nullptr,
+                  deferred ? qpt.data() : nullptr);
     return;
   }
+  // Larger ranks: settle the error first (its own pass), then as eagerly.
+  if (deferred) reconstruct(pending.p, pending.q, rows, cols, r, nullptr, err);
   const float* m = data;
   if (err != nullptr) {
     const size_t n = size_t(rows) * size_t(cols);
@@ -172,57 +217,63 @@ namespace {
 
 // One row of P Q^T (and the error) in one pass: each 16-column chunk is
 // summed over k in registers, stored once, and subtracted from `before`
-// while it is still there. R = 0: r given at run time.
-template <int R>
+// while it is still there. kOut false: only the subtraction (settling a
+// deferred error). R = 0: r given at run time.
+template <int R, bool kOut>
 DDPH_INLINE void reconstruct_rows(const float* p, const float* qt, int rows, int cols, int r,
                                   float* out, float* before) {
   const int rr = R > 0 ? R : r;
   for (int i = 0; i < rows; ++i) {
-    float* o = out + size_t(i) * cols;
+    float* o = kOut ? out + size_t(i) * cols : nullptr;
     float* e = before == nullptr ? nullptr : before + size_t(i) * cols;
     const float* pi = p + size_t(i) * rr;
     int j = 0;
     for (; j + kLanes <= cols; j += kLanes) {
-      Vec v = pi[0] * load(qt + j);
-      for (int k = 1; k < rr; ++k) v += pi[k] * load(qt + size_t(k) * cols + j);
+      const Vec v = lowrank_block<R>(pi, qt, cols, rr, j);
       // `before` is loaded ahead of the store to `out`: the two often sit at
       // the same offset in their pages, and a load behind a store to the
       // same 4 KiB offset waits for it (4K aliasing).
       if (e != nullptr) {
         const Vec m = load(e + j);
-        store(o + j, v);
+        if (kOut) store(o + j, v);
         store(e + j, m - v);
-      } else {
+      } else if (kOut) {
         store(o + j, v);
       }
     }
     for (; j < cols; ++j) {
-      float v = pi[0] * qt[j];
-      for (int k = 1; k < rr; ++k) v += pi[k] * qt[size_t(k) * cols + j];
-      o[j] = v;
+      const float v = lowrank_element<R>(pi, qt, cols, rr, j);
+      if (kOut) o[j] = v;
       if (e != nullptr) e[j] -= v;
     }
   }
 }
 
+template <int R>
+DDPH_INLINE void reconstruct_r(const float* p, const float* qt, int rows, int cols, int r,
+                               float* out, float* before) {
+  if (out != nullptr)
+    reconstruct_rows<R, true>(p, qt, rows, cols, r, out, before);
+  else
+    reconstruct_rows<R, false>(p, qt, rows, cols, r, out, before);
+}
+
 // Every rank reconstructs from the same P and Q, and must get the same
-// bits on any CPU. Each element is the same products summed in the same
-// order whatever the vector width, and this file is built with
-// -ffp-contract=off, so no clone fuses a multiply-add: the clones differ in
-// speed only (tested against a scalar loop).
+// bits on any CPU: lowrank_block's clones differ in speed only (tested
+// against a scalar loop).
 DDPH_ISA_CLONES void reconstruct_any(const float* p, const float* qt, int rows, int cols, int r,
                                      float* out, float* before) {
   switch (r) {
     case 1:
-      return reconstruct_rows<1>(p, qt, rows, cols, r, out, before);
+      return reconstruct_r<1>(p, qt, rows, cols, r, out, before);
     case 2:
-      return reconstruct_rows<2>(p, qt, rows, cols, r, out, before);
+      return reconstruct_r<2>(p, qt, rows, cols, r, out, before);
     case 3:
-      return reconstruct_rows<3>(p, qt, rows, cols, r, out, before);
+      return reconstruct_r<3>(p, qt, rows, cols, r, out, before);
     case 4:
-      return reconstruct_rows<4>(p, qt, rows, cols, r, out, before);
+      return reconstruct_r<4>(p, qt, rows, cols, r, out, before);
     default:
-      return reconstruct_rows<0>(p, qt, rows, cols, r, out, before);
+      return reconstruct_r<0>(p, qt, rows, cols, r, out, before);
   }
 }
 

@@ -13,16 +13,28 @@
 namespace ddph {
 namespace powersgd {
 
+// Last step's factors P' (rows x r) and Q' (cols x r) of a matrix whose
+// error is deferred: the error buffer still holds last step's M, and the
+// error is M - P' Q'^T, with exactly reconstruct's bits. Settling it later
+// saves the reconstruction's read and write of the error buffer: the next
+// P = M Q reads that buffer anyway.
+struct Pending {
+  const float* p = nullptr;
+  const float* q = nullptr;
+};
+
 // P = M Q, where M = data, or with error feedback (err != NULL) M = data +
 // err, which is written to err on the way (it is needed again for M^T P and
-// for the new error).
-void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r,
-                 float* p);
+// for the new error). With `pending` set, err is in deferred form and M =
+// data + (err - P' Q'^T): the same bits as settling the error first.
+void multiply_mq(const float* data, float* err, int rows, int cols, const float* q, int r, float* p,
+                 Pending pending = Pending{});
 // Q = M^T P.
 void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q);
 // out = P Q^T. With error feedback, `before` holds M before compression and
 // becomes M - P Q^T, the new error, in the same pass over each row while it
-// is in cache; `before` may be NULL. out may alias nothing else.
+// is in cache; `before` may be NULL. out may alias nothing else. out NULL:
+// only before -= P Q^T (settling a deferred error).
 void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
                  float* before);
 

@@ -36,6 +36,14 @@ class LowRankOps {
                             float* q) = 0;
   virtual void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
                            float* before) = 0;
+  // Whether the error may stay in deferred form between steps (lowrank.h's
+  // Pending: M kept, M - P' Q'^T formed by the next P = M Q). Host only: the
+  // CUDA step keeps the eager form it was tested with. Where it is true,
+  // multiply_mq_deferred runs, and reconstruct accepts out == NULL.
+  virtual bool defers_error() const { return false; }
+  virtual void multiply_mq_deferred(const float* data, float* err, int rows, int cols,
+                                    const float* q, int r, float* p, const float* p_last,
+                                    const float* q_last);
   // orthogonalize.h on `batch` contiguous rows x cols matrices.
   virtual void orthogonalize(float* a, int batch, int rows, int cols, float eps) = 0;
 

@@ -31,6 +31,11 @@ class CpuOps final : public LowRankOps {
                    float* p) override {
     powersgd::multiply_mq(data, err, rows, cols, q, r, p);
   }
+  bool defers_error() const override { return true; }
+  void multiply_mq_deferred(const float* data, float* err, int rows, int cols, const float* q,
+                            int r, float* p, const float* p_last, const float* q_last) override {
+    powersgd::multiply_mq(data, err, rows, cols, q, r, p, Pending{p_last, q_last});
+  }
   void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q) override {
     powersgd::multiply_mtp(m, rows, cols, p, r, q);
   }
@@ -55,6 +60,11 @@ class CpuOps final : public LowRankOps {
 };
 
 }  // namespace
+
+void LowRankOps::multiply_mq_deferred(const float*, float*, int, int, const float*, int, float*,
+                                      const float*, const float*) {
+  DDPH_FAIL(DDPH_INTERNAL, "powersgd: this memory keeps no deferred error");
+}
 
 LowRankOps& cpu_ops() {
   static CpuOps ops;

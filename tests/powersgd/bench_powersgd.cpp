@@ -1,8 +1,8 @@
 // Google Benchmark timings of PowerSGD's three host passes over issue 4's
 // benchmark bucket (25 matrices of 1024 x 1024 fp32, 100 MiB), beside a
 // memcpy of the same bytes in the same binary. Not a test; run
-// build/bin/ddph_bench_powersgd. range(0) is the rank r; range(1) 1 turns
-// error feedback on. Bytes/s counts the bucket's bytes once per pass.
+// build/bin/ddph_bench_powersgd. range(0) is the rank r; range(1) the error
+// feedback (see Ranks). Bytes/s counts the bucket's bytes once per pass.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -48,12 +48,17 @@ void BM_MultiplyMQ(benchmark::State& st) {
   const int r = int(st.range(0));
   const std::vector<float> data = make_floats(0);
   std::vector<float> err = make_floats(1);
-  Factors f(r);
+  Factors f(r), last(r);
   for (auto _ : st) {
-    for (int k = 0; k < kMatrices; ++k)
+    for (int k = 0; k < kMatrices; ++k) {
+      ps::Pending pending;
+      if (st.range(1) == 2)
+        pending = ps::Pending{last.p.data() + size_t(k) * kRows * r,
+                              last.q.data() + size_t(k) * kCols * r};
       ps::multiply_mq(data.data() + k * kPer, st.range(1) ? err.data() + k * kPer : nullptr, kRows,
                       kCols, f.q.data() + size_t(k) * kCols * r, r,
-                      f.p.data() + size_t(k) * kRows * r);
+                      f.p.data() + size_t(k) * kRows * r, pending);
+    }
     benchmark::ClobberMemory();
   }
   st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
@@ -87,22 +92,24 @@ void BM_Reconstruct(benchmark::State& st) {
   st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
 }
 
-void Ranks(benchmark::internal::Benchmark* b) {
+// ef: 0 off, 1 on, 2 on with the error deferred (M = data + (last M - P' Q'^T);
+// multiply_mq only).
+void Ranks(benchmark::internal::Benchmark* b, int ef_forms) {
   b->ArgNames({"r", "ef"});
   for (int r : {1, 4})
-    for (int ef : {0, 1}) b->Args({r, ef});
+    for (int ef = 0; ef < ef_forms; ++ef) b->Args({r, ef});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_MultiplyMQ)->Apply(Ranks);
+BENCHMARK(BM_MultiplyMQ)->Apply([](benchmark::internal::Benchmark* b) { Ranks(b, 3); });
 BENCHMARK(BM_MultiplyMTP)
     ->ArgNames({"r"})
     ->Arg(1)
     ->Arg(4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(BM_Reconstruct)->Apply(Ranks);
+BENCHMARK(BM_Reconstruct)->Apply([](benchmark::internal::Benchmark* b) { Ranks(b, 2); });
 
 }  // namespace
 

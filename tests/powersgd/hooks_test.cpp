@@ -310,6 +310,45 @@ INSTANTIATE_TEST_SUITE_P(Hooks, Resume,
                          ::testing::Combine(::testing::Values("powersgd", "batched_powersgd"),
                                             ::testing::Bool()));
 
+// On the host the error stays deferred between steps (the last M with the
+// last P and Q). When the bucket's matrices change shape (same length), that
+// error must be settled over the old matrices before the new step: the
+// result must equal a session that loaded a checkpoint taken just before,
+// whose error is settled by construction.
+TEST(ErrorFeedback, LayoutChangeSettlesTheDeferredError) {
+  const std::vector<Shape> other = {{24, 96}, {64}, {20, 80}, {40, 40}, {4, 5}};
+  ASSERT_EQ(numel_of(other), numel_of(kShapes));
+  auto results = ddph_test::run_ranks(2, [&](int rank, int w, const std::string& dir) {
+    // No warm start: P and Q change length with the layout.
+    const std::string y = yaml("powersgd", "rank: 2, start_iter: 2, warm_start: false");
+    const size_t n = size_t(numel_of(kShapes));
+    ddph_session_t* a = ddph_test::open_session(y, rank, w, dir);
+    DDPH_CHILD_CHECK(a != nullptr, "open a");
+    std::vector<float> x;
+    for (int step = 0; step < 4; ++step) {
+      x = general(rank, step, n);
+      DDPH_CHILD_CHECK(run(a, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "a step %d", step);
+    }
+    const std::string blob = ddph_test::quant::session_state(a);
+    std::vector<float> changed = general(rank, 4, n);
+    DDPH_CHILD_CHECK(run(a, changed, other, 0, 4, true) == DDPH_OK, "a, new layout");
+    ddph_session_t* b = ddph_test::open_session(y, rank, w, dir);
+    DDPH_CHILD_CHECK(b != nullptr, "open b");
+    ddph_error_t* e = ddph_session_load_state(b, blob.data(), blob.size());
+    DDPH_CHILD_CHECK(e == nullptr, "load: %s", ddph_error_message(e));
+    std::vector<float> loaded = general(rank, 4, n);
+    DDPH_CHILD_CHECK(run(b, loaded, other, 0, 4, true) == DDPH_OK, "b, new layout");
+    DDPH_CHILD_CHECK(std::memcmp(changed.data(), loaded.data(), n * 4) == 0,
+                     "the step after the layout change differs from the checkpointed run");
+    DDPH_CHILD_CHECK(ddph_test::quant::session_state(a) == ddph_test::quant::session_state(b),
+                     "the errors after the layout change differ");
+    ddph_session_close(a);
+    ddph_session_close(b);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 // With warm start PyTorch draws a bucket's fresh-Q seed once, also for a
 // bucket with nothing to compress (its P and Q are present but empty); the
 // RNG must then have advanced by exactly one draw, not one per step.

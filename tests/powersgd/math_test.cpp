@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -171,6 +172,20 @@ void products_match_double_loops(int n, int m, int r) {
       EXPECT_EQ(out[size_t(i) * m + j], v) << "row " << i << ", column " << j;
       EXPECT_EQ(before[size_t(i) * m + j], mat[size_t(i) * m + j] - v);
     }
+
+  // The deferred error: reconstruct without `out` subtracts the same bits,
+  // and P = M Q over a deferred error (last M, last P and Q) forms the same M
+  // and P as settling the error first.
+  std::vector<float> settled = mat;
+  p::reconstruct(pin.data(), q.data(), n, m, r, nullptr, settled.data());
+  EXPECT_EQ(std::memcmp(settled.data(), before.data(), before.size() * 4), 0);
+  const std::vector<float> grad = random_matrix(n, m, 5), q_next = random_matrix(m, r, 6);
+  std::vector<float> eager_m = settled, eager_p(p.size()), lazy_m = mat, lazy_p(p.size());
+  p::multiply_mq(grad.data(), eager_m.data(), n, m, q_next.data(), r, eager_p.data());
+  p::multiply_mq(grad.data(), lazy_m.data(), n, m, q_next.data(), r, lazy_p.data(),
+                 p::Pending{pin.data(), q.data()});
+  EXPECT_EQ(std::memcmp(lazy_m.data(), eager_m.data(), eager_m.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(lazy_p.data(), eager_p.data(), eager_p.size() * 4), 0);
 }
 
 // numpy's RandomState(seed).randint(1_000_000_000) and torch.manual_seed(s);
