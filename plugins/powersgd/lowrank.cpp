@@ -266,9 +266,13 @@ DDPH_INLINE void reconstruct_r(const float* p, const float* qt, int rows, int co
 // out = P Q^T (no error) with non-temporal stores, for matrices of
 // kStreamingBytes or more: the bucket was last read two passes ago and is
 // out of the cache, so a normal store would first read each line back.
-// AVX-512 only (64-byte stores, as the quantization decoder's); the same
-// lowrank_block, so the same bits (tested). On one rank: 6-7.5 -> 4 ms for
-// 100 MiB at r = 1.
+// AVX-512 only (64-byte stores, as the quantization decoder's). On one
+// rank: 6-7.5 -> 4 ms for 100 MiB at r = 1.
+//
+// lowrank_block's arithmetic, written out: Clang refuses a call that
+// returns a 64-byte vector from a function built without AVX-512 (the ABI
+// differs), even one it would inline. The same products in the same order
+// give the same bits (tested against the cached path and a scalar loop).
 template <int R>
 __attribute__((target("avx512f"))) void reconstruct_streaming(const float* p, const float* qt,
                                                               int rows, int cols, float* out) {
@@ -278,8 +282,12 @@ __attribute__((target("avx512f"))) void reconstruct_streaming(const float* p, co
     int j = 0;
     for (; j < cols && (reinterpret_cast<uintptr_t>(o + j) & 63) != 0; ++j)
       o[j] = lowrank_element<R>(pi, qt, cols, R, j);
-    for (; j + kLanes <= cols; j += kLanes)
-      _mm512_stream_ps(o + j, (__m512)lowrank_block<R>(pi, qt, cols, R, j));
+    for (; j + kLanes <= cols; j += kLanes) {
+      Vec v = pi[0] * *reinterpret_cast<const VecU*>(qt + j);
+      for (int k = 1; k < R; ++k)
+        v += pi[k] * *reinterpret_cast<const VecU*>(qt + size_t(k) * cols + j);
+      _mm512_stream_ps(o + j, (__m512)v);
+    }
     for (; j < cols; ++j) o[j] = lowrank_element<R>(pi, qt, cols, R, j);
   }
   _mm_sfence();
