@@ -16,6 +16,11 @@ struct MatrixSlot {
   int64_t offset = 0;  // element offset of the gradient in the bucket
   int rows = 0, cols = 0, r = 0;
   int64_t p_offset = 0, q_offset = 0;  // where its P (rows x r) and Q (cols x r) live
+
+  bool operator==(const MatrixSlot& o) const {
+    return offset == o.offset && rows == o.rows && cols == o.cols && r == o.r &&
+           p_offset == o.p_offset && q_offset == o.q_offset;
+  }
 };
 
 // Same-shaped compressed matrices, in the order PyTorch's shape_to_tensors

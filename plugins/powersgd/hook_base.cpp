@@ -167,24 +167,11 @@ void PsgdHook::defer_error(uint64_t index, const std::vector<MatrixSlot>& matric
   d.q.assign(f.q, f.q + q_numel);
 }
 
-namespace {
-
-bool same_matrices(const std::vector<MatrixSlot>& a, const std::vector<MatrixSlot>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].offset != b[i].offset || a[i].rows != b[i].rows || a[i].cols != b[i].cols ||
-        a[i].r != b[i].r || a[i].p_offset != b[i].p_offset || a[i].q_offset != b[i].q_offset)
-      return false;
-  return true;
-}
-
-}  // namespace
-
 const PsgdHook::Deferred* PsgdHook::deferred_error(uint64_t index,
                                                    const std::vector<MatrixSlot>& matrices) {
   auto d = deferred_.find(index);
   if (d == deferred_.end()) return nullptr;
-  if (same_matrices(d->second.matrices, matrices)) return &d->second;
+  if (d->second.matrices == matrices) return &d->second;
   settle(d->second, resident(index).error.data);
   deferred_.erase(d);
   return nullptr;

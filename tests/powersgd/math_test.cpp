@@ -122,6 +122,16 @@ TEST(Orthogonalize, RankAboveMinOfRowsAndColumns) {
   }
 }
 
+// Element (i, j) of P Q^T as every rank must round it: the products in
+// order of k, each rounded, no fused multiply-add (this file is built with
+// -ffp-contract=off).
+float scalar_lowrank(const std::vector<float>& p, const std::vector<float>& q, int r, int i,
+                     int j) {
+  float v = p[size_t(i) * r] * q[size_t(j) * r];
+  for (int k = 1; k < r; ++k) v += p[size_t(i) * r + k] * q[size_t(j) * r + k];
+  return v;
+}
+
 void products_match_double_loops(int n, int m, int r);
 
 TEST(LowRank, ProductsMatchDoubleLoops) {
@@ -164,11 +174,8 @@ void products_match_double_loops(int n, int m, int r) {
       EXPECT_NEAR(out[size_t(i) * m + j], s, 1e-5);
       EXPECT_NEAR(before[size_t(i) * m + j], mat[size_t(i) * m + j] - s, 1e-5);
       // Every rank must get the same bits on any CPU, so the vectorized
-      // clones must round exactly as this scalar loop does (products in order
-      // of k, each rounded, no fused multiply-add; this file is built with
-      // -ffp-contract=off too).
-      float v = pin[size_t(i) * r] * q[size_t(j) * r];
-      for (int k = 1; k < r; ++k) v += pin[size_t(i) * r + k] * q[size_t(j) * r + k];
+      // clones must round exactly as the scalar loop does.
+      const float v = scalar_lowrank(pin, q, r, i, j);
       EXPECT_EQ(out[size_t(i) * m + j], v) << "row " << i << ", column " << j;
       EXPECT_EQ(before[size_t(i) * m + j], mat[size_t(i) * m + j] - v);
     }
@@ -205,9 +212,7 @@ TEST(LowRank, StreamedReconstructionKeepsTheBits) {
     size_t wrong = 0;
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < m; ++j) {
-        float v = pin[size_t(i) * r] * q[size_t(j) * r];
-        for (int k = 1; k < r; ++k) v += pin[size_t(i) * r + k] * q[size_t(j) * r + k];
-        wrong += streamed[size_t(i) * m + j] != v;
+        wrong += streamed[size_t(i) * m + j] != scalar_lowrank(pin, q, r, i, j);
       }
     EXPECT_EQ(wrong, 0u);
   }
