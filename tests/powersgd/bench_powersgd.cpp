@@ -6,10 +6,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "plugins/powersgd/lowrank.h"
+#include "tests/support/bench_memcpy.h"
 
 namespace {
 
@@ -35,13 +35,7 @@ struct Factors {
 };
 
 void BM_Memcpy(benchmark::State& st) {
-  const std::vector<float> src = make_floats(0);
-  std::vector<float> dst(kFloats, 1.0f);
-  for (auto _ : st) {
-    std::memcpy(dst.data(), src.data(), size_t(kBytes));
-    benchmark::ClobberMemory();
-  }
-  st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
+  ddph_test::bench_memcpy(st, make_floats(0));
 }
 
 void BM_MultiplyMQ(benchmark::State& st) {

@@ -7,12 +7,12 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "core/kernels/isa.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
 #include "tests/support/bench_isa_level.h"
+#include "tests/support/bench_memcpy.h"
 
 namespace {
 
@@ -32,14 +32,7 @@ std::vector<float> make_floats() {
 using Level = ddph_test::BenchIsaLevel;
 
 void BM_Memcpy(benchmark::State& st) {
-  const std::vector<float> src = make_floats();
-  std::vector<float> dst(kFloats, 1.0f);
-  for (auto _ : st) {
-    std::memcpy(dst.data(), src.data(), kBytes);
-    benchmark::DoNotOptimize(dst.data());
-    benchmark::ClobberMemory();
-  }
-  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
+  ddph_test::bench_memcpy(st, make_floats());
 }
 
 // range(1): bits; range(2): 1 for stochastic rounding; range(3): error feedback, 0 off, 1 in
