@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/host.h"
 #include "plugins/comm_nccl/nccl_check.h"
 
 namespace ddph {
@@ -49,7 +50,7 @@ bool Watchdog::check_pending() {
       why << p.what << " did not complete within " << timeout_.count() << " ms";
     else
       why << p.what << " failed on the GPU: " << cudaGetErrorString(state);
-    comm_->abort(state == cudaErrorNotReady ? DDPH_TIMEOUT : DDPH_COMM_FAILURE, why.str());
+    abort(state == cudaErrorNotReady ? DDPH_TIMEOUT : DDPH_COMM_FAILURE, why.str());
     return false;
   }
   // Errors NCCL found in the background (a peer gone, a network error).
@@ -60,11 +61,18 @@ bool Watchdog::check_pending() {
     return false;  // already aborted
   }
   if (async != ncclSuccess && async != ncclInProgress) {
-    comm_->abort(DDPH_COMM_FAILURE,
-                 std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(async));
+    abort(DDPH_COMM_FAILURE,
+          std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(async));
     return false;
   }
   return true;
+}
+
+void Watchdog::abort(ddph_code_t code, const std::string& why) {
+  // The next call on this communicator fails with the reason, but after the
+  // last bucket of a job there may be no next call: the log keeps it.
+  log(DDPH_LOG_ERROR, "comm_nccl", "aborting the communicator: " + why);
+  comm_->abort(code, why);
 }
 
 void Watchdog::loop() {

@@ -41,6 +41,8 @@ class Watchdog {
   void loop();
   // Checks the oldest entries; false once the communicator is aborted.
   bool check_pending();
+  // Logs why (at ERROR) and aborts the communicator.
+  void abort(ddph_code_t code, const std::string& why);
 
   std::shared_ptr<GuardedComm> comm_;
   int device_;
