@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <type_traits>  // loops.inc, included after this header
+
 #include "core/kernels/isa.h"
 
 namespace ddph {
