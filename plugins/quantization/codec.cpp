@@ -76,6 +76,16 @@ void Codec::decode_into(const uint8_t* in, const Segment& s, int bits, float* ou
   decode_cuda(at_, in, s, bits, out, /*add=*/false, scratch_);
 }
 
+void Codec::decode_mean(const std::vector<const uint8_t*>& ins, const Segment& s, int bits,
+                        int world, float* out) {
+  if (s.n == 0) return;
+  if (!at_.cuda())
+    return quantization::decode_mean(ins.data(), ins.size(), s, bits, world, out, scratch_);
+  zero(out, s.n * sizeof(float));
+  for (const uint8_t* in : ins) decode_cuda(at_, in, s, bits, out, /*add=*/true, scratch_);
+  divide(out, s.n, world);
+}
+
 void Codec::divide(float* x, size_t n, int world) {
   divide_inplace(at_, DType::F32, x, n, world);
 }

@@ -47,6 +47,9 @@ class Codec {
   void encode_or_nan(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out);
   void decode_add(const uint8_t* in, const Segment& s, int bits, float* acc);
   void decode_into(const uint8_t* in, const Segment& s, int bits, float* out);
+  // wire_segment.h's decode_mean (on a GPU: zero, decode_add each, divide).
+  void decode_mean(const std::vector<const uint8_t*>& ins, const Segment& s, int bits, int world,
+                   float* out);
 
   void zero(void* p, size_t bytes) { zero_bytes(at_, p, bytes); }
   void divide(float* x, size_t n, int world);

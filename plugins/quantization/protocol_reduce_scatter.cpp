@@ -19,6 +19,7 @@
 // chunk's mean and adds it to the next step's mean (DeepSpeed's "server
 // error"), so no quantization error of this protocol is lost for good.
 #include <algorithm>
+#include <vector>
 
 #include "core/comm_call.h"
 #include "plugins/quantization/chunking.h"
@@ -76,10 +77,9 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   const size_t m = mine.seg.n;
   const ScratchBuffers::Lease acc_buf = ws.scratch.get(job.at, kAccKey, m * sizeof(float));
   float* acc = static_cast<float*>(acc_buf.data());
-  codec.zero(acc, m * sizeof(float));
-  for (size_t r = 0; r < w; ++r)
-    codec.decode_add(received + r * mine_bytes + kRankHeaderBytes, mine.seg, o.bits, acc);
-  codec.divide(acc, m, world);
+  std::vector<const uint8_t*> contributions(w);
+  for (size_t r = 0; r < w; ++r) contributions[r] = received + r * mine_bytes + kRankHeaderBytes;
+  codec.decode_mean(contributions, mine.seg, o.bits, world, acc);
 
   // 3. Re-quantize the mean and gather every owner's chunk. allgather wants
   // equal blocks: each is padded to the widest chunk's encoding.

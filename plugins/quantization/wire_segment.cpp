@@ -1,8 +1,10 @@
 #include "plugins/quantization/wire_segment.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "core/kernels/divide.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
 
 namespace ddph {
@@ -88,6 +90,35 @@ void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, Code
   if (s.n == 0) return;
   const quant::QParams* p = read_params(in, s, scratch);
   quant::dequantize_into(read_codes(in, s, bits, scratch), s.n, s.channel, p, out);
+}
+
+void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int bits, int world,
+                 float* out, CodecScratch& scratch) {
+  if (s.n == 0) return;
+  const size_t ch = s.channel == 0 || s.channel > s.n ? s.n : s.channel;
+  if ((ch * size_t(bits)) % 8 != 0) {
+    std::memset(out, 0, s.n * sizeof(float));
+    for (size_t k = 0; k < count; ++k) decode_add(ins[k], s, bits, out, scratch);
+    divide_inplace(DType::F32, out, s.n, world);
+    return;
+  }
+  const size_t head = params_bytes(s);
+  for (size_t c = 0, off = 0; off < s.n; ++c, off += ch) {
+    const size_t len = std::min(ch, s.n - off);
+    float* sum = out + off;
+    std::memset(sum, 0, len * sizeof(float));
+    for (size_t k = 0; k < count; ++k) {
+      quant::QParams p;
+      std::memcpy(&p, ins[k] + c * sizeof p, sizeof p);  // the wire promises no alignment
+      const uint8_t* codes = ins[k] + head + off * size_t(bits) / 8;
+      if (bits != 8) {
+        quant::unpack(codes, len, bits, scratch.codes);
+        codes = scratch.codes;
+      }
+      quant::dequantize_add(codes, len, len, &p, sum);
+    }
+    divide_inplace(DType::F32, sum, len, world);
+  }
 }
 
 void encode_nan(const Segment& s, int bits, uint8_t* out) {

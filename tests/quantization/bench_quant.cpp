@@ -7,10 +7,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "core/kernels/divide.h"
 #include "core/kernels/isa.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
+#include "plugins/quantization/wire_segment.h"
 #include "tests/support/bench_isa_level.h"
 #include "tests/support/bench_memcpy.h"
 
@@ -18,6 +21,7 @@ namespace {
 
 using ddph::Isa;
 namespace q = ddph::quant;
+namespace qz = ddph::quantization;
 
 constexpr size_t kBytes = 25u << 20;
 constexpr size_t kFloats = kBytes / 4;
@@ -118,6 +122,43 @@ void BM_Unpack(benchmark::State& st) {
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kFloats));
 }
 
+// The owner's mean in the reduce_scatter protocol at W = 4, 8 bits: a
+// quarter of the bucket from each of 4 ranks. range(0): 1 for decode_mean
+// (a channel at a time), 0 for the whole-segment passes it replaced (zero,
+// 4 x decode_add, divide). Bytes/s counts the mean's fp32 bytes. The caches
+// are flushed before each timed mean, as BM_DequantizeInto does.
+void BM_OwnerMean(benchmark::State& st) {
+  constexpr size_t kWorld = 4;
+  const qz::Segment seg{kFloats / kWorld, kChannel};
+  std::vector<q::QParams> params(qz::segment_channels(seg));
+  std::vector<uint8_t> codes(seg.n);
+  qz::CodecScratch scratch{params.data(), codes.data()};
+  const std::vector<float> x = make_floats();
+  std::vector<std::vector<uint8_t>> encoded(kWorld);
+  std::vector<const uint8_t*> ins;
+  for (size_t k = 0; k < kWorld; ++k) {
+    encoded[k].resize(qz::encoded_bytes(seg, 8));
+    qz::encode_segment(x.data() + k * seg.n, seg, qz::EncodeArgs{}, encoded[k].data(), scratch);
+    ins.push_back(encoded[k].data());
+  }
+  std::vector<float> mean(seg.n), other(4 * kFloats, 1.0f);
+  for (auto _ : st) {
+    // In the hook the accumulator was last touched a bucket ago.
+    st.PauseTiming();
+    for (float& v : other) v += 1.0f;
+    st.ResumeTiming();
+    if (st.range(0) == 1) {
+      qz::decode_mean(ins.data(), kWorld, seg, 8, int(kWorld), mean.data(), scratch);
+    } else {
+      std::memset(mean.data(), 0, seg.n * sizeof(float));
+      for (const uint8_t* in : ins) qz::decode_add(in, seg, 8, mean.data(), scratch);
+      ddph::divide_inplace(ddph::DType::F32, mean.data(), seg.n, int64_t(kWorld));
+    }
+    benchmark::DoNotOptimize(mean.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(seg.n * sizeof(float)));
+}
+
 void levels(benchmark::internal::Benchmark* b, std::vector<std::vector<int64_t>> rest) {
   for (int i = 0; i <= int(Isa::kAvx512); ++i) {
     for (auto r : rest) {
@@ -134,6 +175,12 @@ BENCHMARK(BM_Quantize)->ArgNames({"isa", "bits", "stochastic", "ef"})->Apply([](
 });
 BENCHMARK(BM_DequantizeAdd)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_DequantizeInto)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
+BENCHMARK(BM_OwnerMean)
+    ->ArgNames({"fused"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Pack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });
 BENCHMARK(BM_Unpack)->ArgNames({"isa", "bits"})->Apply([](auto* b) { levels(b, {{4}, {2}}); });
 
