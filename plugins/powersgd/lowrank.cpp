@@ -24,7 +24,6 @@ constexpr size_t kStreamingBytes = size_t(1) << 20;
 // P = M Q from 15.7 to 9.8 ms and M^T P (4 rows ahead) from 5.7 to 2.9 ms
 // on the benchmark bucket (docs/benchmarks.md#powersgd).
 constexpr uintptr_t kAheadBytes = 4096;
-constexpr int kAheadRows = 4;
 
 // A hint only: computed as an integer, since the address may lie past the
 // end of the buffer, where a prefetch does not fault.
@@ -164,12 +163,11 @@ DDPH_INLINE void accumulate_rows(const float* m, int rows, int cols, const float
     const float* m2 = m1 + cols;
     const float* m3 = m2 + cols;
     const float* pi = p + size_t(i) * R;
+    const float* next = i + 8 <= rows ? m3 + cols : nullptr;  // the next four rows, prefetched
     int j = 0;
     for (; j + kLanes <= cols; j += kLanes) {
-      if (i + 2 * kAheadRows <= rows) {
-        const float* ahead = m0 + size_t(kAheadRows) * size_t(cols) + j;
-        for (int k = 0; k < kAheadRows; ++k) __builtin_prefetch(ahead + size_t(k) * cols);
-      }
+      if (next != nullptr)
+        for (int k = 0; k < 4; ++k) __builtin_prefetch(next + size_t(k) * cols + j);
       const Vec a = load(m0 + j), b = load(m1 + j), c = load(m2 + j), d = load(m3 + j);
       for (int k = 0; k < R; ++k) {
         float* q = qt + size_t(k) * cols + j;

@@ -95,7 +95,7 @@ void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, Code
 void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int bits, int world,
                  float* out, CodecScratch& scratch) {
   if (s.n == 0) return;
-  const size_t ch = s.channel == 0 || s.channel > s.n ? s.n : s.channel;
+  const size_t ch = s.channel == 0 ? s.n : s.channel;  // the kernels' rule: 0 is per-tensor
   if ((ch * size_t(bits)) % 8 != 0) {
     std::memset(out, 0, s.n * sizeof(float));
     for (size_t k = 0; k < count; ++k) decode_add(ins[k], s, bits, out, scratch);
