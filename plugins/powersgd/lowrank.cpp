@@ -8,6 +8,7 @@
 
 #include "core/kernels/clones.h"
 #include "core/kernels/isa.h"
+#include "core/kernels/prefetch.h"
 
 namespace ddph {
 namespace powersgd {
@@ -24,14 +25,6 @@ constexpr size_t kStreamingBytes = size_t(1) << 20;
 // P = M Q from 15.7 to 9.8 ms and M^T P (4 rows ahead) from 5.7 to 2.9 ms
 // on the benchmark bucket (docs/benchmarks.md#powersgd).
 constexpr uintptr_t kAheadBytes = 4096;
-
-// A hint only: computed as an integer, since the address may lie past the
-// end of the buffer, where a prefetch does not fault.
-template <int kWrite>
-DDPH_INLINE void prefetch_ahead(const float* p) {
-  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kAheadBytes),
-                     kWrite);
-}
 
 // Q (cols x r) as Q^T (r x cols): unit stride along the rows of M.
 std::vector<float> transposed(const float* q, int cols, int r) {
@@ -93,8 +86,8 @@ DDPH_INLINE void project_row(const float* d, float* e, int cols, const float* qt
   for (; j + kLanes <= cols; j += kLanes) {
     // The eager form (a bucket's first compressed step only) measured
     // slower with the hints at r = 4.
-    if (F != Feedback::kEager) prefetch_ahead<0>(d + j);
-    if (F == Feedback::kDeferred) prefetch_ahead<1>(e + j);
+    if (F != Feedback::kEager) prefetch_ahead<kAheadBytes, 0>(d + j);
+    if (F == Feedback::kDeferred) prefetch_ahead<kAheadBytes, 1>(e + j);
     Vec m = load(d + j);
     if (F == Feedback::kEager) m += load(e + j);
     if (F == Feedback::kDeferred) m += load(e + j) - lowrank_block<R>(pp, qpt, cols, R, j);

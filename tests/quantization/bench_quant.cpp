@@ -65,6 +65,33 @@ void BM_Quantize(benchmark::State& st) {
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
 }
 
+// As the hooks run it: the bucket was last written before the hook, out of
+// the caches (BM_DequantizeInto flushes them the same way).
+void BM_QuantizeCold(benchmark::State& st) {
+  Level level(st);
+  const std::vector<float> x = make_floats();
+  std::vector<uint8_t> codes(kFloats, 1);
+  std::vector<q::QParams> params(q::num_channels(kFloats, kChannel));
+  std::vector<float> other(4 * kFloats, 1.0f);
+  q::QuantizeArgs a;
+  a.x = x.data();
+  a.n = kFloats;
+  a.channel = kChannel;
+  a.qmax = 255;
+  a.seed = 1;
+  a.params = params.data();
+  a.q = codes.data();
+  for (auto _ : st) {
+    st.PauseTiming();
+    for (float& v : other) v += 1.0f;  // 100 MB through the caches
+    benchmark::DoNotOptimize(other.data());
+    st.ResumeTiming();
+    if (!q::quantize_channels(a)) st.SkipWithError("non-finite");
+    benchmark::DoNotOptimize(codes.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
+}
+
 void BM_DequantizeAdd(benchmark::State& st) {
   Level level(st);
   std::vector<uint8_t> codes(kFloats);
@@ -173,6 +200,7 @@ BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Quantize)->ArgNames({"isa", "bits", "stochastic", "ef"})->Apply([](auto* b) {
   levels(b, {{8, 0, 0}, {4, 0, 0}, {8, 1, 0}, {4, 0, 1}, {4, 0, 2}});
 });
+BENCHMARK(BM_QuantizeCold)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_DequantizeAdd)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_DequantizeInto)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_OwnerMean)

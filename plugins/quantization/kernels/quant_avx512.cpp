@@ -3,6 +3,7 @@
 // vaddps/vmaxps/vminps, vcvttps2dq), with vpmovdb storing the codes.
 // Pack/unpack reuse the AVX2 shuffles: they are memory-bound.
 
+#include "core/kernels/prefetch.h"
 #include "plugins/quantization/kernels/quant_math.h"
 #include "plugins/quantization/kernels/quant_table.h"
 
@@ -88,6 +89,9 @@ struct Avx512 {
     size_t i = 0;
     for (; i + 4 * W <= len; i += 4 * W) {
       for (int k = 0; k < 4; ++k) {
+        // One hint a 64-byte line.
+        prefetch_ahead<kMinmaxAheadBytes>(x + i + k * W);
+        if (kEf) prefetch_ahead<kMinmaxAheadBytes>(r + i + k * W);
         const F v = value<kEf>(x + i + k * W, kEf ? r + i + k * W : nullptr);
         lo[k] = _mm512_min_ps(lo[k], v);
         hi[k] = _mm512_max_ps(hi[k], v);
