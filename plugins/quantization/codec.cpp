@@ -53,14 +53,19 @@ std::vector<int> Codec::nonfinite_senders(const uint8_t* first, size_t stride, i
   return quantization::nonfinite_senders(headers.data(), 1, world);
 }
 
-void Codec::encode_or_nan(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out) {
+void Codec::encode_mean_or_nan(const std::vector<const uint8_t*>& ins, const Segment& s, int world,
+                               const EncodeArgs& args, float* acc, uint8_t* out) {
   if (s.n == 0) return;
   if (!at_.cuda()) {
-    if (!encode_segment(x, s, args, out, scratch_)) encode_nan(s, args.bits, out);
+    if (!encode_mean(ins.data(), ins.size(), s, world, args, out, acc, scratch_))
+      encode_nan(s, args.bits, out);
     return;
   }
+  zero(acc, s.n * sizeof(float));
+  for (const uint8_t* in : ins) decode_cuda(at_, in, s, args.bits, acc, /*add=*/true, scratch_);
+  divide(acc, s.n, world);
   uint8_t* flag = next_flag();
-  encode_segment_cuda(at_, x, s, args, out, scratch_, flag);
+  encode_segment_cuda(at_, acc, s, args, out, scratch_, flag);
   nan_unless_finite_cuda(at_, flag, s, args.bits, out);
 }
 
@@ -74,16 +79,6 @@ void Codec::decode_into(const uint8_t* in, const Segment& s, int bits, float* ou
   if (s.n == 0) return;
   if (!at_.cuda()) return quantization::decode_into(in, s, bits, out, scratch_);
   decode_cuda(at_, in, s, bits, out, /*add=*/false, scratch_);
-}
-
-void Codec::decode_mean(const std::vector<const uint8_t*>& ins, const Segment& s, int bits,
-                        int world, float* out) {
-  if (s.n == 0) return;
-  if (!at_.cuda())
-    return quantization::decode_mean(ins.data(), ins.size(), s, bits, world, out, scratch_);
-  zero(out, s.n * sizeof(float));
-  for (const uint8_t* in : ins) decode_cuda(at_, in, s, bits, out, /*add=*/true, scratch_);
-  divide(out, s.n, world);
 }
 
 void Codec::divide(float* x, size_t n, int world) {

@@ -24,7 +24,7 @@ class Codec {
  public:
   // One protocol run at `bits`: segments of up to max_n elements in up to
   // max_channels channels, and up to `encodings` calls of encode and
-  // encode_or_nan. Scratch comes from `scratch` (a host buffer per role,
+  // encode_mean_or_nan. Scratch comes from `scratch` (a host buffer per role,
   // reused; on a GPU pool memory leased for the run), and only what the run
   // needs: unpacked codes for bits < 8, params copies on the host (a GPU
   // reads them in place), a flag per encoding on a GPU.
@@ -42,14 +42,15 @@ class Codec {
   // first, says not finite. On a GPU this is the bucket's one host wait: the
   // fall-back-or-fail decision is the host's, and every rank must take it.
   std::vector<int> nonfinite_senders(const uint8_t* first, size_t stride, int world);
-  // As encode, outside the tally, but an x that is not finite encodes as
-  // encode_nan's bytes (decided on the device for a CUDA bucket).
-  void encode_or_nan(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out);
+  // The owner's mean of the encodings `ins` of segment s (wire_segment.h's
+  // decode_mean), encoded with args into out, outside the tally; a mean that
+  // is not finite encodes as encode_nan's bytes (decided on the device for a
+  // CUDA bucket). acc (s.n floats) holds the mean where the host does not
+  // fuse the two (wire_segment.h's encode_mean) and always on a GPU.
+  void encode_mean_or_nan(const std::vector<const uint8_t*>& ins, const Segment& s, int world,
+                          const EncodeArgs& args, float* acc, uint8_t* out);
   void decode_add(const uint8_t* in, const Segment& s, int bits, float* acc);
   void decode_into(const uint8_t* in, const Segment& s, int bits, float* out);
-  // wire_segment.h's decode_mean (on a GPU: zero, decode_add each, divide).
-  void decode_mean(const std::vector<const uint8_t*>& ins, const Segment& s, int bits, int world,
-                   float* out);
 
   void zero(void* p, size_t bytes) { zero_bytes(at_, p, bytes); }
   void divide(float* x, size_t n, int world);

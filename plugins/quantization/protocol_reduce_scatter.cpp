@@ -5,7 +5,7 @@
 //      to rank j, the chunk's owner: one alltoallv for all chunks;
 //   2. each owner dequantizes the world-size contributions to its chunk,
 //      summing in fp32 in rank order, divides by the world size, and
-//      re-quantizes the mean (nearest);
+//      re-quantizes the mean (nearest), a few channels at a time on a host;
 //   3. an allgather hands every rank every owner's re-quantized chunk, and
 //      every rank dequantizes the same bytes, so all end bit-identical.
 // Each rank sends about 2 (W-1)/W of the bucket's codes, plus params:
@@ -73,16 +73,13 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   out.nonfinite_ranks = codec.nonfinite_senders(received, mine_bytes, world);
   if (!out.nonfinite_ranks.empty()) return out;
 
-  // 2. The owner's mean of its chunk, in rank order from zeros.
+  // 2. The owner's mean of its chunk, in rank order from zeros, re-quantized.
+  // allgather wants equal blocks: each is padded to the widest chunk's
+  // encoding.
   const size_t m = mine.seg.n;
   const ScratchBuffers::Lease acc_buf = ws.scratch.get(job.at, kAccKey, m * sizeof(float));
-  float* acc = static_cast<float*>(acc_buf.data());
   std::vector<const uint8_t*> contributions(w);
   for (size_t r = 0; r < w; ++r) contributions[r] = received + r * mine_bytes + kRankHeaderBytes;
-  codec.decode_mean(contributions, mine.seg, o.bits, world, acc);
-
-  // 3. Re-quantize the mean and gather every owner's chunk. allgather wants
-  // equal blocks: each is padded to the widest chunk's encoding.
   const ScratchBuffers::Lease gather_buf = ws.scratch.get(job.at, kGatherKey, w * widest);
   uint8_t* gathered = static_cast<uint8_t*>(gather_buf.data());
   uint8_t* own = gathered + size_t(rank) * widest;
@@ -91,7 +88,8 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   if (job.owner_residual) nearest.residual = job.owner_residual(m);
   // Finite inputs can still sum past FLT_MAX; then the chunk decodes to NaN
   // on every rank instead of to a scale computed from Inf.
-  codec.encode_or_nan(acc, mine.seg, nearest, own);
+  codec.encode_mean_or_nan(contributions, mine.seg, world, nearest,
+                           static_cast<float*>(acc_buf.data()), own);
   const size_t own_bytes = mine_bytes - kRankHeaderBytes;
   codec.zero(own + own_bytes, widest - own_bytes);
   if (widest != 0) {

@@ -92,33 +92,83 @@ void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, Code
   quant::dequantize_into(read_codes(in, s, bits, scratch), s.n, s.channel, p, out);
 }
 
+namespace {
+
+// Whether decode_mean can work a channel at a time: bit-packed channels
+// must start on a byte.
+bool channelwise(size_t ch, int bits) {
+  return (ch * size_t(bits)) % 8 == 0;
+}
+
+// decode_mean's sum for channel c (elements off .. off + len of the
+// segment, whose params take `head` bytes) into sum.
+void mean_of_channel(const uint8_t* const* ins, size_t count, size_t head, size_t c, size_t off,
+                     size_t len, int bits, int world, float* sum, CodecScratch& scratch) {
+  std::memset(sum, 0, len * sizeof(float));
+  for (size_t k = 0; k < count; ++k) {
+    quant::QParams p;
+    std::memcpy(&p, ins[k] + c * sizeof p, sizeof p);  // the wire promises no alignment
+    const uint8_t* codes = ins[k] + head + off * size_t(bits) / 8;
+    if (bits != 8) {
+      quant::unpack(codes, len, bits, scratch.codes);
+      codes = scratch.codes;
+    }
+    quant::dequantize_add(codes, len, len, &p, sum);
+  }
+  divide_inplace(DType::F32, sum, len, world);
+}
+
+// encode_mean's groups of channels: their mean (16 KiB) stays in L1 until
+// it is quantized.
+constexpr size_t kMeanGroupFloats = 4096;
+
+}  // namespace
+
 void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int bits, int world,
                  float* out, CodecScratch& scratch) {
   if (s.n == 0) return;
   const size_t ch = s.channel == 0 ? s.n : s.channel;  // the kernels' rule: 0 is per-tensor
-  if ((ch * size_t(bits)) % 8 != 0) {
+  if (!channelwise(ch, bits)) {
     std::memset(out, 0, s.n * sizeof(float));
     for (size_t k = 0; k < count; ++k) decode_add(ins[k], s, bits, out, scratch);
     divide_inplace(DType::F32, out, s.n, world);
     return;
   }
   const size_t head = params_bytes(s);
-  for (size_t c = 0, off = 0; off < s.n; ++c, off += ch) {
-    const size_t len = std::min(ch, s.n - off);
-    float* sum = out + off;
-    std::memset(sum, 0, len * sizeof(float));
-    for (size_t k = 0; k < count; ++k) {
-      quant::QParams p;
-      std::memcpy(&p, ins[k] + c * sizeof p, sizeof p);  // the wire promises no alignment
-      const uint8_t* codes = ins[k] + head + off * size_t(bits) / 8;
-      if (bits != 8) {
-        quant::unpack(codes, len, bits, scratch.codes);
-        codes = scratch.codes;
-      }
-      quant::dequantize_add(codes, len, len, &p, sum);
-    }
-    divide_inplace(DType::F32, sum, len, world);
+  for (size_t c = 0, off = 0; off < s.n; ++c, off += ch)
+    mean_of_channel(ins, count, head, c, off, std::min(ch, s.n - off), bits, world, out + off,
+                    scratch);
+}
+
+bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int world,
+                 const EncodeArgs& args, uint8_t* out, float* acc, CodecScratch& scratch) {
+  if (s.n == 0) return true;
+  const size_t ch = s.channel == 0 ? s.n : s.channel;
+  if (!channelwise(ch, args.bits) || ch > kMeanGroupFloats || args.residual != nullptr) {
+    decode_mean(ins, count, s, args.bits, world, acc, scratch);
+    return encode_segment(acc, s, args, out, scratch);
   }
+  const size_t head = params_bytes(s), group = kMeanGroupFloats / ch * ch;
+  alignas(64) float mean[kMeanGroupFloats];
+  uint8_t codes[kMeanGroupFloats];  // bits < 8: a group's codes before packing
+  for (size_t g = 0; g < s.n; g += group) {
+    const size_t len = std::min(group, s.n - g);
+    for (size_t off = g; off < g + len; off += ch)
+      mean_of_channel(ins, count, head, off / ch, off, std::min(ch, s.n - off), args.bits, world,
+                      mean + (off - g), scratch);
+    quant::QuantizeArgs a = quantize_args(mean, Segment{len, ch}, args);
+    a.counter_base += g;
+    a.params = scratch.params + g / ch;
+    // A group starts on a byte (channelwise), so it packs in place.
+    uint8_t* packed = out + head + g * size_t(args.bits) / 8;
+    a.q = args.bits == 8 ? packed : codes;
+    if (!quant::quantize_channels(a)) return false;
+    if (args.bits != 8) quant::pack(codes, len, args.bits, packed);
+  }
+  std::memcpy(out, scratch.params, head);
+  const size_t used = head + quant::packed_bytes(s.n, args.bits);
+  std::memset(out + used, 0, encoded_bytes(s, args.bits) - used);
+  return true;
 }
 
 void encode_nan(const Segment& s, int bits, uint8_t* out) {

@@ -70,6 +70,14 @@ void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, Code
 // when bit-packed channels do not start on a byte.
 void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int bits, int world,
                  float* out, CodecScratch& scratch);
+// encode_segment of decode_mean's result, the same bytes, into out: false
+// when the mean is not finite (the bytes are then meaningless). A group of
+// channels at a time is summed and quantized while it is in L1; where that
+// cannot be done (channels that are not byte-aligned or are longer than a
+// group, or error feedback, whose residual must stay as it was when the
+// mean is rejected) the mean goes through acc (s.n floats).
+bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int world,
+                 const EncodeArgs& args, uint8_t* out, float* acc, CodecScratch& scratch);
 // Makes `out` decode to NaN everywhere: what an owner sends for a chunk whose
 // mean overflowed, so the overflow shows on every rank as allreduce's would.
 void encode_nan(const Segment& s, int bits, uint8_t* out);

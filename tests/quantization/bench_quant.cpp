@@ -149,41 +149,83 @@ void BM_Unpack(benchmark::State& st) {
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kFloats));
 }
 
-// The owner's mean in the reduce_scatter protocol at W = 4, 8 bits: a
-// quarter of the bucket from each of 4 ranks. range(0): 1 for decode_mean
-// (a channel at a time), 0 for the whole-segment passes it replaced (zero,
-// 4 x decode_add, divide). Bytes/s counts the mean's fp32 bytes. The caches
-// are flushed before each timed mean, as BM_DequantizeInto does.
-void BM_OwnerMean(benchmark::State& st) {
-  constexpr size_t kWorld = 4;
-  const qz::Segment seg{kFloats / kWorld, kChannel};
-  std::vector<q::QParams> params(qz::segment_channels(seg));
-  std::vector<uint8_t> codes(seg.n);
-  qz::CodecScratch scratch{params.data(), codes.data()};
-  const std::vector<float> x = make_floats();
-  std::vector<std::vector<uint8_t>> encoded(kWorld);
-  std::vector<const uint8_t*> ins;
-  for (size_t k = 0; k < kWorld; ++k) {
-    encoded[k].resize(qz::encoded_bytes(seg, 8));
-    qz::encode_segment(x.data() + k * seg.n, seg, qz::EncodeArgs{}, encoded[k].data(), scratch);
-    ins.push_back(encoded[k].data());
+// The owner's step in the reduce_scatter protocol at W = 4, 8 bits: a
+// quarter of the bucket from each of 4 ranks, whose mean it forms (and
+// re-quantizes, in BM_OwnerMeanEncoded). Bytes/s counts the mean's fp32
+// bytes. The caches are flushed before each timed step, as
+// BM_DequantizeInto does: in the hook the owner's buffers were last touched
+// a bucket ago.
+struct OwnerInputs {
+  static constexpr size_t kWorld = 4;
+  OwnerInputs() : params(qz::segment_channels(seg)), codes(seg.n), encoded(kWorld) {
+    const std::vector<float> x = make_floats();
+    qz::CodecScratch s = scratch();
+    for (size_t k = 0; k < kWorld; ++k) {
+      encoded[k].resize(qz::encoded_bytes(seg, 8));
+      qz::encode_segment(x.data() + k * seg.n, seg, qz::EncodeArgs{}, encoded[k].data(), s);
+      ins.push_back(encoded[k].data());
+    }
   }
-  std::vector<float> mean(seg.n), other(4 * kFloats, 1.0f);
-  for (auto _ : st) {
-    // In the hook the accumulator was last touched a bucket ago.
-    st.PauseTiming();
+  qz::CodecScratch scratch() { return qz::CodecScratch{params.data(), codes.data()}; }
+  void flush_caches() {
     for (float& v : other) v += 1.0f;
+    benchmark::DoNotOptimize(other.data());
+  }
+
+  const qz::Segment seg{kFloats / kWorld, kChannel};
+  std::vector<q::QParams> params;
+  std::vector<uint8_t> codes;
+  std::vector<std::vector<uint8_t>> encoded;
+  std::vector<const uint8_t*> ins;
+  std::vector<float> other = std::vector<float>(4 * kFloats, 1.0f);
+};
+
+// range(0): 1 for decode_mean (a channel at a time), 0 for the
+// whole-segment passes it replaced (zero, 4 x decode_add, divide).
+void BM_OwnerMean(benchmark::State& st) {
+  OwnerInputs in;
+  qz::CodecScratch scratch = in.scratch();
+  std::vector<float> mean(in.seg.n);
+  for (auto _ : st) {
+    st.PauseTiming();
+    in.flush_caches();
     st.ResumeTiming();
     if (st.range(0) == 1) {
-      qz::decode_mean(ins.data(), kWorld, seg, 8, int(kWorld), mean.data(), scratch);
+      qz::decode_mean(in.ins.data(), in.kWorld, in.seg, 8, int(in.kWorld), mean.data(), scratch);
     } else {
-      std::memset(mean.data(), 0, seg.n * sizeof(float));
-      for (const uint8_t* in : ins) qz::decode_add(in, seg, 8, mean.data(), scratch);
-      ddph::divide_inplace(ddph::DType::F32, mean.data(), seg.n, int64_t(kWorld));
+      std::memset(mean.data(), 0, in.seg.n * sizeof(float));
+      for (const uint8_t* e : in.ins) qz::decode_add(e, in.seg, 8, mean.data(), scratch);
+      ddph::divide_inplace(ddph::DType::F32, mean.data(), in.seg.n, int64_t(in.kWorld));
     }
     benchmark::DoNotOptimize(mean.data());
   }
-  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(seg.n * sizeof(float)));
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(in.seg.n * sizeof(float)));
+}
+
+// range(0): 1 for encode_mean (a group of channels summed and re-quantized
+// while in L1), 0 for decode_mean into a buffer and encode_segment of it.
+void BM_OwnerMeanEncoded(benchmark::State& st) {
+  OwnerInputs in;
+  qz::CodecScratch scratch = in.scratch();
+  std::vector<float> mean(in.seg.n);
+  std::vector<uint8_t> out(qz::encoded_bytes(in.seg, 8));
+  const qz::EncodeArgs nearest;
+  for (auto _ : st) {
+    st.PauseTiming();
+    in.flush_caches();
+    st.ResumeTiming();
+    bool finite;
+    if (st.range(0) == 1) {
+      finite = qz::encode_mean(in.ins.data(), in.kWorld, in.seg, int(in.kWorld), nearest,
+                               out.data(), mean.data(), scratch);
+    } else {
+      qz::decode_mean(in.ins.data(), in.kWorld, in.seg, 8, int(in.kWorld), mean.data(), scratch);
+      finite = qz::encode_segment(mean.data(), in.seg, nearest, out.data(), scratch);
+    }
+    if (!finite) st.SkipWithError("non-finite");
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(in.seg.n * sizeof(float)));
 }
 
 void levels(benchmark::internal::Benchmark* b, std::vector<std::vector<int64_t>> rest) {
@@ -204,6 +246,12 @@ BENCHMARK(BM_QuantizeCold)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}
 BENCHMARK(BM_DequantizeAdd)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_DequantizeInto)->ArgNames({"isa"})->Apply([](auto* b) { levels(b, {{}}); });
 BENCHMARK(BM_OwnerMean)
+    ->ArgNames({"fused"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_OwnerMeanEncoded)
     ->ArgNames({"fused"})
     ->Arg(0)
     ->Arg(1)
