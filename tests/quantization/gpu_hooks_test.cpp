@@ -203,7 +203,7 @@ TEST(QuantGpuHooks, ANonFiniteBucketEndsTheSameWayOnBoth) {
 
 // Finite values near FLT_MAX: a constant channel at 3e38, and a channel
 // spanning -3e38..3e38 whose scale overflows. Whatever the CPU path makes of
-// them (NaN chunks from the owner's encode_or_nan, or a fallback), the GPU
+// them (NaN chunks from the owner's encode_mean_or_nan, or a fallback), the GPU
 // path makes the same.
 TEST(QuantGpuHooks, HugeValuesEndTheSameWayOnBoth) {
   DDPH_SKIP_WITHOUT_GPU();
