@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/le_bytes.h"
+#include "tests/session_gloo/session_ranks.h"
 
 namespace ddph_test {
 namespace psgd {
@@ -53,33 +54,14 @@ ShapedBucket::ShapedBucket(std::vector<float>& data, const std::vector<Shape>& s
   bucket_.params = params_.empty() ? nullptr : params_.data();
 }
 
-namespace {
-struct Outcome {
-  ddph_code_t code = DDPH_INTERNAL;
-  std::string message;
-};
-void record(void* user, ddph_error_t* e) {
-  auto* o = static_cast<Outcome*>(user);
-  o->code = ddph_error_code(e);
-  o->message = ddph_error_message(e);
-  ddph_error_free(e);
-}
-}  // namespace
-
 ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
                 uint64_t index, uint64_t step, bool is_last, std::string* message) {
   ShapedBucket b(data, shapes, index, step, is_last);
-  Outcome o;
-  if (ddph_error_t* e = ddph_session_submit(s, b.get(), record, &o)) {
-    o.code = ddph_error_code(e);
-    o.message = ddph_error_message(e);
-    ddph_error_free(e);
-  } else {
-    ddph_error_free(ddph_session_flush(s));
-  }
-  if (o.code != DDPH_OK) std::fprintf(stderr, "bucket %d: %s\n", int(index), o.message.c_str());
-  if (message != nullptr) *message = o.message;
-  return o.code;
+  std::string text;
+  const ddph_code_t code = run_bucket(s, *b.get(), &text);
+  if (code != DDPH_OK) std::fprintf(stderr, "bucket %d: %s\n", int(index), text.c_str());
+  if (message != nullptr) *message = text;
+  return code;
 }
 
 std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,

@@ -180,16 +180,6 @@ bool all_ranks_true(ddph_session_t* s, bool mine) {
 }
 
 namespace {
-struct Outcome {
-  ddph_code_t code = DDPH_INTERNAL;
-  std::string message;
-};
-void record(void* user, ddph_error_t* e) {
-  auto* o = static_cast<Outcome*>(user);
-  o->code = ddph_error_code(e);
-  o->message = ddph_error_message(e);
-  ddph_error_free(e);
-}
 uint64_t le(const std::string& b, size_t at, int bytes) {
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(b[at + size_t(i)])) << (8 * i);
@@ -200,16 +190,10 @@ uint64_t le(const std::string& b, size_t at, int bytes) {
 ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t index,
                            uint64_t step, std::string* message) {
   FloatBucket b(data, index, step, true);
-  Outcome o;
-  if (ddph_error_t* e = ddph_session_submit(s, &b.bucket, record, &o)) {
-    o.code = ddph_error_code(e);
-    o.message = ddph_error_message(e);
-    ddph_error_free(e);
-  } else {
-    ddph_error_free(ddph_session_flush(s));
-  }
-  if (message != nullptr) *message = o.message;
-  return o.code;
+  std::string text;
+  const ddph_code_t code = run_bucket(s, b.bucket, &text);
+  if (message != nullptr) *message = text;
+  return code;
 }
 
 std::string hook_blob(const std::string& b) {
