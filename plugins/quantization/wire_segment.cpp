@@ -23,6 +23,20 @@ const quant::QParams* read_params(const uint8_t* in, const Segment& s, CodecScra
   return p;
 }
 
+// The kernels' rule: channel 0 means one channel over the whole segment.
+size_t channel_length(const Segment& s) {
+  return s.channel == 0 ? s.n : s.channel;
+}
+
+// The parts of an encoding around its codes: the params in front, and zeros
+// after the packed codes, so no stale bytes go on the wire.
+void finish_encoding(const Segment& s, int bits, const quant::QParams* params, uint8_t* out) {
+  const size_t head = params_bytes(s);
+  std::memcpy(out, params, head);
+  const size_t used = head + quant::packed_bytes(s.n, bits);
+  std::memset(out + used, 0, encoded_bytes(s, bits) - used);
+}
+
 const uint8_t* read_codes(const uint8_t* in, const Segment& s, int bits, CodecScratch& scratch) {
   const uint8_t* packed = in + params_bytes(s);
   if (bits == 8) return packed;
@@ -73,10 +87,8 @@ bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, ui
   // 8-bit codes are their own wire format: quantize straight into place.
   a.q = args.bits == 8 ? out + head : scratch.codes;
   const bool finite = quant::quantize_channels(a);
-  std::memcpy(out, a.params, head);
   if (args.bits != 8) quant::pack(a.q, s.n, args.bits, out + head);
-  const size_t used = head + quant::packed_bytes(s.n, args.bits);
-  std::memset(out + used, 0, encoded_bytes(s, args.bits) - used);  // no stale bytes on the wire
+  finish_encoding(s, args.bits, a.params, out);
   return finite;
 }
 
@@ -127,7 +139,7 @@ constexpr size_t kMeanGroupFloats = 4096;
 void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int bits, int world,
                  float* out, CodecScratch& scratch) {
   if (s.n == 0) return;
-  const size_t ch = s.channel == 0 ? s.n : s.channel;  // the kernels' rule: 0 is per-tensor
+  const size_t ch = channel_length(s);
   if (!channelwise(ch, bits)) {
     std::memset(out, 0, s.n * sizeof(float));
     for (size_t k = 0; k < count; ++k) decode_add(ins[k], s, bits, out, scratch);
@@ -143,7 +155,7 @@ void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int 
 bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int world,
                  const EncodeArgs& args, uint8_t* out, float* acc, CodecScratch& scratch) {
   if (s.n == 0) return true;
-  const size_t ch = s.channel == 0 ? s.n : s.channel;
+  const size_t ch = channel_length(s);
   if (!channelwise(ch, args.bits) || ch > kMeanGroupFloats || args.residual != nullptr) {
     decode_mean(ins, count, s, args.bits, world, acc, scratch);
     return encode_segment(acc, s, args, out, scratch);
@@ -165,9 +177,7 @@ bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int 
     if (!quant::quantize_channels(a)) return false;
     if (args.bits != 8) quant::pack(codes, len, args.bits, packed);
   }
-  std::memcpy(out, scratch.params, head);
-  const size_t used = head + quant::packed_bytes(s.n, args.bits);
-  std::memset(out + used, 0, encoded_bytes(s, args.bits) - used);
+  finish_encoding(s, args.bits, scratch.params, out);
   return true;
 }
 

@@ -53,28 +53,39 @@ void BM_Memcpy(benchmark::State& st) {
   ddph_test::bench_memcpy(st, make_floats());
 }
 
+// The 25 MB bucket, its codes and params, and 8-bit nearest per-channel
+// arguments over them, for the quantize benchmarks to adjust.
+struct QuantizeInputs {
+  QuantizeInputs()
+      : x(make_floats()), codes(kFloats, 1), params(q::num_channels(kFloats, kChannel)) {
+    args.x = x.data();
+    args.n = kFloats;
+    args.channel = kChannel;
+    args.qmax = 255;
+    args.seed = 1;
+    args.params = params.data();
+    args.q = codes.data();
+  }
+  const std::vector<float> x;
+  std::vector<uint8_t> codes;
+  std::vector<q::QParams> params;
+  q::QuantizeArgs args;
+};
+
 // range(1): bits; range(2): 1 for stochastic rounding; range(3): error feedback, 0 off, 1 in
 // place (a finite check pass first), 2 out of place (as the hooks run it).
 void BM_Quantize(benchmark::State& st) {
   Level level(st);
-  const std::vector<float> x = make_floats();
+  QuantizeInputs in;
   std::vector<float> residual(kFloats, 0.0f), residual_out(kFloats, 0.0f);
-  std::vector<uint8_t> codes(kFloats, 1);
-  std::vector<q::QParams> params(q::num_channels(kFloats, kChannel));
-  q::QuantizeArgs a;
-  a.x = x.data();
-  a.n = kFloats;
-  a.channel = kChannel;
+  q::QuantizeArgs& a = in.args;
   a.qmax = (1 << st.range(1)) - 1;
   a.stochastic = st.range(2) != 0;
   a.residual = st.range(3) != 0 ? residual.data() : nullptr;
   a.residual_out = st.range(3) == 2 ? residual_out.data() : a.residual;
-  a.seed = 1;
-  a.params = params.data();
-  a.q = codes.data();
   for (auto _ : st) {
     if (!q::quantize_channels(a)) st.SkipWithError("non-finite");
-    benchmark::DoNotOptimize(codes.data());
+    benchmark::DoNotOptimize(in.codes.data());
   }
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
 }
@@ -83,24 +94,14 @@ void BM_Quantize(benchmark::State& st) {
 // the caches (BM_DequantizeInto flushes them the same way).
 void BM_QuantizeCold(benchmark::State& st) {
   Level level(st);
-  const std::vector<float> x = make_floats();
-  std::vector<uint8_t> codes(kFloats, 1);
-  std::vector<q::QParams> params(q::num_channels(kFloats, kChannel));
+  QuantizeInputs in;
   CacheFlush flush;
-  q::QuantizeArgs a;
-  a.x = x.data();
-  a.n = kFloats;
-  a.channel = kChannel;
-  a.qmax = 255;
-  a.seed = 1;
-  a.params = params.data();
-  a.q = codes.data();
   for (auto _ : st) {
     st.PauseTiming();
     flush();
     st.ResumeTiming();
-    if (!q::quantize_channels(a)) st.SkipWithError("non-finite");
-    benchmark::DoNotOptimize(codes.data());
+    if (!q::quantize_channels(in.args)) st.SkipWithError("non-finite");
+    benchmark::DoNotOptimize(in.codes.data());
   }
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(kBytes));
 }
