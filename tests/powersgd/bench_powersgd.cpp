@@ -86,6 +86,39 @@ void BM_Reconstruct(benchmark::State& st) {
   st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
 }
 
+// A step's three passes back to back, as the layer-wise hook runs them on
+// the host, without the collectives and orthogonalizations between them:
+// the time a step cannot go below on this machine. ef 0: M is the data; ef
+// 2: deferred error feedback (the hook's default). The factors read are
+// fixed and the ones written are scratch, so the values stay finite.
+void BM_StepPasses(benchmark::State& st) {
+  const int r = int(st.range(0));
+  const bool ef = st.range(1) != 0;
+  std::vector<float> data = make_floats(0);
+  std::vector<float> err = make_floats(1);
+  const Factors fixed(r);
+  Factors written(r);
+  for (auto _ : st) {
+    for (int k = 0; k < kMatrices; ++k) {
+      const size_t pk = size_t(k) * kRows * r, qk = size_t(k) * kCols * r;
+      const ps::Pending pending =
+          ef ? ps::Pending{fixed.p.data() + pk, fixed.q.data() + qk} : ps::Pending{};
+      ps::multiply_mq(data.data() + k * kPer, ef ? err.data() + k * kPer : nullptr, kRows, kCols,
+                      fixed.q.data() + qk, r, written.p.data() + pk, pending);
+    }
+    for (int k = 0; k < kMatrices; ++k)
+      ps::multiply_mtp((ef ? err.data() : data.data()) + k * kPer, kRows, kCols,
+                       fixed.p.data() + size_t(k) * kRows * r, r,
+                       written.q.data() + size_t(k) * kCols * r);
+    for (int k = 0; k < kMatrices; ++k)
+      ps::reconstruct(fixed.p.data() + size_t(k) * kRows * r,
+                      fixed.q.data() + size_t(k) * kCols * r, kRows, kCols, r,
+                      data.data() + k * kPer, nullptr);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * kBytes);
+}
+
 // ef: 0 off, 1 on, 2 on with the error deferred (M = data + (last M - P' Q'^T);
 // multiply_mq only).
 void Ranks(benchmark::internal::Benchmark* b, int ef_forms) {
@@ -104,6 +137,11 @@ BENCHMARK(BM_MultiplyMTP)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Reconstruct)->Apply([](benchmark::internal::Benchmark* b) { Ranks(b, 2); });
+BENCHMARK(BM_StepPasses)
+    ->ArgNames({"r", "ef"})
+    ->ArgsProduct({{1, 4}, {0, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 
