@@ -98,21 +98,21 @@ void BM_StepPasses(benchmark::State& st) {
   std::vector<float> err = make_floats(1);
   const Factors fixed(r);
   Factors written(r);
+  const auto p_at = [r](int k) { return size_t(k) * kRows * r; };
+  const auto q_at = [r](int k) { return size_t(k) * kCols * r; };
+  float* m = ef ? err.data() : data.data();
   for (auto _ : st) {
     for (int k = 0; k < kMatrices; ++k) {
-      const size_t pk = size_t(k) * kRows * r, qk = size_t(k) * kCols * r;
       const ps::Pending pending =
-          ef ? ps::Pending{fixed.p.data() + pk, fixed.q.data() + qk} : ps::Pending{};
+          ef ? ps::Pending{fixed.p.data() + p_at(k), fixed.q.data() + q_at(k)} : ps::Pending{};
       ps::multiply_mq(data.data() + k * kPer, ef ? err.data() + k * kPer : nullptr, kRows, kCols,
-                      fixed.q.data() + qk, r, written.p.data() + pk, pending);
+                      fixed.q.data() + q_at(k), r, written.p.data() + p_at(k), pending);
     }
     for (int k = 0; k < kMatrices; ++k)
-      ps::multiply_mtp((ef ? err.data() : data.data()) + k * kPer, kRows, kCols,
-                       fixed.p.data() + size_t(k) * kRows * r, r,
-                       written.q.data() + size_t(k) * kCols * r);
+      ps::multiply_mtp(m + k * kPer, kRows, kCols, fixed.p.data() + p_at(k), r,
+                       written.q.data() + q_at(k));
     for (int k = 0; k < kMatrices; ++k)
-      ps::reconstruct(fixed.p.data() + size_t(k) * kRows * r,
-                      fixed.q.data() + size_t(k) * kCols * r, kRows, kCols, r,
+      ps::reconstruct(fixed.p.data() + p_at(k), fixed.q.data() + q_at(k), kRows, kCols, r,
                       data.data() + k * kPer, nullptr);
     benchmark::ClobberMemory();
   }
