@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "loader/job_id.h"
 #include "loader/search_path.h"
 
 namespace ddph {
@@ -44,11 +45,16 @@ bool parse_duration_ms(const std::string& text, int64_t* ms) {
   if (end == text.c_str() || errno != 0 || !std::isfinite(value) || value < 0) return false;
   std::string unit(end);
   double scale;
-  if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "ms") scale = 1;
-  else if (unit == "m") scale = 60 * 1000;
-  else if (unit == "h") scale = 3600 * 1000;
-  else return false;
+  if (unit.empty() || unit == "s")
+    scale = 1000;
+  else if (unit == "ms")
+    scale = 1;
+  else if (unit == "m")
+    scale = 60 * 1000;
+  else if (unit == "h")
+    scale = 3600 * 1000;
+  else
+    return false;
   double total = value * scale;
   if (total > 1e15) return false;
   *ms = int64_t(std::llround(total));
@@ -56,6 +62,9 @@ bool parse_duration_ms(const std::string& text, int64_t* ms) {
 }
 
 namespace {
+
+constexpr const char kCommKeys[] =
+    "backend, rendezvous, job, secret_file, timeout, rank, world_size, options";
 
 // Walks one YAML document, reporting problems with positions.
 class Parser {
@@ -122,8 +131,10 @@ class Parser {
   // A scalar's text, or a problem (and false) for maps, lists and nulls.
   bool scalar(const YAML::Node& node, const std::string& key, std::string* out) {
     if (!node.IsScalar()) {
-      problem(node, key, node.IsNull() ? "has no value" : "expects a single value, got a "
-                                                              + std::string(node.IsMap() ? "map" : "list"));
+      problem(node, key,
+              node.IsNull()
+                  ? "has no value"
+                  : "expects a single value, got a " + std::string(node.IsMap() ? "map" : "list"));
       return false;
     }
     *out = node.Scalar();
@@ -193,8 +204,7 @@ class Parser {
 
   void read_comm(const YAML::Node& node, CommSpec& comm) {
     comm.at = at(node);
-    if (!expect_map(node, "comm", "backend, rendezvous, timeout, rank, world_size, options"))
-      return;
+    if (!expect_map(node, "comm", kCommKeys)) return;
     for (const auto& kv : node) {
       const std::string name = key_text(kv.first);
       const std::string key = "comm." + name;
@@ -212,10 +222,32 @@ class Parser {
                   "'" + r + "' is not a rendezvous: use file:///dir, redis://host:port or host");
       } else if (name == "timeout") {
         std::string text;
-        if (scalar(v, key, &text) && (!parse_duration_ms(text, &comm.timeout_ms) ||
-                                      comm.timeout_ms <= 0))
-          problem(v, key,
-                  "'" + text + "' is not a timeout: use seconds (30) or a duration (500ms, 30s, 2m)");
+        if (scalar(v, key, &text) &&
+            (!parse_duration_ms(text, &comm.timeout_ms) || comm.timeout_ms <= 0))
+          problem(
+              v, key,
+              "'" + text + "' is not a timeout: use seconds (30) or a duration (500ms, 30s, 2m)");
+      } else if (name == "job") {
+        comm.job_at = at(v);
+        if (scalar(v, key, &comm.job) && !is_valid_job_id(comm.job))
+          problem(
+              v, key,
+              "'" + comm.job + "' is not a job id: use 1 to 64 letters, digits, '.', '_' or '-'");
+      } else if (name == "secret_file") {
+        comm.secret_file_at = at(v);
+        if (!scalar(v, key, &comm.secret_file)) continue;
+        if (comm.secret_file.empty()) {
+          problem(v, key, "is an empty path");
+        } else if (comm.secret_file[0] != '/') {
+          // Relative to the YAML file, like plugin_path; text has no file.
+          if (base_dir_.empty())
+            problem(v, key,
+                    "'" + comm.secret_file +
+                        "' is relative, and YAML given as text has no file to be "
+                        "relative to: give an absolute path");
+          else
+            comm.secret_file = base_dir_ + "/" + comm.secret_file;
+        }
       } else if (name == "rank") {
         int64_t r;
         if (integer(v, key, 0, INT32_MAX, &r)) comm.rank = int32_t(r);
@@ -226,8 +258,7 @@ class Parser {
         comm.options_at = at(v);
         read_options(v, key, "", comm.options);
       } else {
-        problem(kv.first, key,
-                "unknown key (expected backend, rendezvous, timeout, rank, world_size, options)");
+        problem(kv.first, key, std::string("unknown key (expected ") + kCommKeys + ")");
       }
     }
     if (comm.rank >= 0 && comm.world_size > 0 && comm.rank >= comm.world_size)

@@ -75,6 +75,10 @@ struct CommSpec {
   Location rendezvous_at;
   int64_t timeout_ms = kDefaultTimeoutMs;
   int32_t rank = -1, world_size = -1;  // -1: not given
+  std::string job;  // empty: not given (the host's, the environment's, or "default")
+  Location job_at;
+  std::string secret_file;  // empty: not given; relative entries already resolved
+  Location secret_file_at;
   std::vector<OptionValue> options;
   Location options_at;
 };
