@@ -13,9 +13,10 @@
 //   values are refused, naming the writer they claim.
 // Keys never depend on how many sessions a process opened.
 //
-// Once every rank has read them (after the session opened; rank 0's marker
-// included), each rank removes the keys it wrote, so a job that ends well
-// leaves nothing behind and the same id can run again.
+// Once every rank has read them (when the session's communicator is
+// connected; rank 0's marker included), each rank removes the keys it wrote,
+// so a job that ends well leaves nothing behind and the same id can run
+// again.
 #pragma once
 
 #include <ddph/ddph.h>
@@ -52,9 +53,11 @@ class JobStore {
   const ddph_store_t* table() const { return &table_; }
 
   // Removes the keys this rank wrote and, on rank 0, the run marker. Call
-  // only once every rank has read them: after the session's communicators
-  // are connected, or when the session failed. Never throws; failures are
-  // logged. [thread-safe]
+  // only once every rank has read them: when a communicator connected (and
+  // before the next collective, so that no peer can start the job's next
+  // run while this run's marker is still there), or when the session
+  // failed. Keys written later are removed by the next call. Never throws;
+  // failures are logged. [thread-safe]
   void release() noexcept;
 
   // The key behind a table key, for tests: "ddph/<job>/<nonce>/<key>".

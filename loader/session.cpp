@@ -163,6 +163,12 @@ Session::Session(const ddph_session_options_t& opts) {
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
   try {
     create_communicator(opts);
+    // Every rank has read the run marker and this rank's keys once the
+    // communicator is connected (it ends in a barrier). Removing them now,
+    // before the next collective, means no peer can finish this open and
+    // start the job's next session while the marker of this one is still
+    // there to be read by mistake.
+    if (job_store_ != nullptr) job_store_->release();
     create_control_communicator();
     // Before any hook is created: creating one may be collective (a split).
     agree_on_job(control_, job_);
@@ -175,9 +181,8 @@ Session::Session(const ddph_session_options_t& opts) {
     if (job_store_ != nullptr) job_store_->release();
     throw;
   }
-  // Every rank has read this rank's keys once the communicators and hooks
-  // are connected (each connection ends in a barrier): remove them, so a job
-  // that ends well leaves nothing in the store.
+  // The keys of the communicators split since (each connection ends in a
+  // barrier): a job that ends well leaves nothing in the store.
   if (job_store_ != nullptr) job_store_->release();
 }
 

@@ -25,7 +25,7 @@ cat > "$work/version.c" <<'C'
 int main(void) { printf("%s\n", ddph_version()); return 0; }
 C
 cc -std=c99 "$work/version.c" -o "$work/version" $(pkg-config --cflags --libs ddphooks)
-[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.3" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.4" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
 
 # find_package: the out-of-tree family, built against the installed header only.
 cmake -S "$src/examples/out_of_tree_plugin" -B "$work/plugin" -G Ninja \

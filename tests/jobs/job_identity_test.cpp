@@ -110,10 +110,12 @@ TEST(JobIdentity, ACrashedRunGivesTheNextRank0TheFix) {
     open_job(o);
     _exit(0);
   }
-  // Wait for its marker, then kill it as a crash would.
-  for (int i = 0; i < 500 && files_in(dir + "/store").empty(); ++i)
+  // Wait for its marker (the file of key "ddph/resumed/run"), then kill it
+  // as a crash would.
+  const std::string marker = dir + "/store/ddph%2Fresumed%2Frun";
+  for (int i = 0; i < 500 && access(marker.c_str(), F_OK) != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_FALSE(files_in(dir + "/store").empty()) << "rank 0 never wrote its marker";
+  ASSERT_EQ(access(marker.c_str(), F_OK), 0) << "rank 0 never wrote its marker";
   kill(crashed, SIGKILL);
   waitpid(crashed, nullptr, 0);
 
