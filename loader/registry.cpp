@@ -78,12 +78,14 @@ Registry::Registry(const SearchPath& path, PluginPolicy policy)
     : given_name_(path.given_name), policy_(std::move(policy)) {
   install_loader_host();
   auto add = [&](const std::string& dir, PluginOrigin origin) {
-    if (dir.empty() || std::find(dirs_.begin(), dirs_.end(), dir) != dirs_.end()) return;
-    // A given or env folder that is a built-in one (DDPH_PLUGIN_PATH set to
-    // the build's own plugins, as the tests do) holds the built-in files.
-    for (const auto& b : path.builtin)
-      if (origin != PluginOrigin::kBuiltin && same_directory(dir, b))
-        origin = PluginOrigin::kBuiltin;
+    if (dir.empty()) return;
+    for (Dir& known : search_) {
+      if (known.path != dir) continue;
+      // DDPH_PLUGIN_PATH naming a built-in folder (the tests point it at the
+      // build's own plugins): its files are the built-in ones.
+      if (origin == PluginOrigin::kBuiltin) known.origin = origin;
+      return;
+    }
     search_.push_back(Dir{dir, origin});
     dirs_.push_back(dir);
   };
@@ -122,7 +124,9 @@ std::vector<PluginCopy> Registry::copies(const std::string& family) const {
       ids.push_back(id);
       found.push_back(PluginCopy{path, dir.origin});
     } else if (dir.origin == PluginOrigin::kBuiltin) {
-      // The same file as a built-in one is the built-in family, wherever reached.
+      // The same file as a built-in one is the built-in family, wherever it is
+      // reached from (DDPH_PLUGIN_PATH set to the build's own plugins, as the
+      // tests do, or a symlink to them).
       found[size_t(seen - ids.begin())].origin = PluginOrigin::kBuiltin;
     }
   }

@@ -52,8 +52,8 @@ struct PluginFile {
 enum class PluginOrigin {
   kGiven,    // the YAML's plugin_path (or `ddph plugins --plugin-path`)
   kEnv,      // DDPH_PLUGIN_PATH
-  kBuiltin,  // shipped with the loader (search_path.h); also a given or env
-             // folder that is one of these, or a file that is one of theirs
+  kBuiltin,  // shipped with the loader (search_path.h); also the same file
+             // reached through a given or env folder
 };
 
 // One file of a family on the search path.

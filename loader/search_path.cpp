@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>  // program_invocation_name
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,14 +102,6 @@ SearchPath plugin_search_path(const std::vector<std::string>& given) {
   path.env = env_plugin_dirs();
   path.builtin = builtin_plugin_dirs();
   return path;
-}
-
-bool same_directory(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  struct stat sa {
-  }, sb{};
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && S_ISDIR(sa.st_mode) &&
-         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 }  // namespace loader

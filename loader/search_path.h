@@ -28,9 +28,6 @@ struct SearchPath {
 // given, then this process's DDPH_PLUGIN_PATH and built-in folders.
 SearchPath plugin_search_path(const std::vector<std::string>& given);
 
-// The same folder, however it is spelled (symlinks, "..", a trailing '/').
-bool same_directory(const std::string& a, const std::string& b);
-
 // The folder holding the code of the loader (libddph.so, or the executable
 // that links the loader statically), found with dladdr. Empty if unknown.
 std::string loader_directory();

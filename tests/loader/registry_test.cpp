@@ -231,3 +231,13 @@ TEST(Registry, LoadingAShadowedFamilyLogsAWarning) {
                  fixture_dir("shadow") + "/libddph_fixture_sum.so (plugin_path)");
   EXPECT_EQ(err.find("comm_fake"), std::string::npos) << err;
 }
+
+TEST(Registry, ABuiltInFolderOnTheEnvPathStaysBuiltIn) {
+  // As the tests and A/B runs set DDPH_PLUGIN_PATH: the built-in folder itself.
+  Registry registry(fixture_path({fixture_dir("shadow")}, {fixture_dir("good")},
+                                 {fixture_dir("good")}),
+                    ddph::loader::PluginPolicy{});
+  ASSERT_EQ(registry.dirs().size(), 2u);
+  EXPECT_EQ(registry.choose("comm_fake").origin, ddph::loader::PluginOrigin::kBuiltin);
+  EXPECT_THROW(registry.choose("fixture_sum"), ddph::Error);  // shadow's copy needs leave
+}
