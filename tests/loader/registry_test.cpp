@@ -233,10 +233,10 @@ TEST(Registry, LoadingAShadowedFamilyLogsAWarning) {
 }
 
 TEST(Registry, ABuiltInFolderOnTheEnvPathStaysBuiltIn) {
-  // As the tests and A/B runs set DDPH_PLUGIN_PATH: the built-in folder itself.
-  Registry registry(fixture_path({fixture_dir("shadow")}, {fixture_dir("good")},
-                                 {fixture_dir("good")}),
-                    ddph::loader::PluginPolicy{});
+  // As the tests set DDPH_PLUGIN_PATH: to the built-in folder itself.
+  Registry registry(
+      fixture_path({fixture_dir("shadow")}, {fixture_dir("good")}, {fixture_dir("good")}),
+      ddph::loader::PluginPolicy{});
   ASSERT_EQ(registry.dirs().size(), 2u);
   EXPECT_EQ(registry.choose("comm_fake").origin, ddph::loader::PluginOrigin::kBuiltin);
   EXPECT_THROW(registry.choose("fixture_sum"), ddph::Error);  // shadow's copy needs leave
