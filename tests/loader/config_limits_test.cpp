@@ -3,38 +3,19 @@
 // ordinary sharing through aliases still works; the problem list is capped.
 #include <gtest/gtest.h>
 
+#include "config_problems.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "loader/job.h"
 #include "loader/yaml_limits.h"
-#include "test_paths.h"
 
-using ddph::loader::check_job;
 using ddph::loader::ConfigSource;
-using ddph_test::fixture_dir;
+using ddph_test::joined;
+using ddph_test::problems_of;
+using ddph_test::text_source;
+using ddph_test::with_plugins;
 
 namespace {
-
-std::string with_plugins(const std::string& body) {
-  return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake}\n" + body;
-}
-
-ConfigSource text_source(const std::string& yaml) {
-  ConfigSource source;
-  source.text = yaml;
-  source.is_text = true;
-  return source;
-}
-
-std::vector<std::string> problems_of(const std::string& yaml) {
-  return check_job(text_source(yaml));
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
 
 // `levels` nested option maps: {a: {a: ... {a: 1}}}.
 std::string nested_options(int levels) {

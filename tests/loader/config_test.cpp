@@ -1,34 +1,19 @@
 // The YAML config: every problem reported with source, line, column and key.
 #include <gtest/gtest.h>
 
+#include "config_problems.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "loader/job.h"
-#include "test_paths.h"
 
 using ddph::loader::check_job;
 using ddph::loader::ConfigSource;
 using ddph_test::fixture_dir;
+using ddph_test::joined;
+using ddph_test::problems_of;
+using ddph_test::with_plugins;
 
 namespace {
-
-// YAML that finds the fixture plugins, followed by body.
-std::string with_plugins(const std::string& body) {
-  return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake}\n" + body;
-}
-
-std::vector<std::string> problems_of(const std::string& yaml) {
-  ConfigSource source;
-  source.text = yaml;
-  source.is_text = true;
-  return check_job(source);
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
 
 #define EXPECT_ONE_PROBLEM(yaml, part)                                     \
   do {                                                                     \
