@@ -34,7 +34,9 @@ cmake --build "$work/plugin" >/dev/null
 [ -f "$work/plugin/libddph_example.so" ] || { echo "FAIL: libddph_example.so not built"; exit 1; }
 export DDPH_PLUGIN_PATH=$work/plugin
 
-"$prefix/bin/ddph" validate "$src/examples/out_of_tree_plugin/example.yaml"
+# --load-plugins: the family comes from DDPH_PLUGIN_PATH, and validate runs a
+# plugin's code only when told to.
+"$prefix/bin/ddph" validate --load-plugins "$src/examples/out_of_tree_plugin/example.yaml"
 # The author's check of the new family: the whole plugin contract, from the
 # installed tool, on a .so outside the plugin directory.
 "$prefix/bin/ddph" validate-plugin --timeout 30 "$work/plugin/libddph_example.so" \
