@@ -18,12 +18,12 @@ class HostStore : public KvStore {
     DDPH_CALL(store_->set(store_->ctx, key.c_str(), value.data(), value.size()));
   }
 
-  // The table has no atomic set-if-absent; the host's store belongs to one
-  // job already (c10d's store), so check-then-set only has to catch a
-  // mistake, not a race.
+  // The table has no set-if-absent, and a host's store belongs to one job
+  // already (c10d's store, under torchrun's or init_process_group's
+  // rendezvous), so this is a plain set. Not even check-then-set: c10d's
+  // FileStore ignores a wait's timeout until its file exists, which only
+  // the first set creates.
   bool add(const std::string& key, const std::string& value, Deadline deadline) override {
-    std::string existing;
-    if (try_get(key, &existing, deadline)) return false;
     set(key, value, deadline);
     return true;
   }

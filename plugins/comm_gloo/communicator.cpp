@@ -10,8 +10,7 @@
 namespace ddph {
 namespace comm_gloo {
 
-Communicator::Communicator(const CommConfig& config,
-                           std::shared_ptr<rendezvous::KvStore> store,
+Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous::KvStore> store,
                            std::shared_ptr<WireBytes> wire)
     : config_(config),
       store_(std::move(store)),

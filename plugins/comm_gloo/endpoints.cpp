@@ -28,8 +28,10 @@ std::string endpoints_key(int rank) {
 void Communicator::attribute_sockets(const std::vector<SocketEnds>& ends) {
   if (size() == 1) return;
   // First line: who this rank is, for messages about it (peer_identity.h).
-  std::string mine =
-      PeerIdentity::mine(context_->getPair(rank() == 0 ? 1 : 0)->address().str()).line() + "\n";
+  std::vector<std::string> listening;  // gloo listens once per pair
+  for (int peer = 0; peer < size(); ++peer)
+    if (peer != rank()) listening.push_back(context_->getPair(peer)->address().str());
+  std::string mine = PeerIdentity::mine(listening).line() + "\n";
   for (const SocketEnds& e : ends) mine += e.local + ">" + e.remote + "\n";
   gloo_call("publishing socket ends", rank(), [&] {
     prefix_store_->set(endpoints_key(rank()), std::vector<char>(mine.begin(), mine.end()));

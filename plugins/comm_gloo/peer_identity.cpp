@@ -8,17 +8,19 @@
 namespace ddph {
 namespace comm_gloo {
 
-PeerIdentity PeerIdentity::mine(const std::string& gloo_address) {
+PeerIdentity PeerIdentity::mine(std::vector<std::string> gloo_addresses) {
   PeerIdentity me;
   char name[256] = {};
   me.host = gethostname(name, sizeof name - 1) == 0 ? name : "?";
   me.pid = std::to_string(getpid());
-  me.gloo_address = gloo_address;
+  me.gloo_addresses = std::move(gloo_addresses);
   return me;
 }
 
 std::string PeerIdentity::line() const {
-  return "peer host=" + host + " pid=" + pid + " addr=" + gloo_address;
+  std::string addresses;
+  for (const std::string& a : gloo_addresses) addresses += (addresses.empty() ? "" : ",") + a;
+  return "peer host=" + host + " pid=" + pid + " addr=" + addresses;
 }
 
 PeerIdentity PeerIdentity::parse(const std::string& line, int rank) {
@@ -34,17 +36,17 @@ PeerIdentity PeerIdentity::parse(const std::string& line, int rank) {
     const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
     if (key == "host") p.host = value;
     if (key == "pid") p.pid = value;
-    if (key == "addr") p.gloo_address = value;
+    if (key != "addr") continue;
+    std::istringstream list(value);
+    for (std::string a; std::getline(list, a, ',');)
+      if (!a.empty()) p.gloo_addresses.push_back(a);
   }
   return p;
 }
 
-std::string PeerIdentity::describe() const {
-  std::string s = "rank " + std::to_string(rank);
-  if (!pid.empty() || !host.empty()) s += " (pid " + pid + " on host " + host;
-  if (!gloo_address.empty()) s += ", listening on " + true_address(gloo_address);
-  if (!pid.empty() || !host.empty()) s += ")";
-  return s;
+std::string PeerIdentity::describe(const std::string& gloo_address) const {
+  return "rank " + std::to_string(rank) + " (pid " + pid + " on host " + host + ", listening on " +
+         true_address(gloo_address) + ")";
 }
 
 std::string true_address(const std::string& gloo_address) {
@@ -61,12 +63,13 @@ std::string true_address(const std::string& gloo_address) {
 std::string name_peers_in(const std::string& text, const std::vector<PeerIdentity>& peers) {
   std::string out = text;
   for (const PeerIdentity& p : peers) {
-    if (p.rank < 0 || p.gloo_address.empty()) continue;
-    for (size_t at = out.find(p.gloo_address); at != std::string::npos;
-         at = out.find(p.gloo_address, at)) {
-      const std::string who = p.describe();
-      out.replace(at, p.gloo_address.size(), who);
-      at += who.size();
+    if (p.rank < 0) continue;
+    for (const std::string& address : p.gloo_addresses) {
+      for (size_t at = out.find(address); at != std::string::npos; at = out.find(address, at)) {
+        const std::string who = p.describe(address);
+        out.replace(at, address.size(), who);
+        at += who.size();
+      }
     }
   }
   return out;

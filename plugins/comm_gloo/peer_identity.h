@@ -13,16 +13,19 @@ namespace comm_gloo {
 struct PeerIdentity {
   int rank = -1;  // -1: unknown
   std::string host, pid;
-  std::string gloo_address;  // the peer's listening address as gloo prints it
+  // The peer's listening addresses as gloo prints them: gloo listens once
+  // per pair, so a peer has one address per rank it connects to.
+  std::vector<std::string> gloo_addresses;
 
-  // This process, listening at gloo_address.
-  static PeerIdentity mine(const std::string& gloo_address);
-  // One line, "peer host=H pid=P addr=A", as published in the store.
+  // This process, listening at gloo_addresses.
+  static PeerIdentity mine(std::vector<std::string> gloo_addresses);
+  // One line, "peer host=H pid=P addr=A,B,...", as published in the store.
   std::string line() const;
   // The inverse of line() for rank's line; fields it lacks stay empty.
   static PeerIdentity parse(const std::string& line, int rank);
-  // "rank 2 (pid 4711 on host node-3, listening on 10.0.0.3:29500)".
-  std::string describe() const;
+  // "rank 2 (pid 4711 on host node-3, listening on 10.0.0.3:29500)" for
+  // the address gloo printed.
+  std::string describe(const std::string& gloo_address) const;
 };
 
 // gloo's "[10.0.0.3]:15475" as "10.0.0.3:29500": the port's bytes swapped

@@ -1,14 +1,14 @@
 // A dead peer is named by its rank, process and host, and its address is
 // printed with its real port (gloo prints the port's bytes swapped).
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "tests/comm_gloo/harness.h"
@@ -17,30 +17,18 @@
 namespace comm_gloo_test {
 namespace {
 
-// The TCP ports this process listens on, from /proc: the inodes of its
-// socket descriptors, matched against /proc/net/tcp's LISTEN (0A) rows.
-std::set<int> listening_ports() {
-  std::set<std::string> inodes;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) {
-      char target[256] = {};
-      const std::string link = std::string("/proc/self/fd/") + e->d_name;
-      const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
-      const std::string t(target, n > 0 ? size_t(n) : 0);
-      if (t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
-    }
-    closedir(d);
-  }
+// The ports a rank listened on, from the address list gloo published for it
+// (key "test/<r>", file "test%2F<r>" of the file store): one record per pair, each a
+// sockaddr_storage (port in network order at bytes 2-3) and an 8-byte
+// sequence number. gloo's own bytes are the reference for the real port.
+constexpr size_t kGlooAddressBytes = 128 + 8;
+std::set<int> published_ports(const std::string& store_dir, int rank) {
+  std::ifstream in(store_dir + "/test%2F" + std::to_string(rank), std::ios::binary);
+  const std::string v((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::set<int> ports;
-  std::ifstream tcp("/proc/net/tcp");
-  std::string line;
-  std::getline(tcp, line);  // header
-  while (std::getline(tcp, line)) {
-    std::istringstream f(line);
-    std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-    f >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-    if (state == "0A" && inodes.count(inode))
-      ports.insert(int(std::stoul(local.substr(local.find(':') + 1), nullptr, 16)));
+  for (size_t at = 0; at + kGlooAddressBytes <= v.size(); at += kGlooAddressBytes) {
+    const auto* b = reinterpret_cast<const unsigned char*>(v.data() + at);
+    if ((b[0] | b[1] << 8) == AF_INET) ports.insert(b[2] << 8 | b[3]);
   }
   return ports;
 }
@@ -59,10 +47,7 @@ TEST(CommGlooPeerNames, ADeadPeerIsNamedWithItsRealAddress) {
         Tensor t(kF32, 1 << 20);
         CHILD_OK(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
         if (rank == 1) {
-          std::ofstream out(dir + "/victim");
-          out << getpid();
-          for (int port : listening_ports()) out << " " << port;
-          out.close();
+          std::ofstream(dir + "/victim") << getpid();
           raise(SIGKILL);
         }
         for (int i = 0; i < 50 && access((dir + "/victim").c_str(), F_OK) != 0; ++i) usleep(10000);
@@ -70,11 +55,9 @@ TEST(CommGlooPeerNames, ADeadPeerIsNamedWithItsRealAddress) {
         err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
         comm->destroy(comm->ctx);
         DDPH_CHILD_CHECK(!err.ok(), "the allreduce with a dead peer succeeded");
-        std::ifstream in(dir + "/victim");
-        int pid = 0, port = 0;
-        std::set<int> ports;
-        in >> pid;
-        while (in >> port) ports.insert(port);
+        int pid = 0;
+        std::ifstream(dir + "/victim") >> pid;
+        const std::set<int> ports = published_ports(dir + "/store", 1);
         char host[256] = {};
         gethostname(host, sizeof host - 1);
         const std::string who =
@@ -84,8 +67,8 @@ TEST(CommGlooPeerNames, ADeadPeerIsNamedWithItsRealAddress) {
                          err.message.c_str());
         const int printed = std::atoi(err.message.c_str() + at + who.size());
         DDPH_CHILD_CHECK(ports.count(printed) == 1,
-                         "printed port %d is not one rank 1 listened on (%zu ports): %s", printed,
-                         ports.size(), err.message.c_str());
+                         "printed port %d is not one gloo published for rank 1 (%zu ports): %s",
+                         printed, ports.size(), err.message.c_str());
         return 0;
       },
       30);
