@@ -189,7 +189,7 @@ void JobStore::begin_locked() {
     w.put(uint32_t(run_.world), 4);
     w.put(unix_ms_now(), 8);
     if (!kv_->add(marker, frame(marker, w.take()), deadline)) {
-      std::string existing, holder = "another process";
+      std::string existing, holder = "rank 0 of another process";
       if (kv_->try_get(marker, &existing, deadline)) {
         const Framed f = parse_frame(marker, existing, kv_->describe());
         holder = f.who();
@@ -202,7 +202,7 @@ void JobStore::begin_locked() {
       DDPH_FAIL(DDPH_INVALID_ARGUMENT,
                 "job '" << run_.job << "' (the id from " << run_.job_source
                         << "): a job with this id already ran here or is running: "
-                        << kv_->describe() << " holds its run marker, written by rank 0 " << holder
+                        << kv_->describe() << " holds its run marker, written by " << holder
                         << ". If that job has ended, it did not end well and left its keys: "
                            "remove them ("
                         << kv_->how_to_remove(prefix)
@@ -231,7 +231,7 @@ void JobStore::begin_locked() {
     DDPH_CHECK(int64_t(world) == run_.world, DDPH_INVALID_ARGUMENT,
                "world size mismatch in job '"
                    << run_.job << "': this rank (" << run_.rank << ") was started with world_size "
-                   << run_.world << ", but rank 0, " << f.who() << ", started the job at "
+                   << run_.world << ", but " << f.who() << " started the job at "
                    << utc_text(started) << " with world_size " << world
                    << ". Start every rank with the same world size (if that rank 0 belongs to an "
                       "earlier run that crashed, remove its keys: "
