@@ -3,6 +3,7 @@
 // tiny and huge magnitudes. Shared by the kernel tests.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -101,6 +102,37 @@ inline std::vector<QuantCase> quant_cases() {
   std::vector<float> mixed = normal_floats(512 * 6 + 100, 14, 1.0f);
   for (size_t i = 0; i < mixed.size(); ++i) mixed[i] *= (i / 512) % 2 ? 1e-6f : 1e4f;
   both("mixed_3172", mixed);
+  return cases;
+}
+
+// Finite buckets past what PyTorch's formulas hold (docs/quantization.md,
+// "Huge values"): ranges wider than FLT_MAX, FLT_MAX itself, and huge
+// values among ordinary ones, per channel (512) and per tensor.
+inline std::vector<QuantCase> huge_quant_cases() {
+  std::vector<QuantCase> cases;
+  auto both = [&](const std::string& name, std::vector<float> x) {
+    cases.push_back({name + "/channel", x, 512});
+    const size_t n = x.size();
+    cases.push_back({name + "/tensor", std::move(x), n});
+  };
+  std::vector<float> pm(1500);
+  for (size_t i = 0; i < pm.size(); ++i) pm[i] = i % 2 ? 3e38f : -3e38f;
+  both("plus_minus_3e38_1500", pm);
+  both("flt_max_1100", std::vector<float>(1100, FLT_MAX));
+  both("minus_flt_max_700", std::vector<float>(700, -FLT_MAX));
+  std::vector<float> ends(1030);
+  for (size_t i = 0; i < ends.size(); ++i) ends[i] = i % 3 ? FLT_MAX : -FLT_MAX;
+  both("plus_minus_flt_max_1030", ends);
+  // Ordinary values with a few huge ones in some channels, and channels
+  // whose range sits just below and just above FLT_MAX.
+  std::vector<float> mix = normal_floats(512 * 5 + 77, 16, 1.0f);
+  mix[3] = 3e38f;
+  mix[700] = -3e38f;
+  mix[701] = 3e38f;
+  mix[1500] = -FLT_MAX;
+  for (size_t i = 2048; i < 2560; ++i) mix[i] = i % 2 ? 1.7e38f : -1.6e38f;  // PyTorch's still
+  for (size_t i = 2560; i < mix.size(); ++i) mix[i] = i % 2 ? 1.7e38f : -1.71e38f;  // past it
+  both("mixed_2637", mix);
   return cases;
 }
 
