@@ -97,7 +97,12 @@ inline std::vector<QuantCase> quant_cases() {
   both("tiny_1500", normal_floats(1500, 10, 1e-30f));
   both("subnormal_777", normal_floats(777, 11, 1e-39f));
   both("large_2500", normal_floats(2500, 12, 1e30f));
-  both("huge_1100", normal_floats(1100, 13, 5e37f));  // max - min overflows: scale inf
+  both("huge_1100", normal_floats(1100, 13, 5e37f));
+  // A range just below FLT_MAX: PyTorch's formulas still hold, and ddph
+  // must keep their bits (kernels_huge_test.cpp has the cases past it).
+  std::vector<float> edge = normal_floats(1100, 17, 1e37f);
+  for (size_t i = 0; i < edge.size(); i += 5) edge[i] = i % 2 ? 1.7e38f : -1.6e38f;
+  both("edge_of_range_1100", edge);
   // Channels of very different magnitudes side by side.
   std::vector<float> mixed = normal_floats(512 * 6 + 100, 14, 1.0f);
   for (size_t i = 0; i < mixed.size(); ++i) mixed[i] *= (i / 512) % 2 ? 1e-6f : 1e4f;
