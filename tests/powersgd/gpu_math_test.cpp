@@ -17,6 +17,7 @@
 #include "plugins/powersgd/lowrank.h"
 #include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/orthogonalize.h"
+#include "tests/powersgd/huge_operands.h"
 #include "tests/support/cuda_device.h"
 
 namespace {
@@ -140,11 +141,8 @@ TEST(GpuMath, AddSubtractAndDivide) {
 TEST(GpuMath, HugeValueOpsMatchTheHostOps) {
   DDPH_SKIP_WITHOUT_GPU();
   p::LowRankCuda gpu;
-  const float values[] = {3e38f, -3e38f, FLT_MAX, -FLT_MAX, 1e38f,     -2.5e38f,
-                          1.0f,  -0.5f,  0.0f,    INFINITY, -INFINITY, std::nanf("")};
   std::vector<float> a, b;
-  for (float x : values)
-    for (float y : values) a.push_back(x), b.push_back(y);
+  ddph_test::psgd::huge_operand_pairs(a, b);
   const size_t n = a.size();
   p::LowRankOps& host = p::cpu_ops();
   auto same = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {

@@ -20,6 +20,7 @@
 #include "plugins/powersgd/state.h"
 #include "plugins/powersgd/torch_rng.h"
 #include "tests/kernels/torch_ref.h"
+#include "tests/powersgd/huge_operands.h"
 
 namespace {
 
@@ -136,11 +137,8 @@ TEST(Orthogonalize, HugeValuesUpToTheLimitAndBeyond) {
 // the data is finite; an uncompressed mean that is not finite leaves NaN
 // in the error; factors past the limit become NaN, and the flag sees them.
 TEST(HugeValues, TheHostOpsSaturateRatherThanOverflow) {
-  const float values[] = {3e38f, -3e38f, FLT_MAX, -FLT_MAX, 1e38f,     -2.5e38f,
-                          1.0f,  -0.5f,  0.0f,    INFINITY, -INFINITY, std::nanf("")};
   std::vector<float> a, b;
-  for (float x : values)
-    for (float y : values) a.push_back(x), b.push_back(y);
+  ddph_test::psgd::huge_operand_pairs(a, b);
   const size_t n = a.size();
   auto expect_same = [](float got, long double want, bool finite_operands, const char* what,
                         float x, float y) {
