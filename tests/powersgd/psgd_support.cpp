@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/le_bytes.h"
+#include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
 
 namespace ddph_test {
@@ -104,14 +105,7 @@ std::string session_blob(const std::string& hook_name, const std::string& hook_b
 
 std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine) {
   ddph_comm_t* c = ddph_session_comm(s);
-  const int world = c->size(c->ctx);
-  std::vector<float> all(mine.size() * size_t(world));
-  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
-  DLTensor send{
-      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
-  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
-  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
-  return all;
+  return quant::gather_floats(s, mine, c->size(c->ctx));
 }
 
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {

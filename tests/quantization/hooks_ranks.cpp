@@ -30,6 +30,17 @@ std::vector<float> inputs(int rank, uint64_t step, size_t n) {
   return v;
 }
 
+std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mine, int world) {
+  ddph_comm_t* c = ddph_session_comm(s);
+  std::vector<float> all(mine.size() * size_t(world));
+  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
+  DLTensor send{
+      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
+  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
+  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
+  return all;
+}
+
 std::string yaml(const std::string& hook, const std::string& options) {
   return "comm: {backend: gloo, timeout: 20s}\nhook: {family: quantization, name: " + hook +
          ", options: {" + options + "}}\n";
