@@ -153,7 +153,7 @@ TEST(State, BlobDecoderRejectsMalformedBlobs) {
   };
   std::string wrong_magic = good, wrong_version = good;
   wrong_magic[0] = 'X';
-  wrong_version[8] = 2;
+  wrong_version[8] = 7;
   EXPECT_EQ(code_of(wrong_magic), DDPH_INVALID_ARGUMENT);
   EXPECT_EQ(code_of(wrong_version), DDPH_INVALID_ARGUMENT);
   for (size_t cut = 0; cut < good.size(); ++cut)
