@@ -10,6 +10,7 @@ namespace layout {
 namespace {
 
 // Little-endian reads that remember the first problem instead of throwing.
+// It reads `s` in place: keep the string alive as long as the reader.
 class Bytes {
  public:
   explicit Bytes(const std::string& s) : s_(s) {}
@@ -77,7 +78,8 @@ bool open(const std::string& blob, const char* magic8, uint32_t oldest, uint32_t
   if (*version < oldest || *version > newest)
     return *why = "version " + std::to_string(*version), false;
   const std::string before = blob.substr(0, blob.size() - 8);
-  Bytes tail(blob.substr(blob.size() - 8));
+  const std::string checksum = blob.substr(blob.size() - 8);
+  Bytes tail(checksum);
   if (tail.u(8, "checksum") != fnv1a64(before)) return *why = "checksum mismatch", false;
   *body = before.substr(12);
   return true;
