@@ -383,17 +383,10 @@ TEST(Hierarchical, CheckpointsHoldTheLeadersState) {
                          ddph_test::layout::parse_container(from0, &records, &why) &&
                          records.size() == 1 && records[0].family == "hierarchical",
                      "rank 0's blob: %s", why.c_str());
-    size_t accepted = 0;
-    for (size_t at = 0; at < records[0].blob.size(); ++at) {
-      std::vector<ddph_test::layout::Record> bad = records;
-      bad[0].blob[at] = char(bad[0].blob[at] ^ 0x20);
-      const std::string offer = ddph_test::layout::container(bad);
-      e = ddph_session_load_state(b, offer.data(), offer.size());
-      if (ddph_error_code(e) != DDPH_INVALID_ARGUMENT) ++accepted;
-      ddph_error_free(e);
-    }
+    size_t offered = 0;
+    const size_t accepted = ddph_test::accepted_byte_changes(b, from0, &offered);
     DDPH_CHILD_CHECK(accepted == 0, "%zu of %zu single-byte changes were not refused", accepted,
-                     records[0].blob.size());
+                     offered);
     for (uint64_t step = 4; step < 6; ++step) {
       std::vector<float> va = grads(step), vb = grads(step);
       DDPH_CHILD_CHECK(ddph_test::psgd::run(a, va, shapes, 0, step, true) == DDPH_OK &&

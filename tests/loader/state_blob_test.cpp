@@ -69,12 +69,10 @@ TEST(StateBlob, EveryByteFlipIsRefused) {
   const std::string blob =
       encode_state({{"quantization", "per_channel", std::string(40, '\x11')},
                     {"post_localsgd", "model_averaging", std::string("\0\1\2\3", 4)}});
-  for (size_t at = 0; at < blob.size(); ++at)
-    for (int mask : {0x01, 0x80, 0xff}) {
-      std::string bad = blob;
-      bad[at] = char(bad[at] ^ mask);
-      EXPECT_NE(refusal(bad), "") << "byte " << at << " ^ " << mask << " was accepted";
-    }
+  layout::for_each_byte_change(
+      blob, {0x01, 0x80, 0xff}, [](const std::string& bad, size_t at, uint8_t mask) {
+        EXPECT_NE(refusal(bad), "") << "byte " << at << " ^ " << int(mask) << " was accepted";
+      });
 }
 
 // A record header that the checksum covers but the length fields break is

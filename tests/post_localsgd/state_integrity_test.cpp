@@ -6,12 +6,13 @@
 // run of both hooks bit for bit on 2 Gloo ranks.
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/le_bytes.h"
+#include "loader/tool/lent_bucket.h"
 #include "plugins/post_localsgd/step_counter.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"
@@ -59,12 +60,10 @@ TEST(LocalSgdState, SavedBlobIsTheDocumentedLayout) {
 TEST(LocalSgdState, EveryByteFlipIsRefused) {
   const std::string good = pl::encode_step(12345);
   ASSERT_EQ(refusal(good), "");
-  for (size_t at = 0; at < good.size(); ++at)
-    for (int mask : {0x01, 0x80, 0xff}) {
-      std::string bad = good;
-      bad[at] = char(bad[at] ^ mask);
-      EXPECT_NE(refusal(bad), "") << "byte " << at << " ^ " << mask << " was accepted";
-    }
+  layout::for_each_byte_change(
+      good, {0x01, 0x80, 0xff}, [](const std::string& bad, size_t at, uint8_t mask) {
+        EXPECT_NE(refusal(bad), "") << "byte " << at << " ^ " << int(mask) << " was accepted";
+      });
 }
 
 TEST(LocalSgdState, StepAboveTwoToThe53IsRefusedNamingHookAndField) {
@@ -83,55 +82,25 @@ TEST(LocalSgdState, VersionOneIsRefusedNamingBothVersions) {
       << message;
 }
 
-// One bucket of kN gradients with one parameter view over all of them,
-// whose values the host lends (model_averaging averages them).
+// One step's bucket: kN rank-dependent gradients and one 2 x 3 parameter
+// whose rank-dependent values the host lends (model_averaging averages them).
 constexpr size_t kN = 6;
-struct Step {
-  std::vector<float> grads = std::vector<float>(kN), params = std::vector<float>(kN);
-  int64_t shape[1] = {int64_t(kN)}, numel = int64_t(kN);
-  ddph_param_t param{};
-  ddph_bucket_t bucket{};
-  Step(int rank, uint64_t step) {
+struct Step : ddph_validate::LentBucket {
+  Step(int rank, uint64_t step) : LentBucket(int64_t(kN), 2, 3) {
     for (size_t i = 0; i < kN; ++i) {
-      grads[i] = float(4 * (10 * rank + int(i) + 3 * int(step)));
-      params[i] = float(8 * (rank + 1) + int(i));
+      data[i] = float(4 * (10 * rank + int(i) + 3 * int(step)));
+      param_data[i] = float(8 * (rank + 1) + int(i));
     }
-    param.struct_size = sizeof param;
-    param.ndim = 1;
-    param.shape = shape;
-    param.data.data = params.data();
-    param.data.device = {kDLCPU, 0};
-    param.data.ndim = 1;
-    param.data.dtype = {kDLFloat, 32, 1};
-    param.data.shape = &numel;
-    bucket.struct_size = sizeof bucket;
-    bucket.step = step;
-    bucket.is_last = 1;
-    bucket.buffer.data = grads.data();
-    bucket.buffer.device = {kDLCPU, 0};
-    bucket.buffer.ndim = 1;
-    bucket.buffer.dtype = {kDLFloat, 32, 1};
-    bucket.buffer.shape = shape;
-    bucket.num_params = 1;
-    bucket.params = &param;
+    b.step = step;
   }
-  Step(const Step&) = delete;
-  bool same(const Step& o) const { return grads == o.grads && params == o.params; }
+  bool same(const Step& o) const { return data == o.data && param_data == o.param_data; }
 };
 
 bool run(ddph_session_t* s, Step& st) {
   std::string message;
-  const ddph_code_t code = ddph_test::run_bucket(s, st.bucket, &message);
+  const ddph_code_t code = ddph_test::run_bucket(s, st.b, &message);
   if (code != DDPH_OK) std::fprintf(stderr, "bucket: %s\n", message.c_str());
   return code == DDPH_OK;
-}
-
-ddph_code_t load_code(ddph_session_t* s, const std::string& blob, std::string* message) {
-  ddph_error_t* e = ddph_session_load_state(s, blob.data(), blob.size());
-  const ddph_code_t code = ddph_error_code(e);
-  if (message != nullptr) *message = e != nullptr ? ddph_error_message(e) : "";
-  ddph_error_free(e);
-  return code;
 }
 
 // model_averaging (period 2) around post_localsgd (local from step 3), so
@@ -168,30 +137,18 @@ TEST(LocalSgdStateSession, CorruptBlobsAreRefusedAndAGoodOneResumesTheRun) {
     ddph_session_t* b = ddph_test::open_session(y, rank, world, dir);
     DDPH_CHILD_CHECK(b != nullptr, "open b");
     std::string message;
-    DDPH_CHILD_CHECK(load_code(b, blob, &message) == DDPH_OK, "load: %s", message.c_str());
-    size_t accepted = 0, offered = 0;
-    auto offer = [&](const std::string& bad) {
-      ++offered;
-      if (load_code(b, bad, nullptr) != DDPH_INVALID_ARGUMENT) ++accepted;
-    };
-    for (size_t at = 0; at < blob.size(); ++at) {
-      std::string bad = blob;
-      bad[at] = char(bad[at] ^ 0x20);
-      offer(bad);
-    }
-    for (size_t r = 0; r < records.size(); ++r)
-      for (size_t at = 0; at < records[r].blob.size(); ++at) {
-        std::vector<layout::Record> bad = records;
-        bad[r].blob[at] = char(bad[r].blob[at] ^ 0x20);
-        offer(layout::container(bad));
-      }
+    DDPH_CHILD_CHECK(ddph_test::load_state(b, blob, &message) == DDPH_OK, "load: %s",
+                     message.c_str());
+    size_t offered = 0;
+    const size_t accepted = ddph_test::accepted_byte_changes(b, blob, &offered);
     DDPH_CHILD_CHECK(accepted == 0, "%zu of %zu single-byte changes were not refused", accepted,
                      offered);
     for (size_t r = 0; r < records.size(); ++r) {
       std::vector<layout::Record> bad = records;
       bad[r].blob = framed((uint64_t(1) << 53) + 1);
-      DDPH_CHILD_CHECK(load_code(b, layout::container(bad), &message) == DDPH_INVALID_ARGUMENT,
-                       "a step above 2^53 was accepted");
+      DDPH_CHILD_CHECK(
+          ddph_test::load_state(b, layout::container(bad), &message) == DDPH_INVALID_ARGUMENT,
+          "a step above 2^53 was accepted");
       const std::string says =
           "post_localsgd/" + records[r].hook + " state: step 9007199254740993 is out of range";
       DDPH_CHILD_CHECK(message.find(says) != std::string::npos, "message: %s", message.c_str());
@@ -205,7 +162,7 @@ TEST(LocalSgdStateSession, CorruptBlobsAreRefusedAndAGoodOneResumesTheRun) {
     DDPH_CHILD_CHECK(c != nullptr, "open c");
     Step sc(rank, 3);
     DDPH_CHILD_CHECK(run(c, sc), "c, step 3");
-    DDPH_CHILD_CHECK(sc.grads != sa.grads && sc.params != sa.params,
+    DDPH_CHILD_CHECK(sc.data != sa.data && sc.param_data != sa.param_data,
                      "a session without the blob gives the same step 3");
     ddph_session_close(c);
     return 0;

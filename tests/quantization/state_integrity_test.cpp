@@ -87,12 +87,10 @@ TEST(QuantState, SavedBlobIsTheDocumentedLayout) {
 TEST(QuantState, EveryByteFlipIsRefused) {
   const std::string good = framed(kSample);
   ASSERT_EQ(refusal(good), "");
-  for (size_t at = 0; at < good.size(); ++at)
-    for (int mask : {0x01, 0x80, 0xff}) {
-      std::string bad = good;
-      bad[at] = char(bad[at] ^ mask);
-      EXPECT_NE(refusal(bad), "") << "byte " << at << " ^ " << mask << " was accepted";
-    }
+  layout::for_each_byte_change(
+      good, {0x01, 0x80, 0xff}, [](const std::string& bad, size_t at, uint8_t mask) {
+        EXPECT_NE(refusal(bad), "") << "byte " << at << " ^ " << int(mask) << " was accepted";
+      });
 }
 
 // Under a valid checksum: the message names the family, the bucket, the
@@ -140,15 +138,6 @@ std::string rewrapped(const std::string& hook, const std::string& hook_blob) {
   return layout::container({{"quantization", hook, hook_blob}});
 }
 
-// The code of loading `blob` into s (freeing the error).
-ddph_code_t load_code(ddph_session_t* s, const std::string& blob, std::string* message) {
-  ddph_error_t* e = ddph_session_load_state(s, blob.data(), blob.size());
-  const ddph_code_t code = ddph_error_code(e);
-  if (message != nullptr) *message = e != nullptr ? ddph_error_message(e) : "";
-  ddph_error_free(e);
-  return code;
-}
-
 // Two ranks save after 3 steps of two buckets. A second session loads the
 // blob, then is offered every single-byte change of the session blob and of
 // the hook's blob (in a valid container), and a NaN residual under a valid
@@ -179,18 +168,10 @@ TEST(QuantStateSession, CorruptBlobsAreRefusedAndAGoodOneResumesTheRun) {
     ddph_session_t* b = ddph_test::open_session(y, rank, world, dir);
     DDPH_CHILD_CHECK(b != nullptr, "open b");
     std::string message;
-    DDPH_CHILD_CHECK(load_code(b, blob, &message) == DDPH_OK, "load: %s", message.c_str());
-    size_t accepted = 0, offered = 0;
-    for (const bool whole : {true, false}) {
-      const std::string& good = whole ? blob : hook_state;
-      for (size_t at = 0; at < good.size(); ++at) {
-        std::string bad = good;
-        bad[at] = char(bad[at] ^ 0x20);
-        const std::string offer = whole ? bad : rewrapped(hook, bad);
-        ++offered;
-        if (load_code(b, offer, nullptr) != DDPH_INVALID_ARGUMENT) ++accepted;
-      }
-    }
+    DDPH_CHILD_CHECK(ddph_test::load_state(b, blob, &message) == DDPH_OK, "load: %s",
+                     message.c_str());
+    size_t offered = 0;
+    const size_t accepted = ddph_test::accepted_byte_changes(b, blob, &offered);
     DDPH_CHILD_CHECK(accepted == 0, "%zu of %zu single-byte changes were not refused", accepted,
                      offered);
 
@@ -202,8 +183,9 @@ TEST(QuantStateSession, CorruptBlobsAreRefusedAndAGoodOneResumesTheRun) {
     ddph::put_frame_header(w, kMagic, 2);
     w.put_bytes(body.data(), body.size());
     const std::string nan_state = ddph::finish_frame(w);
-    DDPH_CHILD_CHECK(load_code(b, rewrapped(hook, nan_state), &message) == DDPH_INVALID_ARGUMENT,
-                     "a NaN residual was accepted");
+    DDPH_CHILD_CHECK(
+        ddph_test::load_state(b, rewrapped(hook, nan_state), &message) == DDPH_INVALID_ARGUMENT,
+        "a NaN residual was accepted");
     DDPH_CHILD_CHECK(message.find("bucket 0, own residual element 5 is NaN") != std::string::npos,
                      "message: %s", message.c_str());
 

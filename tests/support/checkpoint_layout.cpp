@@ -248,5 +248,16 @@ bool valid_session_state(const std::string& blob, std::string* why) {
   return true;
 }
 
+void for_each_byte_change(const std::string& blob, const std::vector<uint8_t>& masks,
+                          const std::function<void(const std::string&, size_t, uint8_t)>& f) {
+  std::string changed = blob;
+  for (size_t at = 0; at < blob.size(); ++at)
+    for (uint8_t mask : masks) {
+      changed[at] = char(uint8_t(blob[at]) ^ mask);
+      f(changed, at, mask);
+      changed[at] = blob[at];
+    }
+}
+
 }  // namespace layout
 }  // namespace ddph_test

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ bool valid_hook_state(const std::string& family, const std::string& hook, const 
                       std::string* why);
 // A container whose every record is valid_hook_state.
 bool valid_session_state(const std::string& blob, std::string* why);
+
+// Calls f(changed, at, mask) with `blob` whose byte `at` is XORed with each
+// mask, for every byte: the single-byte changes a checksum must catch.
+void for_each_byte_change(const std::string& blob, const std::vector<uint8_t>& masks,
+                          const std::function<void(const std::string&, size_t, uint8_t)>& f);
 
 }  // namespace layout
 }  // namespace ddph_test
