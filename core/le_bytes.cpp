@@ -10,6 +10,10 @@ void LeWriter::put(uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out_.push_back(char(uint8_t(v >> (8 * i))));
 }
 
+void LeWriter::put_bytes(const void* bytes, size_t n) {
+  out_.append(static_cast<const char*>(bytes), n);
+}
+
 void LeWriter::put_floats(const std::vector<float>& v) {
   put(v.size(), 8);
   for (float f : v) {

@@ -14,6 +14,8 @@ namespace ddph {
 class LeWriter {
  public:
   void put(uint64_t v, int bytes);
+  // n raw bytes.
+  void put_bytes(const void* bytes, size_t n);
   // u64 count, then count x f32.
   void put_floats(const std::vector<float>& v);
   // n bytes as they are (names, nested blobs).

@@ -13,6 +13,7 @@
 
 #include "loader/hook_chain.h"
 #include "loader/job.h"
+#include "loader/job_store.h"
 #include "loader/rank_agreement.h"
 #include "loader/worker.h"
 
@@ -69,6 +70,9 @@ class Session {
 
   Job job_;
   Placement placement_;
+  // The job-scoped rendezvous store handed to the communicator (NULL when
+  // the host provides the communicator); outlives the communicators.
+  std::unique_ptr<JobStore> job_store_;
   ddph_comm_t* comm_ = nullptr;
   bool owns_comm_ = false;
   // The host's (ABI 1.3), handed to the communicator and every hook; or NULL.

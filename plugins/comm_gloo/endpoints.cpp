@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/peer_identity.h"
 
 namespace ddph {
 namespace comm_gloo {
@@ -26,11 +27,16 @@ std::string endpoints_key(int rank) {
 
 void Communicator::attribute_sockets(const std::vector<SocketEnds>& ends) {
   if (size() == 1) return;
-  std::string mine;
+  // First line: who this rank is, for messages about it (peer_identity.h).
+  std::vector<std::string> listening;  // gloo listens once per pair
+  for (int peer = 0; peer < size(); ++peer)
+    if (peer != rank()) listening.push_back(context_->getPair(peer)->address().str());
+  std::string mine = PeerIdentity::mine(listening).line() + "\n";
   for (const SocketEnds& e : ends) mine += e.local + ">" + e.remote + "\n";
   gloo_call("publishing socket ends", rank(), [&] {
     prefix_store_->set(endpoints_key(rank()), std::vector<char>(mine.begin(), mine.end()));
   });
+  peers_.assign(size_t(size()), PeerIdentity{});
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) continue;
     std::vector<char> theirs;
@@ -38,11 +44,16 @@ void Communicator::attribute_sockets(const std::vector<SocketEnds>& ends) {
               [&] { theirs = prefix_store_->get(endpoints_key(peer)); });
     std::istringstream lines(std::string(theirs.begin(), theirs.end()));
     std::string line;
+    if (std::getline(lines, line)) peers_[size_t(peer)] = PeerIdentity::parse(line, peer);
     while (std::getline(lines, line)) {
       for (const SocketEnds& e : ends)
         if (line == e.remote + ">" + e.local) wire_->set_peer(e.index, world_rank(peer));
     }
   }
+}
+
+std::string Communicator::name_peers(const std::string& text) const {
+  return name_peers_in(text, peers_);
 }
 
 uint64_t Communicator::bytes_sent_to(int peer) {
