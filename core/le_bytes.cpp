@@ -23,10 +23,6 @@ void LeWriter::put_floats(const std::vector<float>& v) {
   }
 }
 
-void LeWriter::put_bytes(const void* bytes, size_t n) {
-  if (n != 0) out_.append(static_cast<const char*>(bytes), n);
-}
-
 LeReader::LeReader(const void* bytes, size_t n, const char* blob)
     : p_(static_cast<const uint8_t*>(bytes)), n_(n), blob_(blob) {}
 

@@ -18,8 +18,6 @@ class LeWriter {
   void put_bytes(const void* bytes, size_t n);
   // u64 count, then count x f32.
   void put_floats(const std::vector<float>& v);
-  // n bytes as they are (names, nested blobs).
-  void put_bytes(const void* bytes, size_t n);
   const std::string& bytes() const { return out_; }
   std::string take() { return std::move(out_); }
 
