@@ -8,6 +8,7 @@
 #include "core/le_bytes.h"
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/checkpoint_layout.h"
 
 namespace ddph_test {
 namespace psgd {
@@ -91,16 +92,7 @@ std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
 }
 
 std::string session_blob(const std::string& hook_name, const std::string& hook_blob) {
-  ddph::LeWriter w;
-  for (char c : std::string("DDPHSTAT")) w.put(uint8_t(c), 1);
-  w.put(1, 4);  // container version
-  w.put(1, 4);  // one record
-  w.put(8, 4);
-  for (char c : std::string("powersgd")) w.put(uint8_t(c), 1);
-  w.put(hook_name.size(), 4);
-  for (char c : hook_name) w.put(uint8_t(c), 1);
-  w.put(hook_blob.size(), 8);
-  return w.take() + hook_blob;
+  return ddph_test::layout::container({{"powersgd", hook_name, hook_blob}});
 }
 
 std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine) {

@@ -10,6 +10,7 @@
 #include "plugins/quantization/residuals.h"
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"
 
 namespace {
@@ -105,10 +106,13 @@ TEST(State, SaveLoadRoundTripContinuesTheRunAndRejectsCorruptBlobs) {
     DDPH_CHILD_CHECK(run_bucket_msg(b, xb, 0, 3, nullptr) == DDPH_OK, "b step 3");
     DDPH_CHILD_CHECK(std::memcmp(xa.data(), xb.data(), kN * 4) == 0, "resumed run differs");
 
-    std::string bad = blob;
-    const size_t at = bad.find("DDPHQRES");
-    DDPH_CHILD_CHECK(at != std::string::npos, "magic not found");
-    bad[at] = 'X';
+    // The hook's blob with a broken magic, in a valid container (whose own
+    // checksum would refuse the change first otherwise).
+    std::string bad_hook = hook_blob(blob);
+    DDPH_CHILD_CHECK(bad_hook.compare(0, 8, "DDPHQRES") == 0, "magic not found");
+    bad_hook[0] = 'X';
+    const std::string bad =
+        ddph_test::layout::container({{"quantization", "per_tensor", bad_hook}});
     e = ddph_session_load_state(b, bad.data(), bad.size());
     DDPH_CHILD_CHECK(ddph_error_code(e) == DDPH_INVALID_ARGUMENT, "corrupt blob: code %d",
                      int(ddph_error_code(e)));
@@ -142,7 +146,7 @@ TEST(State, BlobDecoderRejectsMalformedBlobs) {
   };
   std::string wrong_magic = good, wrong_version = good;
   wrong_magic[0] = 'X';
-  wrong_version[8] = 2;
+  wrong_version[8] = 7;
   EXPECT_EQ(code_of(wrong_magic), DDPH_INVALID_ARGUMENT);
   EXPECT_EQ(code_of(wrong_version), DDPH_INVALID_ARGUMENT);
   for (size_t cut = 0; cut < good.size(); ++cut)

@@ -60,8 +60,8 @@ std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mi
 ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t index,
                            uint64_t step, std::string* message);
 
-// The hook's own blob inside a session state blob (the single stateful
-// hook's record), parsed per loader/state_blob.h; empty on a bad container.
+// The hook's own blob inside a session state blob (the first record),
+// read by tests/support/checkpoint_layout.h; empty on a bad container.
 using ddph_test::session_state;
 std::string hook_blob(const std::string& session_blob);
 
