@@ -36,6 +36,18 @@ void Problems::throw_if_any() const {
   if (!lines_.empty()) throw Error(first_code_, text());
 }
 
+const char* bucket_check_name(BucketCheck check) {
+  switch (check) {
+    case BucketCheck::kStrict:
+      return "strict";
+    case BucketCheck::kOff:
+      return "off";
+    case BucketCheck::kAuto:
+      break;
+  }
+  return "auto";
+}
+
 bool parse_duration_ms(const std::string& text, int64_t* ms) {
   if (text.empty()) return false;
   errno = 0;
@@ -193,7 +205,8 @@ class Parser {
 
   void read_comm(const YAML::Node& node, CommSpec& comm) {
     comm.at = at(node);
-    if (!expect_map(node, "comm", "backend, rendezvous, timeout, rank, world_size, options"))
+    if (!expect_map(node, "comm",
+                    "backend, rendezvous, timeout, rank, world_size, bucket_check, options"))
       return;
     for (const auto& kv : node) {
       const std::string name = key_text(kv.first);
@@ -225,15 +238,29 @@ class Parser {
       } else if (name == "options") {
         comm.options_at = at(v);
         read_options(v, key, "", comm.options);
+      } else if (name == "bucket_check") {
+        read_bucket_check(v, key, comm);
       } else {
         problem(kv.first, key,
-                "unknown key (expected backend, rendezvous, timeout, rank, world_size, options)");
+                "unknown key (expected backend, rendezvous, timeout, rank, world_size, "
+                "bucket_check, options)");
       }
     }
     if (comm.rank >= 0 && comm.world_size > 0 && comm.rank >= comm.world_size)
       problem(node, "comm.rank",
               "is " + std::to_string(comm.rank) + ", not below world_size " +
                   std::to_string(comm.world_size));
+  }
+
+  void read_bucket_check(const YAML::Node& node, const std::string& key, CommSpec& comm) {
+    std::string text;
+    if (!scalar(node, key, &text)) return;
+    for (BucketCheck c : {BucketCheck::kAuto, BucketCheck::kStrict, BucketCheck::kOff})
+      if (text == bucket_check_name(c)) {
+        comm.bucket_check = c;
+        return;
+      }
+    problem(node, key, "'" + text + "' is not a bucket check: use auto, strict or off");
   }
 
   void read_hook(const YAML::Node& node, const std::string& key, HookSpec& hook) {

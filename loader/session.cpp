@@ -245,11 +245,27 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
 // Apart, a mismatch can only end in a timeout on both sides.
 void Session::create_control_communicator() {
   control_ = comm_;
-  if (comm_->split == nullptr || comm_->size(comm_->ctx) == 1) return;
-  ddph_comm_t* control = nullptr;
-  DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &control));
-  DDPH_CHECK(control != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
-  control_ = control;
+  if (comm_->split != nullptr && comm_->size(comm_->ctx) > 1) {
+    ddph_comm_t* control = nullptr;
+    DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &control));
+    DDPH_CHECK(control != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
+    control_ = control;
+  }
+  configure_bucket_check();
+}
+
+void Session::configure_bucket_check() {
+  const BucketCheck mode = job_.config.comm.bucket_check;
+  // Gloo's slots and MPI's call agreement turn calls of different lengths
+  // into an error on every rank (plugins/comm_gloo/slots.h,
+  // core/call_agreement.h); NCCL and a host's communicator may abort or
+  // hang, so with them a new layout is checked before its bucket runs.
+  const std::string family = job_.comm.plugin != nullptr ? job_.comm.plugin->family() : "";
+  const bool survives = !job_.comm.host_provided && (family == "comm_gloo" || family == "comm_mpi");
+  agreement_.configure(mode, survives);
+  if (mode != BucketCheck::kStrict) return;
+  strict_calls_ = std::make_shared<StrictCalls>();
+  hooks_comm_ = std::make_unique<CheckedComm>(comm_, control_, false, strict_calls_);
 }
 
 void Session::destroy_communicators() {
@@ -268,7 +284,7 @@ void Session::create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t 
   // create_elements appends inner elements as it goes; the outermost comes
   // last. Reverse so that elements read outer first.
   try {
-    create_elements(resolved, comm_, device_allocator_, chain.elements);
+    create_elements(resolved, hooks_comm(), device_allocator_, chain.elements);
   } catch (...) {
     std::reverse(chain.elements.begin(), chain.elements.end());  // so cleanup goes outer first
     throw;
@@ -302,7 +318,8 @@ void Session::run_bucket(PendingBucket& pending) {
     const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
     const ddph_hook_ref_t& hook = chain.elements.front()->ref;
     try {
-      layouts_.check(control_, pending.bucket);
+      agreement_.before_hook(control_, pending.bucket);
+      if (strict_calls_) strict_calls_->set_bucket(fingerprint_of(pending.bucket));
     } catch (const Error& e) {
       error = make_c_error(e.code(), e.what());
     }
@@ -316,7 +333,11 @@ void Session::run_bucket(PendingBucket& pending) {
       if (pending.bucket.is_last) ++steps_;
     } else {
       ddph_code_t code = ddph_error_code(error);
-      if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT) {
+      // Ranks out of step (comm.bucket_check: strict) would pair every
+      // later bucket with another one: the session stops, as on a timeout.
+      const bool out_of_step =
+          agreement_.out_of_step() || (strict_calls_ && strict_calls_->out_of_step());
+      if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT || out_of_step) {
         broken_ = true;
         broken_since_ = std::string(code_name(code)) + ": " + ddph_error_message(error);
       }

@@ -27,7 +27,7 @@
 
 #include "core/comm_args.h"
 #include "core/comm_backend.h"
-#include "plugins/comm_mpi/call_agreement.h"
+#include "core/call_agreement.h"
 #include "plugins/comm_mpi/mpi_count.h"
 
 namespace ddph {
