@@ -61,19 +61,21 @@ struct CheckedComm::Calls {
 
   static ddph_error_t* allreduce(void* ctx, const DLTensor* send, DLTensor* recv,
                                  ddph_reduce_op_t op, void* stream) {
-    if (ddph_error_t* e = guard([&] { self(ctx)->agree(shape_of(CallKind::kAllreduce, send, op, -1)); }))
+    if (ddph_error_t* e =
+            guard([&] { self(ctx)->agree(shape_of(CallKind::kAllreduce, send, op, -1)); }))
       return e;
     return inner(ctx)->allreduce(inner(ctx)->ctx, send, recv, op, stream);
   }
   static ddph_error_t* allgather(void* ctx, const DLTensor* send, DLTensor* recv, void* stream) {
-    if (ddph_error_t* e = guard([&] { self(ctx)->agree(shape_of(CallKind::kAllgather, send, -1, -1)); }))
+    if (ddph_error_t* e =
+            guard([&] { self(ctx)->agree(shape_of(CallKind::kAllgather, send, -1, -1)); }))
       return e;
     return inner(ctx)->allgather(inner(ctx)->ctx, send, recv, stream);
   }
   static ddph_error_t* reduce_scatter(void* ctx, const DLTensor* send, DLTensor* recv,
                                       ddph_reduce_op_t op, void* stream) {
-    if (ddph_error_t* e = guard(
-            [&] { self(ctx)->agree(shape_of(CallKind::kReduceScatter, recv, op, -1)); }))
+    if (ddph_error_t* e =
+            guard([&] { self(ctx)->agree(shape_of(CallKind::kReduceScatter, recv, op, -1)); }))
       return e;
     return inner(ctx)->reduce_scatter(inner(ctx)->ctx, send, recv, op, stream);
   }
@@ -175,16 +177,15 @@ void CheckedComm::agree(const CallShape& call) {
   });
   if (left_hook) {
     calls_->set_out_of_step();
-    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
-              "the ranks are out of step: " << describe_records(mine, rank, all[size_t(other)], other)
-                                            << "; the hooks made different numbers of calls "
-                                               "(comm.bucket_check: strict). The session stops: "
-                                               "close it");
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT, "the ranks are out of step: "
+                                         << describe_records(mine, rank, all[size_t(other)], other)
+                                         << "; the hooks made different numbers of calls "
+                                            "(comm.bucket_check: strict). The session stops: "
+                                            "close it");
   }
-  DDPH_FAIL(DDPH_INVALID_ARGUMENT,
-            "the ranks are not making the same call: "
-                << describe_records(mine, rank, all[size_t(other)], other)
-                << "; no rank ran it (comm.bucket_check: strict)");
+  DDPH_FAIL(DDPH_INVALID_ARGUMENT, "the ranks are not making the same call: "
+                                       << describe_records(mine, rank, all[size_t(other)], other)
+                                       << "; no rank ran it (comm.bucket_check: strict)");
 }
 
 ddph_comm_t* wrap_split(ddph_comm_t* sub, std::shared_ptr<StrictCalls> calls) {

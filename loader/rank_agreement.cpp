@@ -209,8 +209,8 @@ void BucketAgreement::before_hook(ddph_comm_t* control, const ddph_bucket_t& buc
     // Ranks that disagree on this bucket's length could abort the process
     // in the hook's first call: a new layout is checked before it runs.
     auto known = agreed_.find(bucket.index);
-    due = known == agreed_.end() ||
-          known->second != Layout{fp.index, fp.numel, fp.dtype, fp.device};
+    due =
+        known == agreed_.end() || known->second != Layout{fp.index, fp.numel, fp.dtype, fp.device};
   }
   if (due) exchange(control);
 }
@@ -237,11 +237,11 @@ void BucketAgreement::exchange(ddph_comm_t* control) {
   if (calls) {
     reset_pending();
     out_of_step_ = true;
-    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
-              "the ranks are out of step: " << describe_records(mine, rank, all[size_t(other)], other)
-                                            << "; the hooks made different numbers of calls "
-                                               "(comm.bucket_check: strict). The session stops: "
-                                               "close it");
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT, "the ranks are out of step: "
+                                         << describe_records(mine, rank, all[size_t(other)], other)
+                                         << "; the hooks made different numbers of calls "
+                                            "(comm.bucket_check: strict). The session stops: "
+                                            "close it");
   }
   if (mode_ == BucketCheck::kStrict) {
     reset_pending();
@@ -279,20 +279,20 @@ void BucketAgreement::name_difference(ddph_comm_t* control, const std::vector<Ch
       if (has_a && has_b && a == b) continue;
       if (!has_a && !has_b) break;  // equal lists: digests collided
       auto ran = [&](bool has, const BucketFingerprint& fp, int who) {
-        return has ? "ran " + describe_bucket(fp)
-                   : "ran no more buckets (it checks after " + std::to_string(lists[size_t(who) * per_rank]) +
-                         ")";
+        return has ? "submitted " + describe_bucket(fp)
+                   : "submitted no more buckets (it checked after " +
+                         std::to_string(lists[size_t(who) * per_rank]) + ")";
       };
       const size_t n = my_list.size();
       std::ostringstream why;
       why << "the ranks submitted different buckets: this rank (rank " << rank << ") "
           << ran(has_a, a, rank) << " where rank " << r << " " << ran(has_b, b, r) << ", as the "
           << ordinal(i + 1) << " bucket since the last check; every rank must submit the same "
-          << "buckets in the same order. " << describe_bucket(my_list.back())
-          << " did not run";
+          << "buckets in the same order. No rank ran the bucket it checked this at (here "
+          << describe_bucket(my_list.back()) << ")";
       if (n > 1)
         why << "; the " << n - 1 << " bucket" << (n > 2 ? "s" : "")
-            << " before it since the last check ran and may hold means of different buckets: do "
+            << " this rank ran since the last check may hold means of different buckets: do "
                "not use this step's results";
       DDPH_FAIL(DDPH_INVALID_ARGUMENT, why.str());
     }

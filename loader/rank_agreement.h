@@ -43,7 +43,8 @@ struct BucketFingerprint {
   bool operator!=(const BucketFingerprint& o) const { return !(*this == o); }
 };
 constexpr size_t kFingerprintWords = 5;
-static_assert(sizeof(BucketFingerprint) == kFingerprintWords * sizeof(int64_t), "exchanged as words");
+static_assert(sizeof(BucketFingerprint) == kFingerprintWords * sizeof(int64_t),
+              "exchanged as words");
 BucketFingerprint fingerprint_of(const ddph_bucket_t& bucket);
 // "bucket 3 of step 1 (1000 float32 elements on device type 1)"; index -1
 // reads "no bucket (while the hooks were created)".

@@ -91,7 +91,8 @@ int run_many(const Args& a, int rank, int world, const std::string& dir) {
   std::vector<std::vector<float>> data(size_t(a.buckets), std::vector<float>(n, 1.0f));
   std::vector<ddph_test::FloatBucket> buckets;
   buckets.reserve(data.size());
-  for (int i = 0; i < a.buckets; ++i) buckets.emplace_back(data[size_t(i)], i, 0, i + 1 == a.buckets);
+  for (int i = 0; i < a.buckets; ++i)
+    buckets.emplace_back(data[size_t(i)], i, 0, i + 1 == a.buckets);
   int errors = 0;
   for (int step = 0; step < a.steps; ++step) {
     barrier(s);
@@ -106,9 +107,11 @@ int run_many(const Args& a, int rank, int world, const std::string& dir) {
     ddph_error_free(ddph_session_flush(s));
     const double ms = ms_since(t0);
     if (rank == 0)
-      std::printf("hook %s check %s world %d: step %d, %d buckets of %lld B: %.1f ms (%.1f us per bucket)\n",
-                  a.hook.c_str(), a.check.empty() ? "(default)" : a.check.c_str(), world, step,
-                  a.buckets, (long long)a.bytes, ms, 1000.0 * ms / a.buckets);
+      std::printf(
+          "hook %s check %s world %d: step %d, %d buckets of %lld B: %.1f ms (%.1f us per "
+          "bucket)\n",
+          a.hook.c_str(), a.check.empty() ? "(default)" : a.check.c_str(), world, step, a.buckets,
+          (long long)a.bytes, ms, 1000.0 * ms / a.buckets);
   }
   ddph_session_close(s);
   return errors == 0 ? 0 : 1;
@@ -120,7 +123,8 @@ double median(std::vector<double> v) {
 }
 
 int run_cost(const Args& a, int rank, int world, const std::string& dir) {
-  ddph_session_t* s = ddph_test::open_session(yaml(hook_yaml("allreduce"), a.check), rank, world, dir);
+  ddph_session_t* s =
+      ddph_test::open_session(yaml(hook_yaml("allreduce"), a.check), rank, world, dir);
   if (s == nullptr) return 1;
   ddph_comm_t* c = ddph_session_comm(s);
   // The exchange: one record per rank, as BucketAgreement sends it.
@@ -172,14 +176,22 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
-    if (flag == "--world") a.world = std::atoi(v);
-    else if (flag == "--buckets") a.buckets = std::atoi(v);
-    else if (flag == "--bytes") a.bytes = std::atoll(v);
-    else if (flag == "--steps") a.steps = std::atoi(v);
-    else if (flag == "--iters") a.iters = std::atoi(v);
-    else if (flag == "--hook") a.hook = v;
-    else if (flag == "--check") a.check = v;
-    else if (flag == "--sizes") a.sizes = parse_sizes(v);
+    if (flag == "--world")
+      a.world = std::atoi(v);
+    else if (flag == "--buckets")
+      a.buckets = std::atoi(v);
+    else if (flag == "--bytes")
+      a.bytes = std::atoll(v);
+    else if (flag == "--steps")
+      a.steps = std::atoi(v);
+    else if (flag == "--iters")
+      a.iters = std::atoi(v);
+    else if (flag == "--hook")
+      a.hook = v;
+    else if (flag == "--check")
+      a.check = v;
+    else if (flag == "--sizes")
+      a.sizes = parse_sizes(v);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
