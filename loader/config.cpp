@@ -48,6 +48,15 @@ const char* bucket_check_name(BucketCheck check) {
   return "auto";
 }
 
+bool parse_bucket_check(const std::string& text, BucketCheck* out) {
+  for (BucketCheck c : {BucketCheck::kAuto, BucketCheck::kStrict, BucketCheck::kOff})
+    if (text == bucket_check_name(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
 bool parse_duration_ms(const std::string& text, int64_t* ms) {
   if (text.empty()) return false;
   errno = 0;
@@ -254,13 +263,8 @@ class Parser {
 
   void read_bucket_check(const YAML::Node& node, const std::string& key, CommSpec& comm) {
     std::string text;
-    if (!scalar(node, key, &text)) return;
-    for (BucketCheck c : {BucketCheck::kAuto, BucketCheck::kStrict, BucketCheck::kOff})
-      if (text == bucket_check_name(c)) {
-        comm.bucket_check = c;
-        return;
-      }
-    problem(node, key, "'" + text + "' is not a bucket check: use auto, strict or off");
+    if (scalar(node, key, &text) && !parse_bucket_check(text, &comm.bucket_check))
+      problem(node, key, "'" + text + "' is not a bucket check: use auto, strict or off");
   }
 
   void read_hook(const YAML::Node& node, const std::string& key, HookSpec& hook) {

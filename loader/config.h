@@ -73,6 +73,8 @@ constexpr int64_t kDefaultTimeoutMs = 300 * 1000;
 // layout when it is new or changes.
 enum class BucketCheck { kAuto, kStrict, kOff };
 const char* bucket_check_name(BucketCheck check);
+// "auto", "strict" or "off"; false for anything else.
+bool parse_bucket_check(const std::string& text, BucketCheck* out);
 
 struct CommSpec {
   Location at;

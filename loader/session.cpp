@@ -255,7 +255,13 @@ void Session::create_control_communicator() {
 }
 
 void Session::configure_bucket_check() {
-  const BucketCheck mode = job_.config.comm.bucket_check;
+  // DDPH_BUCKET_CHECK overrides the YAML, as TORCH_DISTRIBUTED_DEBUG does
+  // PyTorch's checks; written back, so that the ranks agree on it at open.
+  BucketCheck& mode = job_.config.comm.bucket_check;
+  const char* env = std::getenv("DDPH_BUCKET_CHECK");
+  DDPH_CHECK(env == nullptr || *env == '\0' || parse_bucket_check(env, &mode),
+             DDPH_INVALID_ARGUMENT,
+             "environment variable DDPH_BUCKET_CHECK='" << env << "' is not auto, strict or off");
   // Gloo's slots and MPI's call agreement turn calls of different lengths
   // into an error on every rank (plugins/comm_gloo/slots.h,
   // core/call_agreement.h); NCCL and a host's communicator may abort or

@@ -5,7 +5,8 @@
 //     Ranks over Gloo (forked here) submit --buckets float32 buckets of
 //     --bytes each per step, the last one is_last, then flush; prints each
 //     step's time on rank 0 (the first step meets every layout for the
-//     first time).
+//     first time); with allreduce, then the time of as many raw Gloo
+//     allreduces of one bucket.
 //
 //   ddph_bench_bucket_check cost [--world 2] [--iters 40] [--sizes 4096,...]
 //     For each bucket size: the median time of one bucket through
@@ -112,6 +113,23 @@ int run_many(const Args& a, int rank, int world, const std::string& dir) {
           "bucket)\n",
           a.hook.c_str(), a.check.empty() ? "(default)" : a.check.c_str(), world, step, a.buckets,
           (long long)a.bytes, ms, 1000.0 * ms / a.buckets);
+  }
+  // The same number of raw allreduces of one bucket on the session's
+  // communicator: what Gloo alone takes, without the session and the hook.
+  if (a.hook == "allreduce") {
+    ddph_comm_t* c = ddph_session_comm(s);
+    barrier(s);
+    const Clock::time_point t0 = Clock::now();
+    for (ddph_test::FloatBucket& b : buckets)
+      if (ddph_error_t* e =
+              c->allreduce(c->ctx, &b.bucket.buffer, &b.bucket.buffer, DDPH_SUM, nullptr)) {
+        std::fprintf(stderr, "allreduce: %s\n", ddph_error_message(e));
+        return 1;
+      }
+    const double ms = ms_since(t0);
+    if (rank == 0)
+      std::printf("raw Gloo allreduce, %d calls of %lld B: %.1f ms (%.1f us per call)\n", a.buckets,
+                  (long long)a.bytes, ms, 1000.0 * ms / a.buckets);
   }
   ddph_session_close(s);
   return errors == 0 ? 0 : 1;

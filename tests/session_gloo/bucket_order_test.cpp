@@ -4,7 +4,9 @@
 // no mean of different buckets is reported as a good step.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,9 @@
 #include "tests/support/multiprocess.h"
 
 namespace {
+
+// These tests set the mode in the YAML; DDPH_BUCKET_CHECK would override it.
+const bool kNoOverride = (unsetenv("DDPH_BUCKET_CHECK"), true);
 
 std::string yaml(const std::string& check, const std::string& hook = "",
                  const std::string& timeout = "20s") {
@@ -73,8 +78,9 @@ bool all_equal(const std::vector<float>& x, float v) {
 // Two equal-sized buckets (numel elements each): step 0 in order, step 1
 // with the last rank submitting them the other way round, step 2 in order
 // again. Returns the child's exit code.
+// refused_from: the first of the swapped buckets refused (strict: 0, auto: 1).
 int swapped_buckets(const std::string& check, int64_t numel, int rank, int world,
-                    const std::string& dir) {
+                    const std::string& dir, size_t refused_from) {
   ddph_session_t* s = ddph_test::open_session(yaml(check), rank, world, dir);
   DDPH_CHILD_CHECK(s != nullptr, "open");
   std::vector<std::vector<float>> data(2, std::vector<float>(size_t(numel)));
@@ -104,9 +110,8 @@ int swapped_buckets(const std::string& check, int64_t numel, int rank, int world
   // Strict refuses both before they run; auto lets the first (small) one
   // run and refuses the step at its last bucket. Either way the refused
   // bucket names this rank's bucket and the other rank's.
-  const size_t first_refused = check == "strict" ? 0 : 1;
   const int other = swaps ? 0 : world - 1;
-  for (size_t k = first_refused; k < 2; ++k) {
+  for (size_t k = refused_from; k < 2; ++k) {
     const Done& d = done[k];
     DDPH_CHILD_CHECK(d.called && d.code == DDPH_INVALID_ARGUMENT, "rank %d: bucket %zu: code %d",
                      rank, k, int(d.code));
@@ -122,7 +127,7 @@ int swapped_buckets(const std::string& check, int64_t numel, int rank, int world
     DDPH_CHILD_CHECK(all_equal(data[index], value(rank, world, index)),
                      "rank %d: refused bucket %zu was changed", rank, index);
   }
-  if (first_refused == 1)
+  if (refused_from == 1)
     DDPH_CHILD_CHECK(has(done[1].message,
                          "the 1 bucket this rank ran since the last check may "
                          "hold means of different buckets"),
@@ -142,7 +147,7 @@ int swapped_buckets(const std::string& check, int64_t numel, int rank, int world
 TEST(RankAgreement, SwappedSmallBucketsFailTheStepOnEveryRankInAuto) {
   for (int world : {2, 3}) {
     auto res = ddph_test::run_ranks(world, [](int rank, int world, const std::string& dir) {
-      return swapped_buckets("auto", 256, rank, world, dir);
+      return swapped_buckets("auto", 256, rank, world, dir, 1);
     });
     EXPECT_TRUE(ddph_test::all_passed(res))
         << "world " << world << ": " << ddph_test::describe(res);
@@ -151,7 +156,7 @@ TEST(RankAgreement, SwappedSmallBucketsFailTheStepOnEveryRankInAuto) {
 
 TEST(RankAgreement, SwappedBucketsFailBeforeTheyRunInStrict) {
   auto res = ddph_test::run_ranks(3, [](int rank, int world, const std::string& dir) {
-    return swapped_buckets("strict", 256, rank, world, dir);
+    return swapped_buckets("strict", 256, rank, world, dir, 0);
   });
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
@@ -334,6 +339,25 @@ TEST(RankAgreement, RanksWithDifferentBucketChecksFailAtOpen) {
                          has(o.message, rank == 0 ? "bucket_check=auto" : "bucket_check=strict"),
                      "rank %d: %d '%s'", rank, int(o.code), o.message.c_str());
     return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+// DDPH_BUCKET_CHECK overrides the YAML (as TORCH_DISTRIBUTED_DEBUG does for
+// PyTorch): strict refuses the first swapped bucket before it runs, where
+// auto would have let it run. A value it does not know fails the open.
+TEST(RankAgreement, TheEnvironmentOverridesTheYamlsBucketCheck) {
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    setenv("DDPH_BUCKET_CHECK", "sometimes", 1);
+    const ddph_test::OpenOutcome bad = ddph_test::open_outcome(yaml("auto"), rank, world, dir);
+    DDPH_CHILD_CHECK(
+        bad.code == DDPH_INVALID_ARGUMENT &&
+            has(bad.message, "DDPH_BUCKET_CHECK='sometimes' is not auto, strict or off"),
+        "rank %d: %d '%s'", rank, int(bad.code), bad.message.c_str());
+    setenv("DDPH_BUCKET_CHECK", "strict", 1);
+    const std::string fresh = dir + "/strict";  // a store of its own for the second job
+    std::filesystem::create_directories(fresh);
+    return swapped_buckets("auto", 256, rank, world, fresh, /*refused_from=*/0);
   });
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
