@@ -9,11 +9,12 @@
 //     allreduces of one bucket.
 //
 //   ddph_bench_bucket_check cost [--world 2] [--iters 40] [--sizes 4096,...]
-//     For each bucket size: the median time of one bucket through
-//     default/allreduce (barrier, submit, flush; comm.bucket_check: off),
-//     against the median time of the check's exchange (an allgather of one
-//     record of kCheckRecordWords int64 per rank, the message the session
-//     exchanges on its control communicator), and their ratio.
+//     The check's cost inside a session (runs of 64 KB allreduce buckets
+//     that each end a step, queued, with comm.bucket_check auto against
+//     off, alternating);
+//     then, for each bucket size, the median time of one bucket through
+//     default/allreduce (barrier, submit, flush; bucket_check off), and the
+//     check's cost as a share of it.
 #include <ddph/ddph.h>
 
 #include <algorithm>
@@ -24,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "loader/rank_agreement.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
 
@@ -140,42 +140,82 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int run_cost(const Args& a, int rank, int world, const std::string& dir) {
-  ddph_session_t* s =
-      ddph_test::open_session(yaml(hook_yaml("allreduce"), a.check), rank, world, dir);
-  if (s == nullptr) return 1;
-  ddph_comm_t* c = ddph_session_comm(s);
-  // The exchange: one record per rank, as BucketAgreement sends it.
-  std::vector<int64_t> mine(ddph::loader::kCheckRecordWords, 7), all(mine.size() * size_t(world));
-  int64_t n_mine = int64_t(mine.size()), n_all = int64_t(all.size());
-  DLTensor send{mine.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &n_mine, nullptr, 0};
-  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLInt, 64, 1}, &n_all, nullptr, 0};
-  std::vector<double> exchange;
-  for (int i = 0; i < 4 * a.iters; ++i) {
-    barrier(s);
-    const Clock::time_point t0 = Clock::now();
-    if (ddph_error_t* e = c->allgather(c->ctx, &send, &recv, nullptr)) {
-      std::fprintf(stderr, "allgather: %s\n", ddph_error_message(e));
-      return 1;
+// Times one bucket through s: submit, flush.
+double time_bucket(ddph_session_t* s, ddph_test::FloatBucket& b) {
+  const Clock::time_point t0 = Clock::now();
+  if (ddph_test::run_bucket(s, b) != DDPH_OK) std::exit(1);
+  return ms_since(t0);
+}
+
+// Submits `count` copies of b (each is_last, a step of its own), then
+// flushes: the time per bucket, with the worker running them back to back.
+double time_queued(ddph_session_t* s, ddph_test::FloatBucket& b, int count, uint64_t* step) {
+  int errors = 0;
+  std::vector<ddph_test::FloatBucket> queue(size_t(count), b);
+  for (ddph_test::FloatBucket& q : queue) q.bucket.buffer.shape = q.shape;
+  const Clock::time_point t0 = Clock::now();
+  for (ddph_test::FloatBucket& q : queue) {
+    q.bucket.step = (*step)++;
+    if (ddph_error_t* e = ddph_session_submit(s, &q.bucket, count_error, &errors)) {
+      std::fprintf(stderr, "submit: %s\n", ddph_error_message(e));
+      std::exit(1);
     }
-    exchange.push_back(ms_since(t0));
   }
-  const double e_ms = median(exchange);
-  if (rank == 0) std::printf("exchange of %zu int64 per rank: median %.4f ms\n", mine.size(), e_ms);
+  ddph_error_free(ddph_session_flush(s));
+  if (errors != 0) std::exit(1);
+  return ms_since(t0) / count;
+}
+
+int run_cost(const Args& a, int rank, int world, const std::string& dir) {
+  // The check's cost inside a session, as training pays it: runs of 100
+  // allreduce buckets of 64 KB, each is_last (so that auto compares before
+  // each one), queued and run back to back, through a session with
+  // comm.bucket_check off and one with auto, alternating run by run so that
+  // a change in the machine's load hits both alike. The difference of the
+  // medians per bucket is the check.
+  ddph_session_t* off =
+      ddph_test::open_session(yaml(hook_yaml("allreduce"), "off"), rank, world, dir);
+  ddph_session_t* on =
+      ddph_test::open_session(yaml(hook_yaml("allreduce"), "auto"), rank, world, dir);
+  if (off == nullptr || on == nullptr) return 1;
+  std::vector<float> x(16384, 1.0f);
+  ddph_test::FloatBucket b(x, 0, 0, true);
+  std::vector<double> t_off, t_on;
+  uint64_t step_off = 0, step_on = 0;
+  for (int i = 0; i < a.iters + 1; ++i) {
+    barrier(off);
+    const double d_off = time_queued(off, b, 100, &step_off);
+    barrier(on);
+    const double d_on = time_queued(on, b, 100, &step_on);
+    if (i == 0) continue;  // the first step meets the layout
+    t_off.push_back(d_off);
+    t_on.push_back(d_on);
+  }
+  ddph_session_close(on);
+  ddph_session_close(off);
+  const double m_off = median(t_off), m_on = median(t_on), e_ms = m_on - m_off;
+  if (rank == 0)
+    std::printf(
+        "allreduce hook, 64 KB buckets with is_last, queued: median %.4f ms per bucket "
+        "with bucket_check off, %.4f ms with auto: the check costs %.4f ms\n",
+        m_off, m_on, e_ms);
+
+  ddph_session_t* s =
+      ddph_test::open_session(yaml(hook_yaml("allreduce"), "off"), rank, world, dir);
+  if (s == nullptr) return 1;
   for (int64_t bytes : a.sizes) {
-    std::vector<float> x(size_t(bytes / 4), 1.0f);
-    ddph_test::FloatBucket b(x, 0, 0, true);
+    std::vector<float> data(size_t(bytes / 4), 1.0f);
+    ddph_test::FloatBucket big(data, 0, 0, true);
     std::vector<double> hook;
     for (int i = 0; i < a.iters + 3; ++i) {
-      b.bucket.step = uint64_t(i);
+      big.bucket.step = uint64_t(i);
       barrier(s);
-      const Clock::time_point t0 = Clock::now();
-      if (ddph_test::run_bucket(s, b) != DDPH_OK) return 1;
-      if (i >= 3) hook.push_back(ms_since(t0));
+      const double d = time_bucket(s, big);
+      if (i >= 3) hook.push_back(d);
     }
     const double h_ms = median(hook);
     if (rank == 0)
-      std::printf("bucket %10lld B: allreduce hook median %.3f ms; exchange / hook = %.2f%%\n",
+      std::printf("bucket %10lld B: allreduce hook median %.3f ms; check / hook = %.2f%%\n",
                   (long long)bytes, h_ms, 100.0 * e_ms / h_ms);
   }
   ddph_session_close(s);
