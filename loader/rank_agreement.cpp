@@ -73,11 +73,6 @@ std::string device_text(int64_t type) {
   }
 }
 
-uint64_t buffer_bytes(const DLTensor& t) {
-  const uint64_t bits = uint64_t(t.dtype.bits) * (t.dtype.lanes ? t.dtype.lanes : 1);
-  return uint64_t(numel(t)) * ((bits + 7) / 8);
-}
-
 uint64_t fold(uint64_t digest, const BucketFingerprint& fp) {
   int64_t words[1 + kFingerprintWords];
   words[0] = int64_t(digest);
@@ -135,6 +130,12 @@ BucketFingerprint fingerprint_of(const ddph_bucket_t& bucket) {
   return fp;
 }
 
+uint64_t bucket_bytes(const ddph_bucket_t& bucket) {
+  const DLTensor& t = bucket.buffer;
+  const uint64_t bits = uint64_t(t.dtype.bits) * (t.dtype.lanes ? t.dtype.lanes : 1);
+  return uint64_t(numel(t)) * ((bits + 7) / 8);
+}
+
 std::string describe_bucket(const BucketFingerprint& fp) {
   if (fp.index < 0) return "no bucket (while the hooks were created)";
   std::ostringstream s;
@@ -179,89 +180,36 @@ std::string describe_records(const CheckRecord& mine, int rank, const CheckRecor
   return s.str();
 }
 
-void BucketAgreement::configure(BucketCheck mode, bool survives_mismatch, AutoCheckPolicy policy) {
-  mode_ = mode;
-  survives_mismatch_ = survives_mismatch;
-  policy_ = policy;
-  pending_.reserve(policy_.batch_buckets);
-  reset_pending();
+void PendingBatch::add(const BucketFingerprint& fp, uint64_t bytes) {
+  list_.push_back(fp);
+  digest_ = fold(digest_, fp);
+  bytes_ += bytes;
 }
 
-void BucketAgreement::reset_pending() {
-  pending_.clear();
-  pending_digest_ = 0;
-  pending_bytes_ = 0;
+bool PendingBatch::due(const AutoCheckPolicy& policy, uint64_t bytes, bool is_last) const {
+  return bytes >= policy.check_before_bytes || is_last || list_.size() >= policy.batch_buckets ||
+         bytes_ >= policy.batch_bytes;
 }
 
-void BucketAgreement::before_hook(ddph_comm_t* control, const ddph_bucket_t& bucket) {
-  if (mode_ == BucketCheck::kOff) return check_layout(control, bucket);
-  if (comm_size(control) == 1) return;
-  const BucketFingerprint fp = fingerprint_of(bucket);
-  const uint64_t bytes = buffer_bytes(bucket.buffer);
-  if (mode_ == BucketCheck::kStrict) reset_pending();  // every bucket on its own
-  pending_.push_back(fp);
-  pending_digest_ = fold(pending_digest_, fp);
-  pending_bytes_ += bytes;
-  bool due = mode_ == BucketCheck::kStrict || bytes >= policy_.check_before_bytes ||
-             bucket.is_last != 0 || pending_.size() >= policy_.batch_buckets ||
-             pending_bytes_ >= policy_.batch_bytes;
-  if (!due && !survives_mismatch_) {
-    // Ranks that disagree on this bucket's length could abort the process
-    // in the hook's first call: a new layout is checked before it runs.
-    auto known = agreed_.find(bucket.index);
-    due =
-        known == agreed_.end() || known->second != Layout{fp.index, fp.numel, fp.dtype, fp.device};
-  }
-  if (due) exchange(control);
+void PendingBatch::clear() {
+  list_.clear();
+  digest_ = 0;
+  bytes_ = 0;
 }
 
-void BucketAgreement::exchange(ddph_comm_t* control) {
-  CheckRecord mine;
-  mine.kind = int64_t(CheckKind::kBuckets);
-  mine.digest = pending_digest_;
-  mine.count = int64_t(pending_.size());
-  mine.bucket = pending_.back();
-  const std::vector<CheckRecord> all = gather_records(control, mine);
-  const int rank = comm_rank(control);
-  const int other = first_differing_rank(all, rank);
-  if (other < 0) {
-    if (!survives_mismatch_)
-      for (const BucketFingerprint& fp : pending_)
-        agreed_[uint64_t(fp.index)] = Layout{fp.index, fp.numel, fp.dtype, fp.device};
-    reset_pending();
-    return;
-  }
-  // Every rank sees the same records, so every rank takes the same branch.
-  bool calls = false;
-  for (const CheckRecord& r : all) calls = calls || r.kind != int64_t(CheckKind::kBuckets);
-  if (calls) {
-    reset_pending();
-    out_of_step_ = true;
-    DDPH_FAIL(DDPH_INVALID_ARGUMENT, "the ranks are out of step: "
-                                         << describe_records(mine, rank, all[size_t(other)], other)
-                                         << "; the hooks made different numbers of calls "
-                                            "(comm.bucket_check: strict). The session stops: "
-                                            "close it");
-  }
-  if (mode_ == BucketCheck::kStrict) {
-    reset_pending();
-    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
-              "the ranks submitted different buckets: "
-                  << describe_records(mine, rank, all[size_t(other)], other)
-                  << "; every rank must submit the same buckets in the same order. The bucket "
-                     "did not run on any rank (comm.bucket_check: strict)");
-  }
-  name_difference(control, all);
-}
+namespace {
 
-void BucketAgreement::name_difference(ddph_comm_t* control, const std::vector<CheckRecord>& all) {
+// After the digests differ (auto): every rank's batch, to name the first
+// bucket that differs. Collective; always throws.
+[[noreturn]] void name_difference(ddph_comm_t* control, const std::vector<CheckRecord>& all,
+                                  const std::vector<BucketFingerprint>& my_list,
+                                  size_t batch_buckets) {
   // Each rank's count, then up to batch_buckets fingerprints (padded).
-  const size_t per_rank = 1 + policy_.batch_buckets * kFingerprintWords;
+  const size_t per_rank = 1 + batch_buckets * kFingerprintWords;
+  const size_t n = std::min(my_list.size(), batch_buckets);
   std::vector<int64_t> mine(per_rank, -1);
-  mine[0] = int64_t(pending_.size());
-  std::memcpy(mine.data() + 1, pending_.data(), pending_.size() * sizeof(BucketFingerprint));
-  const std::vector<BucketFingerprint> my_list = pending_;
-  reset_pending();
+  mine[0] = int64_t(n);
+  std::memcpy(mine.data() + 1, my_list.data(), n * sizeof(BucketFingerprint));
   const std::vector<int64_t> lists = gather(control, mine.data(), mine.size());
   const int rank = comm_rank(control);
   auto entry = [&](int r, size_t i, BucketFingerprint* out) {
@@ -283,7 +231,6 @@ void BucketAgreement::name_difference(ddph_comm_t* control, const std::vector<Ch
                    : "submitted no more buckets (it checked after " +
                          std::to_string(lists[size_t(who) * per_rank]) + ")";
       };
-      const size_t n = my_list.size();
       std::ostringstream why;
       why << "the ranks submitted different buckets: this rank (rank " << rank << ") "
           << ran(has_a, a, rank) << " where rank " << r << " " << ran(has_b, b, r) << ", as the "
@@ -300,6 +247,74 @@ void BucketAgreement::name_difference(ddph_comm_t* control, const std::vector<Ch
   DDPH_FAIL(DDPH_INVALID_ARGUMENT,
             "the ranks submitted different buckets, but the same ones since the last check "
             "(a digest collision); every rank must submit the same buckets in the same order");
+}
+
+}  // namespace
+
+void compare_batch(ddph_comm_t* control, const PendingBatch& batch, BucketCheck mode,
+                   size_t batch_buckets, bool* out_of_step) {
+  CheckRecord mine;
+  mine.kind = int64_t(CheckKind::kBuckets);
+  mine.digest = batch.digest();
+  mine.count = int64_t(batch.list().size());
+  mine.bucket = batch.list().back();
+  const std::vector<CheckRecord> all = gather_records(control, mine);
+  const int rank = comm_rank(control);
+  const int other = first_differing_rank(all, rank);
+  if (other < 0) return;
+  // Every rank sees the same records, so every rank takes the same branch.
+  bool calls = false;
+  for (const CheckRecord& r : all) calls = calls || r.kind != int64_t(CheckKind::kBuckets);
+  if (calls) {
+    *out_of_step = true;
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT, "the ranks are out of step: "
+                                         << describe_records(mine, rank, all[size_t(other)], other)
+                                         << "; the hooks made different numbers of calls "
+                                            "(comm.bucket_check: strict). The session stops: "
+                                            "close it");
+  }
+  if (mode == BucketCheck::kStrict)
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
+              "the ranks submitted different buckets: "
+                  << describe_records(mine, rank, all[size_t(other)], other)
+                  << "; every rank must submit the same buckets in the same order. The bucket "
+                     "did not run on any rank (comm.bucket_check: strict)");
+  name_difference(control, all, batch.list(), batch_buckets);
+}
+
+void BucketAgreement::configure(BucketCheck mode, bool survives_mismatch, AutoCheckPolicy policy) {
+  mode_ = mode;
+  survives_mismatch_ = survives_mismatch;
+  policy_ = policy;
+  pending_.clear();
+}
+
+void BucketAgreement::before_hook(ddph_comm_t* control, const ddph_bucket_t& bucket) {
+  if (mode_ == BucketCheck::kOff) return check_layout(control, bucket);
+  if (comm_size(control) == 1) return;
+  const BucketFingerprint fp = fingerprint_of(bucket);
+  const uint64_t bytes = bucket_bytes(bucket);
+  if (mode_ == BucketCheck::kStrict) pending_.clear();  // every bucket on its own
+  pending_.add(fp, bytes);
+  bool due = mode_ == BucketCheck::kStrict || pending_.due(policy_, bytes, bucket.is_last != 0);
+  if (!due && !survives_mismatch_) {
+    // Ranks that disagree on this bucket's length could abort the process
+    // in the hook's first call: a new layout is checked before it runs.
+    auto known = agreed_.find(bucket.index);
+    due =
+        known == agreed_.end() || known->second != Layout{fp.index, fp.numel, fp.dtype, fp.device};
+  }
+  if (!due) return;
+  try {
+    compare_batch(control, pending_, mode_, policy_.batch_buckets, &out_of_step_);
+  } catch (...) {
+    pending_.clear();
+    throw;
+  }
+  if (!survives_mismatch_)
+    for (const BucketFingerprint& f : pending_.list())
+      agreed_[uint64_t(f.index)] = Layout{f.index, f.numel, f.dtype, f.device};
+  pending_.clear();
 }
 
 void BucketAgreement::check_layout(ddph_comm_t* comm, const ddph_bucket_t& bucket) {

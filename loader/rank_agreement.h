@@ -46,6 +46,8 @@ constexpr size_t kFingerprintWords = 5;
 static_assert(sizeof(BucketFingerprint) == kFingerprintWords * sizeof(int64_t),
               "exchanged as words");
 BucketFingerprint fingerprint_of(const ddph_bucket_t& bucket);
+// The bucket buffer's size in bytes.
+uint64_t bucket_bytes(const ddph_bucket_t& bucket);
 // "bucket 3 of step 1 (1000 float32 elements on device type 1)"; index -1
 // reads "no bucket (while the hooks were created)".
 std::string describe_bucket(const BucketFingerprint& fp);
@@ -77,20 +79,47 @@ int first_differing_rank(const std::vector<CheckRecord>& all, int rank);
 std::string describe_records(const CheckRecord& mine, int rank, const CheckRecord& theirs,
                              int other);
 
-// When comm.bucket_check: auto exchanges (docs/benchmarks.md has the
+// When comm.bucket_check: auto compares (docs/benchmarks.md has the
 // measurement behind the numbers): before any bucket of at least
 // check_before_bytes, and before the bucket that completes a batch of
-// batch_buckets buckets or batch_bytes bytes since the last exchange, or
+// batch_buckets buckets or batch_bytes bytes since the last comparison, or
 // ends a step (is_last).
 struct AutoCheckPolicy {
-  uint64_t check_before_bytes = uint64_t(4) << 20;
-  uint64_t batch_bytes = uint64_t(4) << 20;
+  uint64_t check_before_bytes = uint64_t(32) << 20;
+  uint64_t batch_bytes = uint64_t(32) << 20;
   size_t batch_buckets = 1024;
 };
 
+// The fingerprints since the last comparison, their digest and bytes.
+class PendingBatch {
+ public:
+  void add(const BucketFingerprint& fp, uint64_t bytes);
+  // Whether auto compares before the bucket just added (of `bytes` bytes).
+  bool due(const AutoCheckPolicy& policy, uint64_t bytes, bool is_last) const;
+  void clear();
+  const std::vector<BucketFingerprint>& list() const { return list_; }
+  uint64_t digest() const { return digest_; }
+
+ private:
+  std::vector<BucketFingerprint> list_;
+  uint64_t digest_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// One comparison of every rank's batch, the last entry being the bucket
+// about to run (collective on control; control's size > 1). Returns when
+// all ranks have the same. Otherwise throws DDPH_INVALID_ARGUMENT on every
+// rank: auto names the first bucket that differs (a second exchange of up
+// to batch_buckets fingerprints per rank), strict the buckets about to run.
+// Where a rank was making a hook's call instead (strict), *out_of_step is
+// set: the ranks are no longer in step.
+void compare_batch(ddph_comm_t* control, const PendingBatch& batch, BucketCheck mode,
+                   size_t batch_buckets, bool* out_of_step);
+
 // Checks, before each bucket's hook runs, that every rank runs the same
-// bucket (comm.bucket_check, docs/config.md). [serialized]: the session's
-// worker thread only.
+// bucket (comm.bucket_check, docs/config.md), on the worker's thread: strict,
+// off, and auto where check_ahead.h does not apply. [serialized]: the
+// session's worker thread only.
 class BucketAgreement {
  public:
   // survives_mismatch: whether the hooks' communicator fails cleanly (an
@@ -99,7 +128,7 @@ class BucketAgreement {
   // before its bucket runs, as off does.
   void configure(BucketCheck mode, bool survives_mismatch, AutoCheckPolicy policy = {});
   BucketCheck mode() const { return mode_; }
-  // Collective when an exchange is due; throws DDPH_INVALID_ARGUMENT on
+  // Collective when a comparison is due; throws DDPH_INVALID_ARGUMENT on
   // every rank when the ranks differ, naming this rank's bucket and
   // another's. The bucket then does not run.
   void before_hook(ddph_comm_t* control, const ddph_bucket_t& bucket);
@@ -109,24 +138,15 @@ class BucketAgreement {
 
  private:
   using Layout = std::array<int64_t, 4>;  // index, numel, dtype (code, bits, lanes), device type
-  // off: today's check of a new or changed layout.
+  // off: the check of a new or changed layout, as before comm.bucket_check.
   void check_layout(ddph_comm_t* control, const ddph_bucket_t& bucket);
-  // auto and strict: one exchange of the pending fingerprints' digest.
-  void exchange(ddph_comm_t* control);
-  // After digests differ (auto): every rank's pending fingerprints, to name
-  // the first bucket that differs. Collective; always throws.
-  [[noreturn]] void name_difference(ddph_comm_t* control, const std::vector<CheckRecord>& all);
-  void reset_pending();
 
   BucketCheck mode_ = BucketCheck::kOff;
   bool survives_mismatch_ = false;
   AutoCheckPolicy policy_;
   bool out_of_step_ = false;
   std::map<uint64_t, Layout> agreed_;
-  // Fingerprints since the last agreement, their digest and bytes.
-  std::vector<BucketFingerprint> pending_;
-  uint64_t pending_digest_ = 0;
-  uint64_t pending_bytes_ = 0;
+  PendingBatch pending_;
 };
 
 }  // namespace loader

@@ -93,6 +93,7 @@ struct Session::PendingBucket {
   std::vector<std::vector<int64_t>> shapes;  // params' view shapes, then data shapes/strides
   ddph_done_fn done = nullptr;
   void* user = nullptr;
+  uint64_t ticket = 0;  // CheckAhead's, to await before the hook; 0: none
 
   PendingBucket(const ddph_bucket_t& b, ddph_done_fn d, void* u) : done(d), user(u) {
     // Copy only the fields this loader knows; a newer, longer struct is fine.
@@ -269,12 +270,16 @@ void Session::configure_bucket_check() {
   const std::string family = job_.comm.plugin != nullptr ? job_.comm.plugin->family() : "";
   const bool survives = !job_.comm.host_provided && (family == "comm_gloo" || family == "comm_mpi");
   agreement_.configure(mode, survives);
+  if (mode == BucketCheck::kAuto && family == "comm_gloo" && !job_.comm.host_provided &&
+      control_->size(control_->ctx) > 1)
+    check_ahead_ = std::make_unique<CheckAhead>(control_, AutoCheckPolicy{});
   if (mode != BucketCheck::kStrict) return;
   strict_calls_ = std::make_shared<StrictCalls>();
   hooks_comm_ = std::make_unique<CheckedComm>(comm_, control_, false, strict_calls_);
 }
 
 void Session::destroy_communicators() {
+  check_ahead_.reset();  // its thread uses control_
   if (control_ != nullptr && control_ != comm_ && control_->destroy != nullptr)
     control_->destroy(control_->ctx);
   control_ = nullptr;
@@ -313,6 +318,8 @@ void Session::submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user)
   DDPH_CHECK(done != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_submit: done is NULL");
   check_bucket(bucket);
   auto pending = std::make_shared<PendingBucket>(*bucket, done, user);
+  std::lock_guard<std::mutex> lock(submit_mu_);
+  if (check_ahead_) pending->ticket = check_ahead_->submitted(pending->bucket);
   worker_->post([this, pending] { run_bucket(*pending); });
 }
 
@@ -324,7 +331,10 @@ void Session::run_bucket(PendingBucket& pending) {
     const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
     const ddph_hook_ref_t& hook = chain.elements.front()->ref;
     try {
-      agreement_.before_hook(control_, pending.bucket);
+      if (check_ahead_)
+        check_ahead_->await(pending.ticket);
+      else
+        agreement_.before_hook(control_, pending.bucket);
       if (strict_calls_) strict_calls_->set_bucket(fingerprint_of(pending.bucket));
     } catch (const Error& e) {
       error = make_c_error(e.code(), e.what());
@@ -345,6 +355,7 @@ void Session::run_bucket(PendingBucket& pending) {
           agreement_.out_of_step() || (strict_calls_ && strict_calls_->out_of_step());
       if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT || out_of_step) {
         broken_ = true;
+        if (check_ahead_) check_ahead_->stop();
         broken_since_ = std::string(code_name(code)) + ": " + ddph_error_message(error);
       }
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/check_ahead.h"
 #include "loader/checked_comm.h"
 #include "loader/hook_chain.h"
 #include "loader/job.h"
@@ -94,6 +95,11 @@ class Session {
   // of its calls, and the communicator the hooks get. NULL otherwise.
   std::shared_ptr<StrictCalls> strict_calls_;
   std::unique_ptr<CheckedComm> hooks_comm_;
+  // comm.bucket_check: auto on Gloo: the comparisons, made ahead on a
+  // thread of their own (check_ahead.h); NULL otherwise. submit_mu_ keeps
+  // its order the worker's.
+  std::unique_ptr<CheckAhead> check_ahead_;
+  std::mutex submit_mu_;
 
   // Last member: destroyed (drained and joined) first.
   std::unique_ptr<Worker> worker_;
