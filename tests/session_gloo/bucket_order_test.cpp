@@ -328,6 +328,54 @@ TEST(RankAgreement, StrictNamesAHookCallThatDiffersPerRank) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
+// Communicators a hook splits are checked too: hierarchical (2 machines of
+// 2 ranks) runs PowerSGD among the leaders on a communicator it split, and
+// the leaders' parameter shapes differ (rank 0: a 32 x 32 matrix, rank 2:
+// a vector), so their first calls there differ. The leaders' error names
+// both calls; every rank fails the bucket, and none hangs. Agreeing
+// buckets through the same wrapped communicators give the exact mean.
+TEST(RankAgreement, StrictChecksTheCommunicatorsAHookSplits) {
+  auto res = ddph_test::run_ranks(4, [](int rank, int world, const std::string& dir) {
+    const std::string inner =
+        "{family: powersgd, name: powersgd, options: {start_iter: 0, rank: 1, error_feedback: "
+        "false, warm_start: false}}";
+    ddph_session_t* s = ddph_test::open_session(
+        yaml("strict",
+             "{family: hierarchical, name: hierarchical, options: {local_size: 2}, wrap: " + inner +
+                 "}",
+             "5s"),
+        rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open");
+    // Agreeing: a vector everywhere, sent whole; the mean is exact.
+    std::vector<float> x(1024, value(rank, world, 0));
+    ddph_test::FloatBucket a(x, 0, 0, true);
+    std::string msg;
+    DDPH_CHILD_CHECK(ddph_test::run_bucket(s, a.bucket, &msg) == DDPH_OK, "rank %d: %s", rank,
+                     msg.c_str());
+    DDPH_CHILD_CHECK(all_equal(x, mean(world, 0)), "rank %d: mean %g", rank, double(x[0]));
+    // The leaders' shapes differ.
+    std::vector<float> y(1024, 1.0f);
+    ddph_test::FloatBucket b(y, 0, 1, true);
+    int64_t matrix[2] = {32, 32}, vector[1] = {1024};
+    ddph_param_t p{};
+    p.struct_size = sizeof p;
+    p.ndim = rank == 0 ? 2 : 1;
+    p.shape = rank == 0 ? matrix : vector;
+    b.bucket.num_params = 1;
+    b.bucket.params = &p;
+    const ddph_code_t code = ddph_test::run_bucket(s, b.bucket, &msg);
+    DDPH_CHILD_CHECK(code != DDPH_OK, "rank %d: accepted", rank);
+    if (rank == 0 || rank == 2)
+      DDPH_CHILD_CHECK(code == DDPH_INVALID_ARGUMENT &&
+                           has(msg, "the ranks are not making the same call") &&
+                           has(msg, "of 32 float32") && has(msg, "of 1024 float32"),
+                       "leader %d: %d '%s'", rank, int(code), msg.c_str());
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
 // Ranks that would check differently would wait for each other's
 // exchanges: the mode is part of the configuration the ranks agree on.
 TEST(RankAgreement, RanksWithDifferentBucketChecksFailAtOpen) {
