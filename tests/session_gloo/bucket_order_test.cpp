@@ -85,6 +85,7 @@ int swapped_buckets(const std::string& check, int64_t numel, int rank, int world
   DDPH_CHILD_CHECK(s != nullptr, "open");
   std::vector<std::vector<float>> data(2, std::vector<float>(size_t(numel)));
   std::vector<ddph_test::FloatBucket> b;
+  b.reserve(2);  // a FloatBucket points into itself: never moved
   for (size_t i = 0; i < 2; ++i) b.emplace_back(data[i], i, 0, false);
   auto fill = [&] {
     for (size_t i = 0; i < 2; ++i) data[i].assign(size_t(numel), value(rank, world, i));
@@ -170,6 +171,7 @@ TEST(RankAgreement, SwappedLargeBucketsFailBeforeTheyRunInAuto) {
     DDPH_CHILD_CHECK(s != nullptr, "open");
     std::vector<std::vector<float>> data(2, std::vector<float>(size_t(large)));
     std::vector<ddph_test::FloatBucket> b;
+    b.reserve(2);  // a FloatBucket points into itself: never moved
     for (size_t i = 0; i < 2; ++i) b.emplace_back(data[i], i, 0, false);
     auto fill = [&] {
       for (size_t i = 0; i < 2; ++i) data[i].assign(size_t(large), value(rank, world, i));
