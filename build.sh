@@ -12,6 +12,7 @@ cd "$(dirname "$0")"
 packages=(
   cmake ninja-build g++ pkg-config          # toolchain
   libgloo-dev libyaml-cpp-dev libdlpack-dev # Gloo engine, YAML config, DLPack tensors
+  libhiredis-dev libssl-dev                 # Redis rendezvous store; HMAC for a job's secret
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
   redis-server                              # Redis rendezvous tests

@@ -10,6 +10,10 @@ void LeWriter::put(uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out_.push_back(char(uint8_t(v >> (8 * i))));
 }
 
+void LeWriter::put_bytes(const void* bytes, size_t n) {
+  out_.append(static_cast<const char*>(bytes), n);
+}
+
 void LeWriter::put_floats(const std::vector<float>& v) {
   put(v.size(), 8);
   for (float f : v) {
@@ -88,11 +92,12 @@ LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_
   const uint64_t got = head.get(4, "the version");
   if (oldest == newest)
     DDPH_CHECK(got == newest, DDPH_INVALID_ARGUMENT,
-               blob << ": version " << got << ", but this plugin reads version " << newest);
+               blob << ": version " << got << ", but this build reads version " << newest
+                    << " only; load it with the ddphooks build that saved it");
   else
     DDPH_CHECK(got >= oldest && got <= newest, DDPH_INVALID_ARGUMENT,
-               blob << ": version " << got << ", but this plugin reads versions " << oldest
-                    << " to " << newest);
+               blob << ": version " << got << ", but this build reads versions " << oldest << " to "
+                    << newest << " only; load it with the ddphooks build that saved it");
   DDPH_CHECK(n >= kHeader + kChecksum, DDPH_INVALID_ARGUMENT,
              blob << ": blob truncated: " << n << " bytes");
   const auto* p = static_cast<const uint8_t*>(bytes);

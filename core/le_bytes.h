@@ -14,6 +14,8 @@ namespace ddph {
 class LeWriter {
  public:
   void put(uint64_t v, int bytes);
+  // n raw bytes.
+  void put_bytes(const void* bytes, size_t n);
   // u64 count, then count x f32.
   void put_floats(const std::vector<float>& v);
   const std::string& bytes() const { return out_; }
@@ -52,7 +54,8 @@ uint64_t fnv1a64(const void* bytes, size_t n);
 void put_frame_header(LeWriter& w, const char (&magic)[8], uint32_t version);
 std::string finish_frame(LeWriter& w);
 // Checks magic (a wrong one: "this blob was not saved by <saver>"), version
-// and checksum, in that order, and returns a reader over the body alone.
+// (a message naming the version found and the one this build reads) and
+// checksum, in that order, and returns a reader over the body alone.
 // Throws DDPH_INVALID_ARGUMENT naming `blob`.
 LeReader open_frame(const void* bytes, size_t n, const char (&magic)[8], uint32_t version,
                     const char* blob, const char* saver);

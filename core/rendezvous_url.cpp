@@ -1,9 +1,5 @@
 #include "core/rendezvous_url.h"
 
-#include <errno.h>
-#include <string.h>
-#include <sys/stat.h>
-
 #include <cstdlib>
 
 #include "core/error.h"
@@ -53,16 +49,6 @@ RendezvousUrl parse_rendezvous_url(const std::string& url) {
   DDPH_CHECK(!parsed.host.empty(), DDPH_INVALID_ARGUMENT,
              "init.rendezvous '" << url << "': no host (expected redis://HOST:PORT)");
   return parsed;
-}
-
-void make_rendezvous_dirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0777) != 0 && errno != EEXIST)
-      DDPH_FAIL(DDPH_COMM_FAILURE,
-                "rendezvous: cannot create directory '" << part << "': " << strerror(errno));
-  }
 }
 
 }  // namespace ddph

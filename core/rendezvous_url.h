@@ -17,8 +17,4 @@ struct RendezvousUrl {
 // is wrong with it. Touches nothing.
 RendezvousUrl parse_rendezvous_url(const std::string& url);
 
-// mkdir -p for a file store's directory; ranks race to create it, so an
-// existing directory is success. Other failures are DDPH_COMM_FAILURE.
-void make_rendezvous_dirs(const std::string& dir);
-
 }  // namespace ddph

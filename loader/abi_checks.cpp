@@ -9,7 +9,7 @@ static_assert(offsetof(ddph_bucket_t, struct_size) == 0, "struct_size must come 
 static_assert(DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t), "v1.0 plugin struct is complete");
 static_assert(DDPH_HOOK_SIZE_V1_0 == sizeof(ddph_hook_t), "v1.0 hook struct is complete");
 static_assert(DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t), "v1.0 host struct is complete");
-// 1.1 to 1.3 appended fields; the older sizes stay where plugins saw them.
+// 1.1 to 1.4 appended fields; the older sizes stay where plugins saw them.
 static_assert(DDPH_COMM_SIZE_V1_1 == DDPH_COMM_SIZE_V1_0 + sizeof(void*),
               "1.1 appends alltoallv to ddph_comm_t");
 static_assert(DDPH_COMM_SIZE_V1_2 == sizeof(ddph_comm_t) &&
@@ -23,8 +23,13 @@ static_assert(DDPH_HOOK_INIT_SIZE_V1_3 == sizeof(ddph_hook_init_t) &&
 static_assert(DDPH_COMM_INIT_SIZE_V1_3 == sizeof(ddph_comm_init_t) &&
                   DDPH_COMM_INIT_SIZE_V1_3 == DDPH_COMM_INIT_SIZE_V1_0 + sizeof(void*),
               "1.3 appends device_allocator to ddph_comm_init_t");
-static_assert(DDPH_SESSION_OPTIONS_SIZE_V1_3 == sizeof(ddph_session_options_t) &&
-                  DDPH_SESSION_OPTIONS_SIZE_V1_3 == DDPH_SESSION_OPTIONS_SIZE_V1_0 + sizeof(void*),
+static_assert(DDPH_SESSION_OPTIONS_SIZE_V1_3 == DDPH_SESSION_OPTIONS_SIZE_V1_0 + sizeof(void*),
               "1.3 appends device_allocator to ddph_session_options_t");
+static_assert(DDPH_SESSION_OPTIONS_SIZE_V1_4 == sizeof(ddph_session_options_t) &&
+                  DDPH_SESSION_OPTIONS_SIZE_V1_4 == DDPH_SESSION_OPTIONS_SIZE_V1_3 + sizeof(void*),
+              "1.4 appends job to ddph_session_options_t");
+static_assert(DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) &&
+                  DDPH_STORE_SIZE_V1_4 == DDPH_STORE_SIZE_V1_0 + sizeof(void*),
+              "1.4 appends del to ddph_store_t");
 static_assert(DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t),
               "the 1.3 allocator table is complete");

@@ -10,7 +10,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "loader/job_id.h"
+#include "loader/registry.h"
 #include "loader/search_path.h"
+#include "loader/yaml_limits.h"
 
 namespace ddph {
 namespace loader {
@@ -20,15 +23,40 @@ std::string to_string(const Location& at) {
   return at.source + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
 }
 
+namespace {
+
+// Cuts line to at most max bytes, not inside a UTF-8 sequence, and says so.
+std::string shortened(std::string line, size_t max) {
+  if (line.size() <= max) return line;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  const size_t left = line.size() - cut;
+  line.resize(cut);
+  return line + "... (" + std::to_string(left) + " more bytes)";
+}
+
+}  // namespace
+
 void Problems::add(const Location& at, const std::string& key, ddph_code_t code,
                    const std::string& message) {
   if (lines_.empty()) first_code_ = code;
-  lines_.push_back(to_string(at) + ": " + (key.empty() ? "" : key + ": ") + message);
+  if (lines_.size() >= kMaxProblemLines) {
+    ++dropped_;
+    return;
+  }
+  lines_.push_back(shortened(to_string(at) + ": " + (key.empty() ? "" : key + ": ") + message,
+                             kMaxProblemLineBytes));
+}
+
+std::vector<std::string> Problems::lines() const {
+  std::vector<std::string> out = lines_;
+  if (dropped_ > 0) out.push_back("... and " + std::to_string(dropped_) + " more problems");
+  return out;
 }
 
 std::string Problems::text() const {
   std::string out;
-  for (size_t i = 0; i < lines_.size(); ++i) out += (i ? "\n" : "") + lines_[i];
+  for (const std::string& line : lines()) out += (out.empty() ? "" : "\n") + line;
   return out;
 }
 
@@ -65,11 +93,16 @@ bool parse_duration_ms(const std::string& text, int64_t* ms) {
   if (end == text.c_str() || errno != 0 || !std::isfinite(value) || value < 0) return false;
   std::string unit(end);
   double scale;
-  if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "ms") scale = 1;
-  else if (unit == "m") scale = 60 * 1000;
-  else if (unit == "h") scale = 3600 * 1000;
-  else return false;
+  if (unit.empty() || unit == "s")
+    scale = 1000;
+  else if (unit == "ms")
+    scale = 1;
+  else if (unit == "m")
+    scale = 60 * 1000;
+  else if (unit == "h")
+    scale = 3600 * 1000;
+  else
+    return false;
   double total = value * scale;
   if (total > 1e15) return false;
   *ms = int64_t(std::llround(total));
@@ -77,6 +110,9 @@ bool parse_duration_ms(const std::string& text, int64_t* ms) {
 }
 
 namespace {
+
+constexpr const char kCommKeys[] =
+    "backend, rendezvous, job, secret_file, timeout, rank, world_size, bucket_check, options";
 
 // Walks one YAML document, reporting problems with positions.
 class Parser {
@@ -89,6 +125,12 @@ class Parser {
     config.source = source_;
     YAML::Node root;
     try {
+      // Bounded first: the walk below visits every aliased node once per alias.
+      YamlLimitBreach breach;
+      if (!check_yaml_limits(text, YamlLimits{}, &breach)) {
+        problems_.add(at(breach.mark), "", DDPH_INVALID_ARGUMENT, breach.message);
+        return config;
+      }
       root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       problems_.add(at(e.mark), "", DDPH_INVALID_ARGUMENT, "malformed YAML: " + e.msg);
@@ -100,7 +142,8 @@ class Parser {
       return config;
     }
     if (!root.IsMap()) {
-      problem(root, "", "the top level must be a map (plugin_path, comm, hook, rules)");
+      problem(root, "",
+              "the top level must be a map (plugin_path, replace_builtin, comm, hook, rules)");
       return config;
     }
     config.readable = true;
@@ -109,6 +152,8 @@ class Parser {
       const std::string key = key_text(kv.first);
       if (key == "plugin_path") {
         read_plugin_path(kv.second, config);
+      } else if (key == "replace_builtin") {
+        read_replace_builtin(kv.second, config);
       } else if (key == "comm") {
         read_comm(kv.second, config.comm);
       } else if (key == "hook") {
@@ -117,7 +162,8 @@ class Parser {
       } else if (key == "rules") {
         read_rules(kv.second, config);
       } else {
-        problem(kv.first, key, "unknown top-level key (expected plugin_path, comm, hook, rules)");
+        unknown(kv.first, key,
+                "unknown top-level key (expected plugin_path, replace_builtin, comm, hook, rules)");
       }
     }
     if (!has_hook) problem(root, "hook", "missing: name the hook to run (family and name)");
@@ -136,6 +182,15 @@ class Parser {
     problems_.add(at(node), key, code, message);
   }
 
+  // An unknown key, or a YAML merge key, which yaml-cpp reads as a plain key.
+  void unknown(const YAML::Node& key_node, const std::string& key, const std::string& message) {
+    if (key_node.IsScalar() && key_node.Scalar() == "<<")
+      return problem(key_node, key,
+                     "YAML merge keys (<<) are not supported; alias the whole map instead "
+                     "(options: *shared) or write the keys out");
+    problem(key_node, key, message);
+  }
+
   static std::string key_text(const YAML::Node& key) {
     return key.IsScalar() ? key.Scalar() : std::string("<non-scalar key>");
   }
@@ -143,8 +198,10 @@ class Parser {
   // A scalar's text, or a problem (and false) for maps, lists and nulls.
   bool scalar(const YAML::Node& node, const std::string& key, std::string* out) {
     if (!node.IsScalar()) {
-      problem(node, key, node.IsNull() ? "has no value" : "expects a single value, got a "
-                                                              + std::string(node.IsMap() ? "map" : "list"));
+      problem(node, key,
+              node.IsNull()
+                  ? "has no value"
+                  : "expects a single value, got a " + std::string(node.IsMap() ? "map" : "list"));
       return false;
     }
     *out = node.Scalar();
@@ -178,21 +235,44 @@ class Parser {
     return false;
   }
 
+  // A string or a list of strings; for_each gets each entry and its key.
+  template <typename F>
+  void each_entry(const YAML::Node& node, const std::string& key, F for_each) {
+    if (!node.IsSequence()) return for_each(node, key);
+    for (size_t i = 0; i < node.size(); ++i) for_each(node[i], key + "[" + std::to_string(i) + "]");
+  }
+
   void read_plugin_path(const YAML::Node& node, Config& config) {
-    auto add = [&](const YAML::Node& entry, const std::string& key) {
+    each_entry(node, "plugin_path", [&](const YAML::Node& entry, const std::string& key) {
       std::string dir;
       if (!scalar(entry, key, &dir)) return;
       if (dir.empty()) return problem(entry, key, "is an empty path");
-      // Relative to the YAML file, so a job folder can carry its own plugins.
-      if (dir[0] != '/' && !base_dir_.empty()) dir = base_dir_ + "/" + dir;
+      if (dir[0] != '/') {
+        // Relative to the YAML file, so a job folder can carry its own plugins;
+        // text has no folder, and the current one is nobody's choice.
+        if (base_dir_.empty())
+          return problem(entry, key,
+                         "'" + dir +
+                             "' is relative, but this config is text, with no file to be "
+                             "relative to: give an absolute path");
+        dir = base_dir_ + "/" + dir;
+      }
       append_unique(config.plugin_path, dir);
-    };
-    if (node.IsSequence()) {
-      for (size_t i = 0; i < node.size(); ++i)
-        add(node[i], "plugin_path[" + std::to_string(i) + "]");
-    } else {
-      add(node, "plugin_path");
-    }
+    });
+  }
+
+  void read_replace_builtin(const YAML::Node& node, Config& config) {
+    if (node.IsNull()) return;  // `replace_builtin:` with nothing after it
+    each_entry(node, "replace_builtin", [&](const YAML::Node& entry, const std::string& key) {
+      std::string family;
+      if (!scalar(entry, key, &family)) return;
+      if (!is_valid_family_name(family))
+        return problem(entry, key,
+                       "'" + family +
+                           "' is not a family name (letters, digits, '_', '-'), e.g. "
+                           "comm_gloo");
+      append_unique(config.replace_builtin, family);
+    });
   }
 
   void read_options(const YAML::Node& node, const std::string& key, const std::string& prefix,
@@ -201,6 +281,10 @@ class Parser {
     if (!expect_map(node, key, "option names to values")) return;
     for (const auto& kv : node) {
       const std::string name = prefix + key_text(kv.first);
+      if (key_text(kv.first) == "<<") {
+        unknown(kv.first, key + ".<<", "");
+        continue;
+      }
       if (kv.second.IsMap()) {
         // Nested maps flatten: {optimizer: {lr: 0.1}} is the option "optimizer.lr".
         read_options(kv.second, key + "." + key_text(kv.first), name + ".", out);
@@ -214,9 +298,7 @@ class Parser {
 
   void read_comm(const YAML::Node& node, CommSpec& comm) {
     comm.at = at(node);
-    if (!expect_map(node, "comm",
-                    "backend, rendezvous, timeout, rank, world_size, bucket_check, options"))
-      return;
+    if (!expect_map(node, "comm", kCommKeys)) return;
     for (const auto& kv : node) {
       const std::string name = key_text(kv.first);
       const std::string key = "comm." + name;
@@ -234,10 +316,32 @@ class Parser {
                   "'" + r + "' is not a rendezvous: use file:///dir, redis://host:port or host");
       } else if (name == "timeout") {
         std::string text;
-        if (scalar(v, key, &text) && (!parse_duration_ms(text, &comm.timeout_ms) ||
-                                      comm.timeout_ms <= 0))
-          problem(v, key,
-                  "'" + text + "' is not a timeout: use seconds (30) or a duration (500ms, 30s, 2m)");
+        if (scalar(v, key, &text) &&
+            (!parse_duration_ms(text, &comm.timeout_ms) || comm.timeout_ms <= 0))
+          problem(
+              v, key,
+              "'" + text + "' is not a timeout: use seconds (30) or a duration (500ms, 30s, 2m)");
+      } else if (name == "job") {
+        comm.job_at = at(v);
+        if (scalar(v, key, &comm.job) && !is_valid_job_id(comm.job))
+          problem(
+              v, key,
+              "'" + comm.job + "' is not a job id: use 1 to 64 letters, digits, '.', '_' or '-'");
+      } else if (name == "secret_file") {
+        comm.secret_file_at = at(v);
+        if (!scalar(v, key, &comm.secret_file)) continue;
+        if (comm.secret_file.empty()) {
+          problem(v, key, "is an empty path");
+        } else if (comm.secret_file[0] != '/') {
+          // Relative to the YAML file, like plugin_path; text has no file.
+          if (base_dir_.empty())
+            problem(v, key,
+                    "'" + comm.secret_file +
+                        "' is relative, and YAML given as text has no file to be "
+                        "relative to: give an absolute path");
+          else
+            comm.secret_file = base_dir_ + "/" + comm.secret_file;
+        }
       } else if (name == "rank") {
         int64_t r;
         if (integer(v, key, 0, INT32_MAX, &r)) comm.rank = int32_t(r);
@@ -250,9 +354,7 @@ class Parser {
       } else if (name == "bucket_check") {
         read_bucket_check(v, key, comm);
       } else {
-        problem(kv.first, key,
-                "unknown key (expected backend, rendezvous, timeout, rank, world_size, "
-                "bucket_check, options)");
+        unknown(kv.first, key, std::string("unknown key (expected ") + kCommKeys + ")");
       }
     }
     if (comm.rank >= 0 && comm.world_size > 0 && comm.rank >= comm.world_size)
@@ -289,7 +391,7 @@ class Parser {
         hook.wrap = std::make_unique<HookSpec>();
         read_hook(v, sub, *hook.wrap);
       } else {
-        problem(kv.first, sub, "unknown key (expected family, name, options, wrap)");
+        unknown(kv.first, sub, "unknown key (expected family, name, options, wrap)");
       }
     }
     if (!has_family || hook.family.empty())
@@ -320,7 +422,7 @@ class Parser {
           has_hook = true;
           read_hook(kv.second, key + ".hook", rule.hook);
         } else {
-          problem(kv.first, key + "." + name, "unknown key (expected when, hook)");
+          unknown(kv.first, key + "." + name, "unknown key (expected when, hook)");
         }
       }
       if (!has_when) problem(entry, key + ".when", "missing: e.g. when: {max_bytes: 1048576}");
@@ -341,7 +443,7 @@ class Parser {
           has_max = true;
         }
       } else {
-        problem(kv.first, key + "." + name, "unknown condition (expected max_bytes)");
+        unknown(kv.first, key + "." + name, "unknown condition (expected max_bytes)");
       }
     }
     if (!has_max && node.size() == 0) problem(node, key + ".max_bytes", "missing");
@@ -354,7 +456,7 @@ class Parser {
 }  // namespace
 
 Config parse_config_text(const std::string& text, Problems& problems) {
-  // YAML text has no file: relative plugin paths are taken from the CWD.
+  // YAML text has no file: a relative plugin path is an error.
   return Parser("<yaml text>", "", problems).parse(text);
 }
 

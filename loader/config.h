@@ -23,13 +23,19 @@ struct Location {
 std::string to_string(const Location& at);
 
 // Every problem found in a config, in the order found. Each line reads
-// "<source>:<line>:<col>: <key>: <message>".
+// "<source>:<line>:<col>: <key>: <message>". Only the first kMaxProblemLines
+// are kept, each cut to kMaxProblemLineBytes, so that no input, however
+// large, makes a message larger than about 200 KB.
 class Problems {
  public:
+  static constexpr size_t kMaxProblemLines = 100;
+  static constexpr size_t kMaxProblemLineBytes = 2000;
+
   void add(const Location& at, const std::string& key, ddph_code_t code,
            const std::string& message);
   bool empty() const { return lines_.empty(); }
-  const std::vector<std::string>& lines() const { return lines_; }
+  // The kept lines, then "... and N more problems" when some were dropped.
+  std::vector<std::string> lines() const;
   // All lines joined by '\n'.
   std::string text() const;
   // Throws ddph::Error with text(), coded as the first problem, if any.
@@ -37,6 +43,7 @@ class Problems {
 
  private:
   std::vector<std::string> lines_;
+  size_t dropped_ = 0;
   ddph_code_t first_code_ = DDPH_OK;
 };
 
@@ -85,6 +92,10 @@ struct CommSpec {
   int64_t timeout_ms = kDefaultTimeoutMs;
   int32_t rank = -1, world_size = -1;  // -1: not given
   BucketCheck bucket_check = BucketCheck::kAuto;
+  std::string job;  // empty: not given (the host's, the environment's, or "default")
+  Location job_at;
+  std::string secret_file;  // empty: not given; relative entries already resolved
+  Location secret_file_at;
   std::vector<OptionValue> options;
   Location options_at;
 };
@@ -93,6 +104,8 @@ struct Config {
   std::string source;                    // file path or "<yaml text>"
   bool readable = false;                 // false: unreadable file or malformed YAML
   std::vector<std::string> plugin_path;  // relative entries already resolved
+  // Built-in families that plugin_path or DDPH_PLUGIN_PATH may replace.
+  std::vector<std::string> replace_builtin;
   CommSpec comm;
   HookSpec hook;
   std::vector<RuleSpec> rules;
@@ -100,7 +113,9 @@ struct Config {
 
 // Parse a job file or YAML text. Problems of syntax and shape (unknown keys,
 // missing family/name, bad timeout, bad rules) go to problems; the returned
-// Config holds whatever could be read.
+// Config holds whatever could be read. A document past the limits of
+// yaml_limits.h, or with an alias inside its own anchor, is one problem and
+// is not read further.
 Config parse_config_file(const std::string& path, Problems& problems);
 Config parse_config_text(const std::string& text, Problems& problems);
 

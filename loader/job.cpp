@@ -7,30 +7,49 @@ namespace ddph {
 namespace loader {
 namespace {
 
-// Loads spec's family, reporting a failure at the family's position. NULL if
-// the family could not be used.
-const Plugin* load_family(Registry& registry, const std::string& family, const Location& at,
-                          const std::string& key, Problems& problems) {
+// The registry and what a check owes its caller.
+struct Resolver {
+  Registry& registry;
+  Problems& problems;
+  bool open_outside_plugins = true;
+  std::vector<UncheckedFamily> not_checked;
+};
+
+// Loads a family, reporting a failure at the family's position. NULL if the
+// family could not be used, or is not to be opened by this check.
+const Plugin* load_family(Resolver& r, const std::string& family, const Location& at,
+                          const std::string& key) {
   try {
-    return &registry.load(family);
+    if (!r.open_outside_plugins) {
+      const PluginCopy copy = r.registry.choose(family);
+      if (copy.origin != PluginOrigin::kBuiltin) {
+        bool listed = false;
+        for (const auto& u : r.not_checked) listed |= u.family == family;
+        if (!listed)
+          r.not_checked.push_back(
+              UncheckedFamily{at, key, family, copy.path, r.registry.origin_name(copy.origin)});
+        return nullptr;
+      }
+    }
+    return &r.registry.load(family);
   } catch (const Error& e) {
-    problems.add(at, key, e.code(), e.what());
+    r.problems.add(at, key, e.code(), e.what());
     return nullptr;
   }
 }
 
-std::unique_ptr<ResolvedHook> resolve_hook(Registry& registry, const HookSpec& spec,
-                                           Problems& problems) {
+std::unique_ptr<ResolvedHook> resolve_hook(Resolver& r, const HookSpec& spec) {
+  Problems& problems = r.problems;
   if (spec.family.empty() || spec.name.empty()) return nullptr;  // already reported
   auto out = std::make_unique<ResolvedHook>();
   bool ok = true;
   std::unique_ptr<ResolvedHook> inner;
   // Check the inner hook too, whatever becomes of the outer one: all problems at once.
   if (spec.wrap) {
-    inner = resolve_hook(registry, *spec.wrap, problems);
+    inner = resolve_hook(r, *spec.wrap);
     ok = inner != nullptr;
   }
-  out->plugin = load_family(registry, spec.family, spec.family_at, spec.key + ".family", problems);
+  out->plugin = load_family(r, spec.family, spec.family_at, spec.key + ".family");
   if (out->plugin == nullptr) return nullptr;
   out->hook = out->plugin->find_hook(spec.name);
   if (out->hook == nullptr) {
@@ -51,15 +70,16 @@ std::unique_ptr<ResolvedHook> resolve_hook(Registry& registry, const HookSpec& s
                  "'" + spec.name + "' does not wrap another hook; remove 'wrap'");
     ok = false;
   }
-  ok &= resolve_yaml_options(out->hook->options, out->hook->num_options, spec.options,
-                             spec.key + ".options", spec.options_at.line ? spec.options_at : spec.at,
-                             problems, &out->options);
+  ok &= resolve_yaml_options(
+      out->hook->options, out->hook->num_options, spec.options, spec.key + ".options",
+      spec.options_at.line ? spec.options_at : spec.at, problems, &out->options);
   if (!ok) return nullptr;
   out->inner = std::move(inner);
   return out;
 }
 
-void resolve_comm(Registry& registry, const CommSpec& spec, Problems& problems, ResolvedComm* out) {
+void resolve_comm(Resolver& r, const CommSpec& spec, ResolvedComm* out) {
+  Problems& problems = r.problems;
   if (spec.backend.empty()) return;  // already reported
   if (spec.backend == "host") {
     out->host_provided = true;
@@ -70,7 +90,7 @@ void resolve_comm(Registry& registry, const CommSpec& spec, Problems& problems, 
   }
   const std::string family = "comm_" + spec.backend;
   Location at = spec.backend_at.line ? spec.backend_at : spec.at;
-  out->plugin = load_family(registry, family, at, "comm.backend", problems);
+  out->plugin = load_family(r, family, at, "comm.backend");
   if (out->plugin == nullptr) return;
   out->factory = out->plugin->find_comm(spec.backend);
   if (out->factory == nullptr) {
@@ -84,21 +104,26 @@ void resolve_comm(Registry& registry, const CommSpec& spec, Problems& problems, 
                        &out->options);
 }
 
-Job build_job(const ConfigSource& source, Problems& problems) {
+Job build_job(const ConfigSource& source, Problems& problems, bool open_outside_plugins,
+              std::vector<UncheckedFamily>* not_checked) {
   Job job;
   job.config = source.is_text ? parse_config_text(source.text, problems)
                               : parse_config_file(source.path, problems);
   // Without a readable document there is nothing to check against plugins.
   if (!job.config.readable) return job;
-  job.registry = std::make_shared<Registry>(job.config.plugin_path);
-  resolve_comm(*job.registry, job.config.comm, problems, &job.comm);
-  job.hook = resolve_hook(*job.registry, job.config.hook, problems);
+  PluginPolicy policy;
+  policy.replace_builtin = job.config.replace_builtin;
+  job.registry = std::make_shared<Registry>(plugin_search_path(job.config.plugin_path), policy);
+  Resolver r{*job.registry, problems, open_outside_plugins, {}};
+  resolve_comm(r, job.config.comm, &job.comm);
+  job.hook = resolve_hook(r, job.config.hook);
   for (const RuleSpec& rule : job.config.rules) {
-    ResolvedRule r;
-    r.max_bytes = rule.max_bytes;
-    r.hook = resolve_hook(*job.registry, rule.hook, problems);
-    job.rules.push_back(std::move(r));
+    ResolvedRule resolved;
+    resolved.max_bytes = rule.max_bytes;
+    resolved.hook = resolve_hook(r, rule.hook);
+    job.rules.push_back(std::move(resolved));
   }
+  if (not_checked != nullptr) *not_checked = std::move(r.not_checked);
   return job;
 }
 
@@ -106,15 +131,21 @@ Job build_job(const ConfigSource& source, Problems& problems) {
 
 Job load_job(const ConfigSource& source) {
   Problems problems;
-  Job job = build_job(source, problems);
+  Job job = build_job(source, problems, true, nullptr);
   problems.throw_if_any();
   return job;
 }
 
 std::vector<std::string> check_job(const ConfigSource& source) {
+  return check_job(source, true).problems;
+}
+
+JobCheck check_job(const ConfigSource& source, bool open_outside_plugins) {
   Problems problems;
-  build_job(source, problems);
-  return problems.lines();
+  JobCheck check;
+  build_job(source, problems, open_outside_plugins, &check.not_checked);
+  check.problems = problems.lines();
+  return check;
 }
 
 }  // namespace loader

@@ -58,8 +58,30 @@ struct ConfigSource {
 Job load_job(const ConfigSource& source);
 
 // The same checks, returning the problem lines instead of throwing (empty
-// when the config is fine). For `ddph validate`.
+// when the config is fine). Opens every plugin the job names, as a session
+// would.
 std::vector<std::string> check_job(const ConfigSource& source);
+
+// A family that a check did not open because its file comes from the job's
+// plugin_path or DDPH_PLUGIN_PATH, not from the folders the loader ships with:
+// opening a plugin runs its code (constructors, ddph_plugin_entry).
+struct UncheckedFamily {
+  Location at;      // where the YAML names it
+  std::string key;  // "hook.family", "comm.backend", ...
+  std::string family;
+  std::string file;    // the file a session would open
+  std::string origin;  // "plugin_path" or "DDPH_PLUGIN_PATH"
+};
+
+struct JobCheck {
+  std::vector<std::string> problems;
+  std::vector<UncheckedFamily> not_checked;  // each family once
+};
+
+// check_job for `ddph validate`: with open_outside_plugins false, only
+// built-in families are opened; the hooks and options of the others go
+// unchecked and are listed in not_checked. Everything else is checked.
+JobCheck check_job(const ConfigSource& source, bool open_outside_plugins);
 
 }  // namespace loader
 }  // namespace ddph

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/host.h"
 #include "loader/host_table.h"
 #include "loader/search_path.h"
 
@@ -17,7 +18,9 @@ namespace {
 const char kPrefix[] = "libddph_";
 const char kSuffix[] = ".so";
 
-std::string plugin_file_name(const std::string& family) { return kPrefix + family + kSuffix; }
+std::string plugin_file_name(const std::string& family) {
+  return kPrefix + family + kSuffix;
+}
 
 bool is_regular_file(const std::string& path) {
   struct stat st {};
@@ -68,10 +71,27 @@ std::string Plugin::comm_names() const {
   return names.empty() ? "none" : join(names, ", ");
 }
 
-Registry::Registry(const std::vector<std::string>& first_dirs) {
+Registry::Registry(const std::vector<std::string>& first_dirs)
+    : Registry(plugin_search_path(first_dirs), PluginPolicy{}) {}
+
+Registry::Registry(const SearchPath& path, PluginPolicy policy)
+    : given_name_(path.given_name), policy_(std::move(policy)) {
   install_loader_host();
-  for (const auto& d : first_dirs) append_unique(dirs_, d);
-  for (const auto& d : default_plugin_dirs()) append_unique(dirs_, d);
+  auto add = [&](const std::string& dir, PluginOrigin origin) {
+    if (dir.empty()) return;
+    for (Dir& known : search_) {
+      if (known.path != dir) continue;
+      // DDPH_PLUGIN_PATH naming a built-in folder (the tests point it at the
+      // build's own plugins): its files are the built-in ones.
+      if (origin == PluginOrigin::kBuiltin) known.origin = origin;
+      return;
+    }
+    search_.push_back(Dir{dir, origin});
+    dirs_.push_back(dir);
+  };
+  for (const auto& d : path.given) add(d, PluginOrigin::kGiven);
+  for (const auto& d : path.env) add(d, PluginOrigin::kEnv);
+  for (const auto& d : path.builtin) add(d, PluginOrigin::kBuiltin);
 }
 
 Registry::~Registry() {
@@ -79,26 +99,90 @@ Registry::~Registry() {
   plugins_.clear();
 }
 
+std::string Registry::origin_name(PluginOrigin origin) const {
+  switch (origin) {
+    case PluginOrigin::kGiven:
+      return given_name_;
+    case PluginOrigin::kEnv:
+      return "DDPH_PLUGIN_PATH";
+    case PluginOrigin::kBuiltin:
+      return "built in";
+  }
+  return "?";
+}
+
+std::vector<PluginCopy> Registry::copies(const std::string& family) const {
+  std::vector<PluginCopy> found;
+  std::vector<std::pair<dev_t, ino_t>> ids;  // of found, to list each file once
+  for (const Dir& dir : search_) {
+    const std::string path = dir.path + "/" + plugin_file_name(family);
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const auto id = std::make_pair(st.st_dev, st.st_ino);
+    auto seen = std::find(ids.begin(), ids.end(), id);
+    if (seen == ids.end()) {
+      ids.push_back(id);
+      found.push_back(PluginCopy{path, dir.origin});
+    } else if (dir.origin == PluginOrigin::kBuiltin) {
+      // The same file as a built-in one is the built-in family, wherever it is
+      // reached from (DDPH_PLUGIN_PATH set to the build's own plugins, as the
+      // tests do, or a symlink to them).
+      found[size_t(seen - ids.begin())].origin = PluginOrigin::kBuiltin;
+    }
+  }
+  return found;
+}
+
+PluginCopy Registry::choose(const std::string& family) const {
+  DDPH_CHECK(is_valid_family_name(family), DDPH_INVALID_ARGUMENT,
+             "plugin family '" << family << "' is not a valid name (letters, digits, '_', '-')");
+  const std::vector<PluginCopy> found = copies(family);
+  DDPH_CHECK(!found.empty(), DDPH_NOT_FOUND,
+             "plugin family '" << family << "' not found: no " << plugin_file_name(family)
+                               << " in any of " << dirs_.size() << " searched directories: "
+                               << (dirs_.empty() ? "(none)" : join(dirs_, ", "))
+                               << " (set plugin_path in the YAML or DDPH_PLUGIN_PATH)");
+  const PluginCopy& first = found.front();
+  if (first.origin == PluginOrigin::kBuiltin || policy_.replace_any_builtin) return first;
+  auto builtin = std::find_if(found.begin(), found.end(), [](const PluginCopy& c) {
+    return c.origin == PluginOrigin::kBuiltin;
+  });
+  const auto& allowed = policy_.replace_builtin;
+  DDPH_CHECK(
+      builtin == found.end() || std::find(allowed.begin(), allowed.end(), family) != allowed.end(),
+      DDPH_INVALID_ARGUMENT,
+      "plugin family '" << family << "' is built in (" << builtin->path << "), but " << first.path
+                        << " (from " << origin_name(first.origin)
+                        << ") comes first on the search path; a job replaces a built-in "
+                           "family only when its YAML says so: add `replace_builtin: ["
+                        << family << "]` to use that file, or remove it");
+  return first;
+}
+
+// A family in two folders runs whichever comes first; say which, so that a
+// stray copy in a job folder or on DDPH_PLUGIN_PATH cannot go unnoticed.
+void Registry::warn_if_shadowed(const std::string& family, const PluginCopy& chosen) const {
+  const std::vector<PluginCopy> found = copies(family);
+  if (found.size() < 2) return;
+  std::string others;
+  for (const PluginCopy& copy : found) {
+    if (copy.path == chosen.path) continue;
+    others += (others.empty() ? "" : ", ") + copy.path + " (" + origin_name(copy.origin) + ")";
+  }
+  ddph::log(DDPH_LOG_WARN, nullptr,
+            "plugin family '" + family + "' is in " + std::to_string(found.size()) +
+                " folders of the search path: using " + chosen.path + " (" +
+                origin_name(chosen.origin) + "), not " + others);
+}
+
 const Plugin& Registry::load(const std::string& family) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plugins_.find(family);
   if (it != plugins_.end()) return *it->second;
 
-  DDPH_CHECK(is_valid_family_name(family), DDPH_INVALID_ARGUMENT,
-             "plugin family '" << family << "' is not a valid name (letters, digits, '_', '-')");
-  const std::string name = plugin_file_name(family);
-  std::string path;
-  for (const auto& dir : dirs_) {
-    if (is_regular_file(dir + "/" + name)) {
-      path = dir + "/" + name;
-      break;
-    }
-  }
-  DDPH_CHECK(!path.empty(), DDPH_NOT_FOUND,
-             "plugin family '" << family << "' not found: no " << name << " in any of "
-                               << dirs_.size() << " searched directories: "
-                               << (dirs_.empty() ? "(none)" : join(dirs_, ", "))
-                               << " (set plugin_path in the YAML or DDPH_PLUGIN_PATH)");
+  const PluginCopy chosen = choose(family);
+  const std::string& path = chosen.path;
+  if (policy_.warn_shadowed) warn_if_shadowed(family, chosen);
 
   // RTLD_LOCAL: every plugin carries its own copy of core; keep them apart.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "loader/search_path.h"
+
 namespace ddph {
 namespace loader {
 
@@ -46,29 +48,71 @@ struct PluginFile {
   std::string path;
 };
 
+// Where a folder of the search path comes from.
+enum class PluginOrigin {
+  kGiven,    // the YAML's plugin_path (or `ddph plugins --plugin-path`)
+  kEnv,      // DDPH_PLUGIN_PATH
+  kBuiltin,  // shipped with the loader (search_path.h); also the same file
+             // reached through a given or env folder
+};
+
+// One file of a family on the search path.
+struct PluginCopy {
+  std::string path;
+  PluginOrigin origin;
+};
+
+struct PluginPolicy {
+  // Built-in families that a copy from plugin_path or DDPH_PLUGIN_PATH may
+  // replace (the YAML's replace_builtin). Any other built-in family found
+  // there first is refused.
+  std::vector<std::string> replace_builtin;
+  bool replace_any_builtin = false;  // `ddph plugins`: show whatever comes first
+  // Log a warning when a loaded family has more than one copy.
+  bool warn_shadowed = true;
+};
+
 class Registry {
  public:
-  // first_dirs (a YAML plugin_path, already absolute or relative to the CWD)
-  // come before default_plugin_dirs().
+  // first_dirs (a YAML plugin_path, already absolute) come before
+  // DDPH_PLUGIN_PATH and the built-in folders.
   explicit Registry(const std::vector<std::string>& first_dirs = {});
+  Registry(const SearchPath& path, PluginPolicy policy);
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
   const std::vector<std::string>& dirs() const { return dirs_; }
-  // Opens libddph_<family>.so from the first directory that has it, or returns
-  // the one already open. Throws ddph::Error (see registry.cpp for the codes).
-  // The reference lives as long as the registry. [thread-safe]
+  // Every distinct file of family on the search path, in search order (a file
+  // reached through two folders is listed once). Opens nothing.
+  std::vector<PluginCopy> copies(const std::string& family) const;
+  // The copy load() opens, without opening it: the first on the search path.
+  // Throws ddph::Error when there is none, or when it would replace a built-in
+  // family that the policy does not name.
+  PluginCopy choose(const std::string& family) const;
+  // Opens the chosen copy, or returns the one already open. Throws
+  // ddph::Error (see registry.cpp for the codes). The reference lives as long
+  // as the registry. [thread-safe]
   const Plugin& load(const std::string& family);
+  // "plugin_path", "DDPH_PLUGIN_PATH" or "built in", for messages.
+  std::string origin_name(PluginOrigin origin) const;
 
  private:
-  std::vector<std::string> dirs_;
+  struct Dir {
+    std::string path;
+    PluginOrigin origin;
+  };
+  void warn_if_shadowed(const std::string& family, const PluginCopy& chosen) const;
+  std::vector<Dir> search_;
+  std::vector<std::string> dirs_;  // search_'s paths
+  std::string given_name_;
+  PluginPolicy policy_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Plugin>> plugins_;
 };
 
 // Every libddph_<family>.so in dirs; a family shadowed by an earlier directory
-// is listed once, with the path the registry would open. Sorted by family.
+// is listed once, with the path found first. Sorted by family.
 std::vector<PluginFile> find_plugin_files(const std::vector<std::string>& dirs);
 
 // Checks a plugin description against ABI v1 (struct sizes of every table,

@@ -67,13 +67,18 @@ std::string loader_directory() {
   return path.empty() ? "" : parent_directory(path);
 }
 
-std::vector<std::string> default_plugin_dirs() {
+std::vector<std::string> env_plugin_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("DDPH_PLUGIN_PATH")) {
     std::stringstream ss(env);
     std::string dir;
     while (std::getline(ss, dir, ':')) append_unique(dirs, dir);
   }
+  return dirs;
+}
+
+std::vector<std::string> builtin_plugin_dirs() {
+  std::vector<std::string> dirs;
   const LoaderObject self = loader_object();
   if (!self.path.empty()) {
     const std::string here = parent_directory(self.path);
@@ -89,6 +94,14 @@ std::vector<std::string> default_plugin_dirs() {
   }
   append_unique(dirs, DDPH_PLUGIN_INSTALL_DIR);
   return dirs;
+}
+
+SearchPath plugin_search_path(const std::vector<std::string>& given) {
+  SearchPath path;
+  path.given = given;
+  path.env = env_plugin_dirs();
+  path.builtin = builtin_plugin_dirs();
+  return path;
 }
 
 }  // namespace loader

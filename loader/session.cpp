@@ -11,18 +11,17 @@
 #include "core/device_allocator.h"
 #include "core/error.h"
 #include "core/host.h"
+#include "core/rendezvous/kv_store.h"
 #include "core/tensor.h"
 #include "loader/host_table.h"
+#include "loader/job_id.h"
+#include "loader/job_secret.h"
 #include "loader/rank_agreement.h"
 #include "loader/state_blob.h"
 
 namespace ddph {
 namespace loader {
 namespace {
-
-// Counts sessions that reached their communicator in this process, so that
-// ranks opening sessions in the same order use the same store prefix.
-std::atomic<uint64_t> g_sessions_opened{0};
 
 bool env_int(const char* name, int32_t* out) {
   const char* text = std::getenv(name);
@@ -165,6 +164,12 @@ Session::Session(const ddph_session_options_t& opts) {
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
   try {
     create_communicator(opts);
+    // Every rank has read the run marker and this rank's keys once the
+    // communicator is connected (it ends in a barrier). Removing them now,
+    // before the next collective, means no peer can finish this open and
+    // start the job's next session while the marker of this one is still
+    // there to be read by mistake.
+    if (job_store_ != nullptr) job_store_->release();
     create_control_communicator();
     // Before any hook is created: creating one may be collective (a split).
     agree_on_job(control_, job_);
@@ -174,14 +179,19 @@ Session::Session(const ddph_session_options_t& opts) {
   } catch (...) {
     destroy_hooks();
     destroy_communicators();
+    if (job_store_ != nullptr) job_store_->release();
     throw;
   }
+  // The keys of the communicators split since (each connection ends in a
+  // barrier): a job that ends well leaves nothing in the store.
+  if (job_store_ != nullptr) job_store_->release();
 }
 
 Session::~Session() {
   worker_.reset();  // runs every queued bucket to completion, then joins
   destroy_hooks();
   destroy_communicators();
+  if (job_store_ != nullptr) job_store_->release();  // keys of later splits, if any
   // job_ (and with it the registry, unless shared) goes last: plugins unload
   // only after every state made from them is gone.
 }
@@ -199,29 +209,50 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
     owns_comm_ = false;
     return;
   }
-  std::string rendezvous = opts.rendezvous != nullptr ? opts.rendezvous : spec.rendezvous;
-  const ddph_store_t* store = nullptr;
-  if (rendezvous.empty() || rendezvous == "host") {
-    DDPH_CHECK(rendezvous.empty() || opts.store != nullptr, DDPH_INVALID_ARGUMENT,
+  const std::string url = opts.rendezvous != nullptr ? opts.rendezvous : spec.rendezvous;
+  const std::chrono::milliseconds timeout(spec.timeout_ms);
+  std::unique_ptr<rendezvous::KvStore> kv;
+  if (url.empty() || url == "host") {
+    DDPH_CHECK(url.empty() || opts.store != nullptr, DDPH_INVALID_ARGUMENT,
                "comm.rendezvous is 'host' but ddph_session_options.store is NULL");
-    store = opts.store;
-    rendezvous.clear();
+    if (opts.store != nullptr) kv = rendezvous::host_store(opts.store);
   } else {
-    DDPH_CHECK(rendezvous.rfind("file://", 0) == 0 || rendezvous.rfind("redis://", 0) == 0,
-               DDPH_INVALID_ARGUMENT,
-               "ddph_session_options.rendezvous '" << rendezvous
+    DDPH_CHECK(url.rfind("file://", 0) == 0 || url.rfind("redis://", 0) == 0, DDPH_INVALID_ARGUMENT,
+               "ddph_session_options.rendezvous '" << url
                                                    << "' is not file:///dir, redis://host:port "
                                                       "or host");
+    // Keys of a run that crashed expire in Redis once no rank of it can
+    // still be waiting for them.
+    kv = rendezvous::open_url_store(url, placement_.rank, rendezvous::deadline_in(timeout),
+                                    2 * timeout + std::chrono::seconds(60));
   }
-  const std::string prefix = "ddph/" + std::to_string(g_sessions_opened++);
+  if (kv != nullptr) {
+    const char* host_job = opts.struct_size >= DDPH_SESSION_OPTIONS_SIZE_V1_4 ? opts.job : nullptr;
+    const JobId job = resolve_job_id(host_job, spec.job);
+    JobRun run;
+    run.job = job.id;
+    run.job_source = job.source;
+    run.rank = placement_.rank;
+    run.world = placement_.world_size;
+    run.timeout = timeout;
+    run.secret = load_job_secret(spec.secret_file).bytes;
+    log(DDPH_LOG_INFO, "loader",
+        "job '" + job.id + "' (from " + job.source + "): rank " + std::to_string(run.rank) +
+            " of " + std::to_string(run.world) + " through " + kv->describe() +
+            (run.secret.empty() ? "" : ", values signed with the job's secret"));
+    job_store_ = std::make_unique<JobStore>(std::move(kv), std::move(run));
+  }
   ddph_comm_init_t init{};
   init.struct_size = sizeof init;
   init.host = ddph_host();
   init.rank = placement_.rank;
   init.world_size = placement_.world_size;
-  init.rendezvous = rendezvous.empty() ? nullptr : rendezvous.c_str();
-  init.store = store;
-  init.prefix = prefix.c_str();
+  // The communicator meets its peers through the job's store, under keys
+  // that depend only on the job and its run, never on how many sessions
+  // this process opened.
+  init.rendezvous = nullptr;
+  init.store = job_store_ != nullptr ? job_store_->table() : nullptr;
+  init.prefix = "comm";
   init.timeout_ms = spec.timeout_ms;
   init.options = job_.comm.options.data();
   init.num_options = job_.comm.options.size();

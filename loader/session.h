@@ -15,6 +15,7 @@
 #include "loader/checked_comm.h"
 #include "loader/hook_chain.h"
 #include "loader/job.h"
+#include "loader/job_store.h"
 #include "loader/rank_agreement.h"
 #include "loader/worker.h"
 
@@ -75,6 +76,9 @@ class Session {
 
   Job job_;
   Placement placement_;
+  // The job-scoped rendezvous store handed to the communicator (NULL when
+  // the host provides the communicator); outlives the communicators.
+  std::unique_ptr<JobStore> job_store_;
   ddph_comm_t* comm_ = nullptr;
   bool owns_comm_ = false;
   // The host's (ABI 1.3), handed to the communicator and every hook; or NULL.

@@ -1,12 +1,17 @@
 // The container format of ddph_session_save_state: a header, then one record
-// per stateful hook of the session. Portable: fixed little-endian integers.
+// per stateful hook of the session, in core's checksummed frame
+// (core/le_bytes.h), so that a flip in a record's family, name or length is
+// refused as corruption, never read as another hook or another length, and
+// the blob of a hook without a checksum of its own is covered too.
+// Portable: fixed little-endian integers.
 //
 //   "DDPHSTAT"  8 bytes magic
-//   u32         format version (kStateFormatVersion)
+//   u32         format version (kStateFormatVersion; 1 had no checksum)
 //   u32         record count
 //   per record: u32 family length, family bytes,
 //               u32 hook name length, name bytes,
 //               u64 blob length, the hook's own blob
+//   u64         FNV-1a 64 of every byte before it
 #pragma once
 
 #include <cstdint>
@@ -16,7 +21,7 @@
 namespace ddph {
 namespace loader {
 
-constexpr uint32_t kStateFormatVersion = 1;
+constexpr uint32_t kStateFormatVersion = 2;
 
 struct StateRecord {
   std::string family;
@@ -25,7 +30,8 @@ struct StateRecord {
 };
 
 std::string encode_state(const std::vector<StateRecord>& records);
-// Throws DDPH_INVALID_ARGUMENT on a wrong magic or version, or truncation.
+// Throws DDPH_INVALID_ARGUMENT on a wrong magic or version, a checksum
+// mismatch, truncation or trailing bytes.
 std::vector<StateRecord> decode_state(const void* bytes, size_t n);
 
 }  // namespace loader

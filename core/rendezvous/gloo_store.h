@@ -1,7 +1,7 @@
-// The rendezvous store a communicator meets its peers through, as a gloo
-// store: gloo's FileStore or RedisStore for a comm.rendezvous URL, or the
-// host's ddph_store_t table. Shared by the engines that rendezvous through a
-// store (comm_gloo for its addresses, comm_nccl for its unique id).
+// A KvStore as the gloo store a communicator connects its full mesh
+// through, under the communicator's key prefix. Shared by the engines that
+// rendezvous through a store (comm_gloo for its addresses, comm_nccl for its
+// unique id).
 #pragma once
 
 #include <ddph/ddph.h>
@@ -12,15 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "core/rendezvous/kv_store.h"
+
 namespace ddph {
 namespace rendezvous {
 
-// Adapts a host ddph_store_t to gloo. Every wait is bounded: a call without
-// a timeout uses default_timeout (the communicator's), so a missing rank
-// becomes DDPH_TIMEOUT rather than a hang.
-class HostStore : public ::gloo::rendezvous::Store {
+// Every wait is bounded by `timeout`, with millisecond resolution, including
+// gloo's calls that pass none (gloo would use its own 30 s). A wait that
+// runs out is DDPH_TIMEOUT; for gloo's per-rank keys (the key is the rank)
+// the message names the rank that did not join.
+class GlooStore : public ::gloo::rendezvous::Store {
  public:
-  HostStore(const ddph_store_t* store, std::chrono::milliseconds default_timeout);
+  GlooStore(std::shared_ptr<KvStore> kv, std::string prefix, std::chrono::milliseconds timeout);
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override;
@@ -28,19 +31,17 @@ class HostStore : public ::gloo::rendezvous::Store {
             const std::chrono::milliseconds& timeout) override;
 
  private:
-  std::vector<char> get_within(const std::string& key, std::chrono::milliseconds timeout);
-  const ddph_store_t* store_;
-  std::chrono::milliseconds default_timeout_;
+  std::string full(const std::string& key) const { return prefix_ + "/" + key; }
+  std::string get_by(const std::string& key, Deadline deadline);
+  std::shared_ptr<KvStore> kv_;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
 };
 
-// Opens the store a URL names (creating a file store's directory). A
-// malformed URL is DDPH_INVALID_ARGUMENT; failing to reach the store is
-// DDPH_COMM_FAILURE naming rank.
-std::unique_ptr<::gloo::rendezvous::Store> open_url_store(const std::string& url, int rank);
-
-// The store init names: the host's store wins over a URL (the loader passes
-// one or the other). init must have passed check_comm_init.
-std::shared_ptr<::gloo::rendezvous::Store> open_init_store(const ddph_comm_init_t& init);
+// The store init names: the host's store (which the loader also uses to
+// pass its job-scoped store) wins over a URL. init must have passed
+// check_comm_init.
+std::shared_ptr<KvStore> open_init_store(const ddph_comm_init_t& init);
 
 }  // namespace rendezvous
 }  // namespace ddph

@@ -2,8 +2,8 @@
 """Average a NumPy array across 2 processes through a ddph hook, no framework.
 
     python3 examples/python/numpy_allreduce.py                 # starts 2 ranks itself
-    python3 examples/python/numpy_allreduce.py --rank 0 --world 2 --rendezvous file:///tmp/job &
-    python3 examples/python/numpy_allreduce.py --rank 1 --world 2 --rendezvous file:///tmp/job
+    python3 examples/python/numpy_allreduce.py --rank 0 --world 2 --rendezvous file:///tmp/job --job demo &
+    python3 examples/python/numpy_allreduce.py --rank 1 --world 2 --rendezvous file:///tmp/job --job demo
 
 Each rank fills element i with (rank + 1) * (i % 7); after session.run the
 array holds the mean over ranks, (world + 1) / 2 * (i % 7). --config picks
@@ -27,7 +27,7 @@ import ddphooks  # noqa: E402
 def run_rank(args):
     data = ((args.rank + 1) * (np.arange(args.n) % 7)).astype(np.float32)
     with ddphooks.Session(args.config, rank=args.rank, world_size=args.world,
-                          rendezvous=args.rendezvous) as session:
+                          rendezvous=args.rendezvous, job=args.job) as session:
         for _ in range(args.steps):
             step_data = data.copy()
             session.run(step_data)  # in place: the mean over ranks
@@ -44,12 +44,13 @@ def run_rank(args):
 
 
 def launch(args):
-    """Starts args.world copies of this script on a fresh file store."""
+    """Starts args.world copies of this script on a fresh file store, as one job."""
+    job = args.job or ddphooks.new_job_id()
     with tempfile.TemporaryDirectory(prefix="ddph-numpy-") as d:
         procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", str(r),
                                    "--world", str(args.world), "--rendezvous", "file://" + d,
                                    "--config", args.config, "--n", str(args.n),
-                                   "--steps", str(args.steps)])
+                                   "--steps", str(args.steps), "--job", job])
                  for r in range(args.world)]
         return max(p.wait() for p in procs)
 
@@ -60,6 +61,8 @@ def main():
     p.add_argument("--rank", type=int)
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--rendezvous", help="file:///dir or redis://host:port (required with --rank)")
+    p.add_argument("--job", help="the job id (default: the YAML's, DDPH_JOB_ID, or 'default'; "
+                                  "a launch without --rank makes a fresh one)")
     p.add_argument("--n", type=int, default=1000, help="elements")
     p.add_argument("--steps", type=int, default=3)
     args = p.parse_args()

@@ -17,7 +17,9 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: ddph plugins [--plugin-path DIR]...\n"
                "Lists every plugin family found in DIR (searched first), DDPH_PLUGIN_PATH,\n"
-               "the folder beside the loader, and the install folder.\n");
+               "the folder beside the loader, and the install folder (the last two hold the\n"
+               "built-in families). A family found in several folders is listed once, from\n"
+               "the file that comes first, with the files it shadows.\n");
 }
 
 std::string flag_names(uint32_t flags) {
@@ -61,6 +63,25 @@ void print_options(const ddph_option_spec_t* specs, size_t n, const char* indent
   }
 }
 
+// The other copies of a family on the search path, and whether a job may use
+// the one listed (a copy that shadows a built-in one needs replace_builtin).
+void print_shadowed(const ddph::loader::Registry& registry, const std::string& family) {
+  using ddph::loader::PluginOrigin;
+  const auto copies = registry.copies(family);
+  if (copies.empty()) return;
+  bool shadows_builtin = false;
+  for (size_t i = 1; i < copies.size(); ++i) {
+    std::printf("  shadows %s (%s)\n", copies[i].path.c_str(),
+                registry.origin_name(copies[i].origin).c_str());
+    shadows_builtin |= copies[i].origin == PluginOrigin::kBuiltin;
+  }
+  if (shadows_builtin && copies[0].origin != PluginOrigin::kBuiltin)
+    std::printf(
+        "  a job uses %s only with `replace_builtin: [%s]` in its YAML; without it, the\n"
+        "  job is refused\n",
+        copies[0].path.c_str(), family.c_str());
+}
+
 }  // namespace
 
 int cmd_plugins(int argc, char** argv) {
@@ -80,7 +101,12 @@ int cmd_plugins(int argc, char** argv) {
       return 2;
     }
   }
-  ddph::loader::Registry registry(first_dirs);
+  ddph::loader::SearchPath path = ddph::loader::plugin_search_path(first_dirs);
+  path.given_name = "--plugin-path";
+  ddph::loader::PluginPolicy policy;
+  policy.replace_any_builtin = true;  // list what each folder holds; jobs are checked at open
+  policy.warn_shadowed = false;       // the listing says it
+  ddph::loader::Registry registry(path, policy);
   std::printf("search path:\n");
   for (const auto& dir : registry.dirs()) std::printf("  %s\n", dir.c_str());
   const auto files = ddph::loader::find_plugin_files(registry.dirs());
@@ -93,6 +119,7 @@ int cmd_plugins(int argc, char** argv) {
       const ddph_plugin_t& d = plugin.desc();
       std::printf("%s %s (ABI %u.%u) %s\n", plugin.family().c_str(), d.version ? d.version : "?",
                   d.abi_major, d.abi_minor, plugin.file().c_str());
+      print_shadowed(registry, file.family);
       for (size_t h = 0; h < d.num_hooks; ++h) {
         const ddph_hook_t* hook = d.hooks[h];
         std::string flags = flag_names(hook->flags);
@@ -108,6 +135,7 @@ int cmd_plugins(int argc, char** argv) {
     } catch (const std::exception& e) {
       // Keep listing the others: one broken plugin should not hide the rest.
       std::printf("%s: cannot load: %s\n", file.path.c_str(), e.what());
+      print_shadowed(registry, file.family);
       status = 1;
     }
   }

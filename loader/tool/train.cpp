@@ -12,11 +12,13 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/kernels/cast.h"
+#include "loader/job_id.h"
 #include "loader/tool/bench_label.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/hook_needs.h"
@@ -41,6 +43,7 @@ struct TrainOptions {
   int world = 2;
   int rank = -1;  // -1: launch all ranks locally
   std::string rendezvous;
+  std::string job;  // --job: the session's job id ("" leaves it to YAML/environment)
   int steps = 1000;
   int64_t bucket_kb = 4;  // small enough that the 2-64-64-3 model makes 3 buckets
   int log_every = 100;
@@ -62,7 +65,7 @@ const char kUsage[] =
     "usage: ddph train --config FILE.yaml [--world N] [--steps S] [--bucket-kb B]\n"
     "                  [--log-every K] [--seed X] [--batch B] [--lr LR] [--momentum M]\n"
     "                  [--hidden H] [--dtype f32|bf16|f16] [--final-average]\n"
-    "                  [--timeout SECONDS] [--rank R --rendezvous URL]\n"
+    "                  [--timeout SECONDS] [--job ID] [--rank R --rendezvous URL]\n"
     "Trains a 2-H-H-3 ReLU MLP (H = 64 by default) on 3-class spirals, data-parallel\n"
     "over N ranks\n"
     "(default 2 local processes over a temporary file store), reducing gradients\n"
@@ -73,7 +76,10 @@ const char kUsage[] =
     "--final-average: average the parameters over the ranks after the last step\n"
     "(local SGD, where the ranks' parameters drift apart between averages).\n"
     "A config with comm.backend mpi under mpirun runs one rank per process, rank\n"
-    "and world from the launcher (--world is then ignored).\n";
+    "and world from the launcher (--world is then ignored).\n"
+    "--job ID: the job id every store key lives under (it overrides comm.job).\n"
+    "Without it, a local launch gives its ranks a fresh one (DDPH_JOB_ID) unless\n"
+    "the YAML or the environment names one.\n";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
@@ -102,6 +108,8 @@ TrainOptions parse(int argc, char** argv) {
       o.rank = static_cast<int>(f.int_value(0, 1023)), rank_given = true;
     else if (f.is("--rendezvous"))
       o.rendezvous = f.value();
+    else if (f.is("--job"))
+      o.job = f.value();
     else if (f.is("--steps"))
       o.steps = static_cast<int>(f.int_value(1, 100000000));
     else if (f.is("--bucket-kb"))
@@ -228,7 +236,7 @@ std::string mb(uint64_t bytes) {
 
 int run_rank(const TrainOptions& o) {
   const bool lead = o.rank == 0;
-  Session session(o.config, o.rank, o.world, o.rendezvous);
+  Session session(o.config, o.rank, o.world, o.rendezvous, o.job);
   std::string label = hook_label(o.config);
 
   Dataset train = ddph_train::make_spirals(kClasses, kTrainPerClass, kNoise, o.seed);
@@ -362,6 +370,12 @@ int launch_local(const TrainOptions& o) {
   }
   std::string dir = make_temp_dir("ddph-train");
   std::string url = "file://" + dir;
+  // The ranks of this launch are one job; a fresh id keeps it apart from any
+  // other, unless the YAML (comm.job, which wins over the environment) or
+  // the caller's environment names one.
+  const char* env_job = std::getenv("DDPH_JOB_ID");
+  if (o.job.empty() && (env_job == nullptr || *env_job == '\0'))
+    setenv("DDPH_JOB_ID", ddph::loader::new_job_id().c_str(), 1);
   // The real path as argv[0], as a shell would pass it: code that locates
   // files beside the executable (the plugin directory) may read it.
   char self[4096];
@@ -399,6 +413,7 @@ int launch_local(const TrainOptions& o) {
                                      "--dtype",
                                      o.dtype};
     if (o.final_average) args.push_back("--final-average");
+    if (!o.job.empty()) args.insert(args.end(), {"--job", o.job});
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

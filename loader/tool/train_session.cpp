@@ -44,13 +44,14 @@ void check(ddph_error_t* error, const char* what) {
 }
 
 Session::Session(const std::string& config_path, int rank, int world,
-                 const std::string& rendezvous) {
+                 const std::string& rendezvous, const std::string& job) {
   ddph_session_options_t opts{};
   opts.struct_size = sizeof(opts);
   opts.yaml_path = config_path.c_str();
   opts.rank = rank;
   opts.world_size = world;
   opts.rendezvous = rendezvous.empty() ? nullptr : rendezvous.c_str();
+  opts.job = job.empty() ? nullptr : job.c_str();
   check(ddph_session_open(&opts, &s_), "opening the session");
   // core's comm helpers turn C errors into exceptions through this table.
   if (ddph::host() == nullptr) ddph::set_host(ddph_host());

@@ -27,7 +27,9 @@ class Session {
  public:
   // Opens config_path as rank of world, with the rendezvous overridden (an
   // empty one keeps the YAML's). Collective over all ranks.
-  Session(const std::string& config_path, int rank, int world, const std::string& rendezvous);
+  // job: the job id, or "" for the YAML's / the environment's.
+  Session(const std::string& config_path, int rank, int world, const std::string& rendezvous,
+          const std::string& job = "");
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -1,17 +1,16 @@
 #include "plugins/comm_gloo/communicator.h"
 
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/device.h>
 
 #include "core/host.h"
+#include "core/rendezvous/gloo_store.h"
 
 namespace ddph {
 namespace comm_gloo {
 
-Communicator::Communicator(const CommConfig& config,
-                           std::shared_ptr<::gloo::rendezvous::Store> store,
+Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous::KvStore> store,
                            std::shared_ptr<WireBytes> wire)
     : config_(config),
       store_(std::move(store)),
@@ -35,7 +34,7 @@ Communicator::Communicator(const CommConfig& config,
                   << " cannot be used to listen: " << e.what());
   }
 
-  prefix_store_.reset(new ::gloo::rendezvous::PrefixStore(config_.prefix, *store_));
+  prefix_store_.reset(new rendezvous::GlooStore(store_, config_.prefix, config_.timeout));
   auto context = std::make_shared<::gloo::rendezvous::Context>(config_.rank, config_.world);
   context->setTimeout(config_.timeout);
 

@@ -18,7 +18,9 @@
 #include "core/comm_args.h"
 #include "core/comm_backend.h"
 #include "core/error.h"
+#include "core/rendezvous/kv_store.h"
 #include "plugins/comm_gloo/errors.h"
+#include "plugins/comm_gloo/peer_identity.h"
 #include "plugins/comm_gloo/posted_buffers.h"
 #include "plugins/comm_gloo/wire_bytes.h"
 
@@ -52,7 +54,7 @@ class Communicator : public CommBackend {
   // Collective: connects to every peer through store, which it shares with
   // the communicators split from it. They count their bytes into `wire`
   // too, so a session's wire bytes include its subgroups' traffic.
-  Communicator(const CommConfig& config, std::shared_ptr<::gloo::rendezvous::Store> store,
+  Communicator(const CommConfig& config, std::shared_ptr<rendezvous::KvStore> store,
                std::shared_ptr<WireBytes> wire = std::make_shared<WireBytes>());
   ~Communicator() override;
   Communicator(const Communicator&) = delete;
@@ -118,16 +120,20 @@ class Communicator : public CommBackend {
   // Learns which tracked socket leads to which rank: every rank publishes
   // its sockets' ends through the store (endpoints.cpp). Collective.
   void attribute_sockets(const std::vector<SocketEnds>& ends);
+  // text with every peer's address (as gloo prints it) replaced by its
+  // rank, process and host.
+  std::string name_peers(const std::string& text) const;
   int world_rank(int rank) const {
     return config_.world_ranks.empty() ? rank : config_.world_ranks[size_t(rank)];
   }
 
   CommConfig config_;
-  std::shared_ptr<::gloo::rendezvous::Store> store_;         // the URL's or the host's store
+  std::shared_ptr<rendezvous::KvStore> store_;               // the URL's or the host's store
   std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
   std::shared_ptr<WireBytes> wire_;  // shared with the communicators split from this one
+  std::vector<PeerIdentity> peers_;  // by rank here, from the store at connect time
 
   std::mutex broken_mutex_;
   std::string broken_;  // the first failure; empty while healthy
@@ -167,7 +173,7 @@ void Communicator::run(const char* what, Fn&& fn) {
     if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT) {
       // Ranks that disagree on a call wait in vain (slots.h): the first to
       // give up times out and closes its connections, which its peers see.
-      const Error hinted(e.code(), std::string(e.what()) + failure_hint(e.code()));
+      const Error hinted(e.code(), name_peers(e.what()) + failure_hint(e.code()));
       break_with(hinted);
       throw hinted;
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/peer_identity.h"
 
 namespace ddph {
 namespace comm_gloo {
@@ -26,23 +27,43 @@ std::string endpoints_key(int rank) {
 
 void Communicator::attribute_sockets(const std::vector<SocketEnds>& ends) {
   if (size() == 1) return;
-  std::string mine;
+  // First line: who this rank is, for messages about it (peer_identity.h):
+  // its pid and host, and this side of each pair as gloo knows it.
+  std::vector<std::string> pair_ends;
+  for (int peer = 0; peer < size(); ++peer)
+    if (peer != rank()) pair_ends.push_back(true_address(context_->getPair(peer)->address().str()));
+  std::string mine = PeerIdentity::mine(pair_ends).line() + "\n";
   for (const SocketEnds& e : ends) mine += e.local + ">" + e.remote + "\n";
   gloo_call("publishing socket ends", rank(), [&] {
     prefix_store_->set(endpoints_key(rank()), std::vector<char>(mine.begin(), mine.end()));
   });
+  peers_.assign(size_t(size()), PeerIdentity{});
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) continue;
-    std::vector<char> theirs;
-    gloo_call("reading socket ends", rank(),
-              [&] { theirs = prefix_store_->get(endpoints_key(peer)); });
+    std::vector<char> theirs, listening;
+    gloo_call("reading socket ends", rank(), [&] {
+      theirs = prefix_store_->get(endpoints_key(peer));
+      listening = prefix_store_->get(std::to_string(peer));  // gloo's own key for its addresses
+    });
     std::istringstream lines(std::string(theirs.begin(), theirs.end()));
     std::string line;
+    PeerIdentity& who = peers_[size_t(peer)];
+    if (std::getline(lines, line)) who = PeerIdentity::parse(line, peer);
+    for (const std::string& a :
+         addresses_in_gloo_rank_value(std::string(listening.begin(), listening.end())))
+      who.addresses.push_back(a);
     while (std::getline(lines, line)) {
-      for (const SocketEnds& e : ends)
-        if (line == e.remote + ">" + e.local) wire_->set_peer(e.index, world_rank(peer));
+      for (const SocketEnds& e : ends) {
+        if (line != e.remote + ">" + e.local) continue;
+        wire_->set_peer(e.index, world_rank(peer));
+        who.addresses.push_back(e.remote);  // its end of our socket
+      }
     }
   }
+}
+
+std::string Communicator::name_peers(const std::string& text) const {
+  return name_peers_in(text, peers_);
 }
 
 uint64_t Communicator::bytes_sent_to(int peer) {

@@ -2,8 +2,6 @@
 #include "core/plugin.h"
 
 #include <cuda_runtime_api.h>
-#include <gloo/rendezvous/prefix_store.h>
-
 #include <cstdlib>
 #include <memory>
 
@@ -51,8 +49,8 @@ std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
   config.world = init.world_size;
   config.timeout = std::chrono::milliseconds(init.timeout_ms);
   config.device = pick_device(init.num_options > 0 ? options.get_int("device") : -1, init.rank);
-  std::shared_ptr<::gloo::rendezvous::Store> store = rendezvous::open_init_store(init);
-  ::gloo::rendezvous::PrefixStore scoped(init.prefix != nullptr ? init.prefix : "", *store);
+  rendezvous::GlooStore scoped(rendezvous::open_init_store(init),
+                               init.prefix != nullptr ? init.prefix : "", config.timeout);
   return Communicator::connect(config, scoped);
 }
 

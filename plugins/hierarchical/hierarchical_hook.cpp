@@ -34,7 +34,7 @@ namespace {
 
 constexpr const char* kHook = "hierarchical/hierarchical";
 constexpr char kMagic[8] = {'D', 'D', 'P', 'H', 'H', 'I', 'E', 'R'};
-constexpr uint32_t kStateVersion = 1;
+constexpr uint32_t kStateVersion = 2;  // 1: the checksum left the inner state out
 
 std::vector<int> leader_colors(const Machines& m) {
   std::vector<int> colors(m.colors.size());
@@ -124,52 +124,44 @@ class HierarchicalHook : public Hook {
     out->bytes_out += s.bytes_out;
   }
 
+  // The blob: core's checksummed frame (magic DDPHHIER, version 2) around
+  // u8 has_inner, u64 inner size and the inner chain's own blob, so that the
+  // checksum covers the inner bytes too, also on a rank that skips them.
   void save_state(ddph_write_fn write, void* sink) override {
-    LeWriter w;
-    put_frame_header(w, kMagic, kStateVersion);
     std::string inner;
     // A loader-made inner hook (ABI < 1.2) is checkpointed by the loader.
     const bool has = owns_inner_ && inner_.hook != nullptr && inner_.hook->save_state != nullptr;
     if (has) DDPH_CALL(inner_.hook->save_state(inner_.state, &append_to_string, &inner));
+    LeWriter w;
+    put_frame_header(w, kMagic, kStateVersion);
     w.put(has ? 1 : 0, 1);
     w.put(inner.size(), 8);
-    std::string blob = finish_frame(w);
-    // The inner blob goes after the frame's body; the checksum covers only
-    // this hook's header, and the inner hook checks its own blob.
+    w.put_bytes(inner.data(), inner.size());
+    const std::string blob = finish_frame(w);
     write(sink, blob.data(), blob.size());
-    if (!inner.empty()) write(sink, inner.data(), inner.size());
   }
 
   void load_state(const void* bytes, size_t n) override {
-    const size_t header = frame_size();
-    DDPH_CHECK(
-        n >= header, DDPH_INVALID_ARGUMENT,
-        kHook << " state: truncated (" << n << " bytes, the header alone is " << header << ")");
-    LeReader r = open_frame(bytes, header, kMagic, kStateVersion, "hierarchical state",
-                            "the hierarchical hook");
-    const bool has = r.get(1, "has_inner") != 0;
+    LeReader r =
+        open_frame(bytes, n, kMagic, kStateVersion, "hierarchical state", "the hierarchical hook");
+    const uint64_t has = r.get(1, "has_inner");
     const uint64_t size = r.get(8, "inner size");
-    DDPH_CHECK(size == n - header, DDPH_INVALID_ARGUMENT,
+    DDPH_CHECK(has <= 1 && (has == 1 || size == 0), DDPH_INVALID_ARGUMENT,
+               kHook << " state: has_inner is " << has << " with " << size
+                     << " bytes of inner state; it is 1, or 0 with none");
+    DDPH_CHECK(size == r.left(), DDPH_INVALID_ARGUMENT,
                kHook << " state: the inner hook's state should be " << size << " bytes, but "
-                     << n - header << " follow the header");
+                     << r.left() << " follow the header");
+    const uint8_t* inner = r.take(size_t(size), "the inner state");
     const bool wants = owns_inner_ && inner_.hook != nullptr && inner_.hook->load_state != nullptr;
     if (!wants) return;  // not a leader, or a stateless inner hook
-    DDPH_CHECK(has, DDPH_INVALID_ARGUMENT,
+    DDPH_CHECK(has == 1, DDPH_INVALID_ARGUMENT,
                kHook << " state: this blob holds no state of the inner hook (it was saved on a "
                         "rank that is not a machine leader); save the checkpoint on rank 0");
-    DDPH_CALL(inner_.hook->load_state(inner_.state, static_cast<const char*>(bytes) + header,
-                                      size_t(size)));
+    DDPH_CALL(inner_.hook->load_state(inner_.state, inner, size_t(size)));
   }
 
  private:
-  static size_t frame_size() {
-    LeWriter w;
-    put_frame_header(w, kMagic, kStateVersion);
-    w.put(0, 1);
-    w.put(0, 8);
-    return finish_frame(w).size();
-  }
-
   // Inner hooks that work on the parameters would touch them on the leaders
   // only; their result must land in the bucket for the broadcast to carry it.
   void check_inner() const {

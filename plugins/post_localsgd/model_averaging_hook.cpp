@@ -129,7 +129,7 @@ class ModelAveragingHook : public Hook {
   ddph_hook_ref_t inner_;
   uint64_t warmup_ = 0, periodic_ = 1;
   std::vector<Level> levels_;
-  StepCounter counter_;
+  StepCounter counter_{kHook};
   ScratchBuffers scratch_;
 };
 

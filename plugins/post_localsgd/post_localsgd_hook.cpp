@@ -73,7 +73,7 @@ class PostLocalSgdHook : public Hook {
   uint64_t start_ = 0;
   bool allreduce_after_ = true;
   std::unique_ptr<GroupComm> group_;
-  StepCounter counter_;
+  StepCounter counter_{kHook};
 };
 
 const ddph_option_spec_t kSpecs[] = {

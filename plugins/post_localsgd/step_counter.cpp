@@ -1,8 +1,5 @@
 #include "plugins/post_localsgd/step_counter.h"
 
-#include <cstring>
-#include <string>
-
 #include "core/error.h"
 #include "core/le_bytes.h"
 
@@ -11,29 +8,34 @@ namespace post_localsgd {
 namespace {
 
 constexpr char kMagic[8] = {'D', 'D', 'P', 'H', 'L', 'S', 'G', 'D'};
-constexpr uint32_t kVersion = 1;
 
 }  // namespace
 
-void StepCounter::save(ddph_write_fn write, void* sink) const {
+std::string encode_step(uint64_t step) {
   LeWriter w;
-  for (char c : kMagic) w.put(uint8_t(c), 1);
-  w.put(kVersion, 4);
-  w.put(step_, 8);
-  write(sink, w.bytes().data(), w.bytes().size());
+  put_frame_header(w, kMagic, kStepStateVersion);
+  w.put(step, 8);
+  return finish_frame(w);
 }
 
-void StepCounter::load(const void* bytes, size_t n) {
-  LeReader r(bytes, n, "post_localsgd state");
-  DDPH_CHECK(std::memcmp(r.take(sizeof kMagic, "magic"), kMagic, sizeof kMagic) == 0,
-             DDPH_INVALID_ARGUMENT, "post_localsgd state: not a post_localsgd blob (bad magic)");
-  const uint64_t version = r.get(4, "version");
-  DDPH_CHECK(version == kVersion, DDPH_INVALID_ARGUMENT,
-             "post_localsgd state: version " << version << ", this build reads " << kVersion);
-  const uint64_t step = r.get(8, "step");
+uint64_t decode_step(const void* bytes, size_t n, const char* hook) {
+  const std::string blob = std::string(hook) + " state";
+  // Magic, version and checksum first: a flipped bit anywhere is reported
+  // as corruption, not as another step.
+  LeReader r =
+      open_frame(bytes, n, kMagic, kStepStateVersion, blob.c_str(), "a post_localsgd hook");
+  const uint64_t step = r.get(8, "the step");
   DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
-             "post_localsgd state: " << r.left() << " trailing bytes");
-  step_ = step;
+             blob << ": " << r.left() << " bytes after the step");
+  DDPH_CHECK(step <= kMaxStep, DDPH_INVALID_ARGUMENT,
+             blob << ": step " << step << " is out of range (at most 2^53 = " << kMaxStep
+                  << "); a step counter never gets there, so this is not a saved state");
+  return step;
+}
+
+void StepCounter::save(ddph_write_fn write, void* sink) const {
+  const std::string blob = encode_step(step_);
+  write(sink, blob.data(), blob.size());
 }
 
 }  // namespace post_localsgd

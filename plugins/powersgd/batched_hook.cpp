@@ -8,6 +8,7 @@
 
 #include "plugins/powersgd/hook_base.h"
 #include "plugins/powersgd/hooks.h"
+#include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/torch_rng.h"
 
 namespace ddph {
@@ -62,12 +63,30 @@ class BatchedHook : public PsgdHook {
       f = remembered_factors(index, factor, factor);
     }
     ops_->orthogonalize(f.q, 1, s, r, opts_.orthogonalization_epsilon);
+    // That Q stays the bucket's if its factors turn out unusable (huge values).
+    ScratchBuffers::Lease q_lease = q_start_.get(at_, 0, factor * sizeof(float));
+    float* q_start = static_cast<float*>(q_lease.data());
+    ops_->copy(q_start, f.q, factor);
     ops_->multiply_mq(m, nullptr, s, s, f.q, r, f.p);
+    ops_->poison_unusable(f.p, factor, kFactorLimit);
     allreduce_sum(f.p, factor, wire);
+    ScratchBuffers::Lease flag = unusable_flag();
+    float* unusable = static_cast<float*>(flag.data());
+    ops_->flag_unusable(f.p, factor, kFactorLimit, unusable);
     ops_->orthogonalize(f.p, 1, s, r, opts_.orthogonalization_epsilon);
     ops_->multiply_mtp(m, s, s, f.p, r, f.q);
+    ops_->poison_unusable(f.q, factor, kFactorLimit);
     allreduce_sum(f.q, factor, wire);
     divide_by_world(f.q, factor);
+    ops_->flag_unusable(f.q, factor, q_limit(), unusable);
+    if (ops_->flag_set(unusable)) {
+      // Every rank has the same sums, so every rank goes this way: the
+      // bucket uncompressed, a zero P and the Q the step started with.
+      average_uncompressed(m, opts_.error_feedback, data, opts_.error_feedback ? padded : n, n);
+      ops_->zero(f.p, factor);
+      ops_->copy(f.q, q_start, factor);
+      return;
+    }
 
     ScratchBuffers::Lease out = out_.get(at_, 0, padded * 4);
     ops_->reconstruct(f.p, f.q, s, s, r, static_cast<float*>(out.data()),
@@ -76,7 +95,7 @@ class BatchedHook : public PsgdHook {
   }
 
  private:
-  ScratchBuffers scratch_, out_;
+  ScratchBuffers scratch_, out_, q_start_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/comm_call.h"
 #include "core/host.h"
 #include "core/tensor.h"
+#include "plugins/powersgd/huge_values.h"
 
 namespace ddph {
 namespace powersgd {
@@ -268,6 +269,38 @@ void PsgdHook::allreduce_sum(float* x, size_t n, DType wire) {
   comm_allreduce(comm_, buf, DDPH_SUM, at_.stream);
   step_comm_s_ += seconds_since(c0);
   cast_into(at_, wire, low.data(), DType::F32, x, n);
+}
+
+ScratchBuffers::Lease PsgdHook::unusable_flag() {
+  ScratchBuffers::Lease flag = flag_.get(at_, 0, sizeof(float));
+  ops_->zero(static_cast<float*>(flag.data()), 1);
+  return flag;
+}
+
+float PsgdHook::q_limit() const {
+  return kFactorLimit / float(opts_.rank);
+}
+
+float PsgdHook::uncompressed_scale(DType wire) const {
+  if (wire == DType::F16) return 1.0f;
+  float up = 1.0f;
+  while (up < 2.0f * float(world_)) up *= 2.0f;
+  return 1.0f / up;
+}
+
+void PsgdHook::average_uncompressed(float* m, bool feedback, float* data, size_t count,
+                                    size_t data_count) {
+  ScratchBuffers::Lease lease = uncompressed_.get(at_, 0, count * sizeof(float));
+  float* mean = static_cast<float*>(lease.data());
+  if (feedback) ops_->saturate_overflow(m, data, data_count);
+  ops_->copy(mean, m, count);
+  count_out(count * sizeof(float));
+  const auto c0 = std::chrono::steady_clock::now();
+  FlatTensor buf(mean, DType::F32, int64_t(count), at_.device);
+  comm_allreduce(comm_, buf, DDPH_AVG, at_.stream);
+  step_comm_s_ += seconds_since(c0);
+  ops_->copy(data, mean, data_count);
+  if (feedback) ops_->fallback_error(m, mean, count);
 }
 
 void PsgdHook::divide_by_world(float* x, size_t n) {

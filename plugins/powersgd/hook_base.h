@@ -77,6 +77,25 @@ class PsgdHook : public Hook {
   const Deferred* deferred_error(uint64_t index, const std::vector<MatrixSlot>& matrices);
   void forget_deferred(uint64_t index) { deferred_.erase(index); }
 
+  // Huge values (huge_values.h, docs/powersgd.md "Huge values"): a cleared
+  // flag for ops_->flag_unusable, one float in the step's memory.
+  ScratchBuffers::Lease unusable_flag();
+  // The largest |Q| a step goes on with: kFactorLimit / rank.
+  float q_limit() const;
+  // What the uncompressed elements are multiplied by before their sum over
+  // ranks (and divided by after the mean): a power of two at most 1 / (2
+  // world), so that the sum cannot overflow and, above the subnormals, the
+  // mean keeps PyTorch's bits (sum, then divide). 1 under fp16_wrapper,
+  // where it would push small values into fp16's subnormals.
+  float uncompressed_scale(DType wire) const;
+  // The mean over ranks of `count` values of M, uncompressed (divide first,
+  // fp32 on the wire), for a matrix whose factors are unusable this step.
+  // With error feedback m is the error buffer holding M (a sum there that
+  // overflowed counts as +-FLT_MAX: overflow_to_max against data), which
+  // then becomes M - mean (fallback_error); else m holds M as the data
+  // does. The first data_count values of the mean go to data.
+  void average_uncompressed(float* m, bool feedback, float* data, size_t count, size_t data_count);
+
   // PyTorch's `torch.manual_seed(state.rng.randint(1_000_000_000))`.
   uint64_t next_q_seed() { return numpy_randint_1e9(state_.rng); }
   // In-place SUM over ranks of fp32 values, sent in `wire` precision.
@@ -127,8 +146,10 @@ class PsgdHook : public Hook {
   LowRankOps* resident_ops_ = nullptr;     // whose memory resident_ is in
   std::unique_ptr<LowRankOps> cuda_ops_;
   int cuda_device_ = -1;
-  ScratchBuffers work_;  // fp32 copy of a 16-bit bucket
-  ScratchBuffers wire_;  // 16-bit copy of what goes on the wire
+  ScratchBuffers work_;          // fp32 copy of a 16-bit bucket
+  ScratchBuffers wire_;          // 16-bit copy of what goes on the wire
+  ScratchBuffers flag_;          // unusable_flag
+  ScratchBuffers uncompressed_;  // average_uncompressed's buffer
   uint64_t step_before_ = 0, step_after_ = 0;
   // This step's seconds in the hook and, of those, in collectives: the
   // DEBUG log line splits compression time from communication time. On a

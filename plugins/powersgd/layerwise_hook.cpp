@@ -5,6 +5,7 @@
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/hook_base.h"
 #include "plugins/powersgd/hooks.h"
+#include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/torch_rng.h"
 
 namespace ddph {
@@ -48,16 +49,23 @@ class LayerwiseHook : public PsgdHook {
     for (const ShapeGroup& g : plan.groups)
       ops_->orthogonalize(f.q + plan.matrices[size_t(g.members.front())].q_offset,
                           int(g.members.size()), g.cols, g.r, opts_.orthogonalization_epsilon);
+    // That Q stays a matrix's if its factors turn out unusable (huge values).
+    const size_t q_numel = size_t(plan.q_numel);
+    ScratchBuffers::Lease q_lease = q_start_.get(at_, 0, q_numel * sizeof(float));
+    float* q_start = static_cast<float*>(q_lease.data());
+    ops_->copy(q_start, f.q, q_numel);
 
     // One allreduce carries the uncompressed gradients and every P: PyTorch
     // sends them in two, but a sum is a sum, and each collective costs a
-    // round of messages.
+    // round of messages. The uncompressed ones are scaled down by a power of
+    // two first, so that their sum cannot overflow.
     const size_t u = size_t(plan.uncompressed_numel);
+    const float down = uncompressed_scale(wire);
     ScratchBuffers::Lease lease = send_.get(at_, 0, (u + size_t(plan.p_numel)) * sizeof(float));
     float* send = static_cast<float*>(lease.data());
     float* at = send;
     for (const Segment& s : plan.uncompressed) {
-      ops_->copy(at, m + s.offset, size_t(s.numel));
+      ops_->scaled_copy(at, m + s.offset, size_t(s.numel), down);
       at += s.numel;
     }
     for (const MatrixSlot& s : plan.matrices) {
@@ -71,34 +79,84 @@ class LayerwiseHook : public PsgdHook {
                           send + u + s.p_offset);
     }
     if (last != nullptr) forget_deferred(index);  // err holds this step's M now
+    ops_->poison_unusable(send + u, size_t(plan.p_numel), kFactorLimit);
     allreduce_sum(send, u + size_t(plan.p_numel), wire);
     divide_by_world(send, u);  // PyTorch: sum, then div_
-    ops_->copy(f.p, send + u, size_t(plan.p_numel));
+    const float* p_sum = send + u;
+    ScratchBuffers::Lease flag = unusable_flag();
+    float* unusable = static_cast<float*>(flag.data());
+    ops_->flag_unusable(p_sum, size_t(plan.p_numel), kFactorLimit, unusable);
+    ops_->copy(f.p, p_sum, size_t(plan.p_numel));
 
     for (const ShapeGroup& g : plan.groups)
       ops_->orthogonalize(f.p + plan.matrices[size_t(g.members.front())].p_offset,
                           int(g.members.size()), g.rows, g.r, opts_.orthogonalization_epsilon);
     for (const MatrixSlot& s : plan.matrices)
       ops_->multiply_mtp(m + s.offset, s.rows, s.cols, f.p + s.p_offset, s.r, f.q + s.q_offset);
-    allreduce_sum(f.q, size_t(plan.q_numel), wire);
-    divide_by_world(f.q, size_t(plan.q_numel));
+    ops_->poison_unusable(f.q, q_numel, kFactorLimit);
+    allreduce_sum(f.q, q_numel, wire);
+    divide_by_world(f.q, q_numel);
+    ops_->flag_unusable(f.q, q_numel, q_limit(), unusable);
+    // Every rank has the same sums, so every rank finds the same matrices.
+    const std::vector<bool> bad = plan.matrices.empty() || !ops_->flag_set(unusable)
+                                      ? std::vector<bool>()
+                                      : unusable_matrices(plan, p_sum, f.q);
 
     // The new error, M - P Q^T: formed here (eager), or by the next step.
     float* before = defer ? nullptr : err;
-    for (const MatrixSlot& s : plan.matrices)
+    for (size_t k = 0; k < plan.matrices.size(); ++k) {
+      const MatrixSlot& s = plan.matrices[k];
+      if (!bad.empty() && bad[k]) {
+        average_unusable(s, f, q_start, data, err);
+        continue;
+      }
       ops_->reconstruct(f.p + s.p_offset, f.q + s.q_offset, s.rows, s.cols, s.r, data + s.offset,
                         before == nullptr ? nullptr : before + s.offset);
-    if (defer) defer_error(index, plan.matrices, f, size_t(plan.p_numel), size_t(plan.q_numel));
+    }
+    if (defer) defer_error(index, plan.matrices, f, size_t(plan.p_numel), q_numel);
     at = send;
     for (const Segment& s : plan.uncompressed) {
       float* d = data + s.offset;
-      ops_->copy(d, at, size_t(s.numel));
+      ops_->scaled_copy(d, at, size_t(s.numel), 1.0f / down);
       if (err != nullptr) ops_->subtract(err + s.offset, d, size_t(s.numel));
       at += s.numel;
     }
   }
 
  private:
+  // Which matrices' factors are unusable (huge_values.h): their P (the
+  // sums, before orthogonalization) or Q. Read on the host, after
+  // flag_set said some are: a rare path.
+  std::vector<bool> unusable_matrices(const BucketPlan& plan, const float* p_sum, const float* q) {
+    std::vector<float> p_host(size_t(plan.p_numel)), q_host(size_t(plan.q_numel));
+    ops_->download(p_host.data(), p_sum, p_host.size());
+    ops_->download(q_host.data(), q, q_host.size());
+    auto any = [](const float* x, size_t n, float limit) {
+      for (size_t i = 0; i < n; ++i)
+        if (unusable_factor(x[i], limit)) return true;
+      return false;
+    };
+    std::vector<bool> bad(plan.matrices.size());
+    for (size_t k = 0; k < bad.size(); ++k) {
+      const MatrixSlot& s = plan.matrices[k];
+      bad[k] = any(p_host.data() + s.p_offset, size_t(s.rows) * size_t(s.r), kFactorLimit) ||
+               any(q_host.data() + s.q_offset, size_t(s.cols) * size_t(s.r), q_limit());
+    }
+    return bad;
+  }
+
+  // Matrix s goes uncompressed this step: the mean of its M over ranks, its
+  // error M minus that mean, a zero P (so that a deferred error adds
+  // nothing) and the Q it started the step with.
+  void average_unusable(const MatrixSlot& s, const Factors& f, const float* q_start, float* data,
+                        float* err) {
+    const size_t numel = size_t(s.rows) * size_t(s.cols);
+    float* d = data + s.offset;
+    average_uncompressed(err != nullptr ? err + s.offset : d, err != nullptr, d, numel, numel);
+    ops_->zero(f.p + s.p_offset, size_t(s.rows) * size_t(s.r));
+    ops_->copy(f.q + s.q_offset, q_start + s.q_offset, size_t(s.cols) * size_t(s.r));
+  }
+
   // PyTorch draws one torch.randn per matrix, or per shape group with
   // batch_tensors_with_same_shape (a group's Qs are contiguous in memory),
   // all from one generator seeded from the numpy RandomState. On the host,
@@ -116,7 +174,7 @@ class LayerwiseHook : public PsgdHook {
     }
   }
 
-  ScratchBuffers send_;
+  ScratchBuffers send_, q_start_;
 };
 
 }  // namespace

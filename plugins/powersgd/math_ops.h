@@ -22,11 +22,28 @@ class LowRankOps {
   // Later calls are ordered on this stream (a cudaStream_t; ignored on the host).
   virtual void set_stream(void* stream) = 0;
 
-  // a += b; a -= b; dst = src; dst = 0 (n floats each).
+  // a += b; a -= b; dst = src; dst = 0 (n floats each). The sums saturate
+  // where finite operands overflow (huge_values.h).
   virtual void add(float* a, const float* b, size_t n) = 0;
   virtual void subtract(float* a, const float* b, size_t n) = 0;
   virtual void copy(float* dst, const float* src, size_t n) = 0;
   virtual void zero(float* dst, size_t n) = 0;
+  // dst = src * factor, saturated (huge_values.h's saturated_scale).
+  virtual void scaled_copy(float* dst, const float* src, size_t n, float factor) = 0;
+
+  // Huge values (huge_values.h). *flag (one float in this memory) becomes 1
+  // if any of x's n values is unusable_factor at `limit`, else stays.
+  virtual void flag_unusable(const float* x, size_t n, float limit, float* flag) = 0;
+  // x[i] = NaN where it is unusable_factor at `limit`: a rank's own factor
+  // that is too large makes the sum over ranks NaN, which every rank sees.
+  virtual void poison_unusable(float* x, size_t n, float limit) = 0;
+  // Whether *flag is set, on the host: on a GPU the step's one host wait,
+  // for the work ordered before it on the stream.
+  virtual bool flag_set(const float* flag) = 0;
+  // m[i] = overflow_to_max(m[i], data[i]); err[i] = fallback_error(err[i],
+  // mean[i]) (n floats each).
+  virtual void saturate_overflow(float* m, const float* data, size_t n) = 0;
+  virtual void fallback_error(float* err, const float* mean, size_t n) = 0;
 
   // lowrank.h's three products, with its contracts (multiply_mq adds data
   // to err first when err != NULL and reads M from err).

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/lowrank.h"
 #include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/orthogonalize.h"
@@ -16,10 +17,28 @@ class CpuOps final : public LowRankOps {
  public:
   void set_stream(void*) override {}
   void add(float* a, const float* b, size_t n) override {
-    for (size_t i = 0; i < n; ++i) a[i] += b[i];
+    for (size_t i = 0; i < n; ++i) a[i] = saturated_add(a[i], b[i]);
   }
   void subtract(float* a, const float* b, size_t n) override {
-    for (size_t i = 0; i < n; ++i) a[i] -= b[i];
+    for (size_t i = 0; i < n; ++i) a[i] = saturated_subtract(a[i], b[i]);
+  }
+  void scaled_copy(float* dst, const float* src, size_t n, float factor) override {
+    for (size_t i = 0; i < n; ++i) dst[i] = saturated_scale(src[i], factor);
+  }
+  void flag_unusable(const float* x, size_t n, float limit, float* flag) override {
+    bool bad = false;
+    for (size_t i = 0; i < n; ++i) bad |= unusable_factor(x[i], limit);
+    if (bad) *flag = 1.0f;
+  }
+  bool flag_set(const float* flag) override { return *flag != 0.0f; }
+  void poison_unusable(float* x, size_t n, float limit) override {
+    for (size_t i = 0; i < n; ++i) x[i] = powersgd::poison_unusable(x[i], limit);
+  }
+  void saturate_overflow(float* m, const float* data, size_t n) override {
+    for (size_t i = 0; i < n; ++i) m[i] = overflow_to_max(m[i], data[i]);
+  }
+  void fallback_error(float* err, const float* mean, size_t n) override {
+    for (size_t i = 0; i < n; ++i) err[i] = powersgd::fallback_error(err[i], mean[i]);
   }
   void copy(float* dst, const float* src, size_t n) override {
     if (n > 0) std::memcpy(dst, src, n * sizeof(float));  // memcpy(NULL, ..., 0) is undefined

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "plugins/powersgd/huge_values.h"
 
 namespace ddph {
 namespace powersgd {
@@ -54,9 +55,12 @@ void orthogonalize_qr(float* a, int rows, int cols) {
   // LAPACKE refuses a matrix holding NaN (info -4: its NaN check) and
   // Householder reflections would mix a NaN or Inf into every column anyway:
   // the result is NaN, as the math gives, instead of an internal error.
+  // Beyond kFactorLimit the reflections themselves may overflow into NaN,
+  // which sorgqr's NaN check would refuse: NaN as well (the hooks average
+  // such a matrix uncompressed, huge_values.h).
   for (int i = 0; i < rows; ++i)
     for (int k = 0; k < usable; ++k)
-      if (!std::isfinite(a[size_t(i) * cols + k])) {
+      if (unusable_factor(a[size_t(i) * cols + k], kFactorLimit)) {
         for (int r = 0; r < rows; ++r)
           for (int c = 0; c < usable; ++c) a[size_t(r) * cols + c] = std::nanf("");
         zero_columns(a, rows, cols, usable);

@@ -18,8 +18,10 @@ namespace powersgd {
 // Gram-Schmidt with eps > 0 divides by (norm + eps), as PyTorch does.
 // A column holding NaN or Inf comes out non-finite, never zero: Gram-Schmidt
 // spreads the NaN down it and into the later columns, QR makes every column
-// NaN (LAPACK would refuse the matrix). A non-finite gradient must not come
-// back as a finite result or as an internal error.
+// NaN (LAPACK would refuse the matrix), as it does for values beyond
+// kFactorLimit (2^100, huge_values.h), where its reflections could
+// overflow. A non-finite gradient must not come back as a finite result or
+// as an internal error.
 void orthogonalize(float* a, int rows, int cols, float eps);
 
 // Gram-Schmidt alone and QR alone, for tests of each path.

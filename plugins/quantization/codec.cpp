@@ -53,26 +53,43 @@ std::vector<int> Codec::nonfinite_senders(const uint8_t* first, size_t stride, i
   return quantization::nonfinite_senders(headers.data(), 1, world);
 }
 
-void Codec::encode_mean_or_nan(const std::vector<const uint8_t*>& ins, const Segment& s, int world,
-                               const EncodeArgs& args, float* acc, uint8_t* out) {
+namespace {
+
+std::vector<const uint8_t*> strided(const uint8_t* first, size_t stride, size_t count) {
+  std::vector<const uint8_t*> ins(count);
+  for (size_t k = 0; k < count; ++k) ins[k] = first + k * stride;
+  return ins;
+}
+
+}  // namespace
+
+void Codec::decode_mean(const uint8_t* first, size_t stride, size_t count, const Segment& s,
+                        int bits, int world, float* out) {
   if (s.n == 0) return;
   if (!at_.cuda()) {
-    if (!encode_mean(ins.data(), ins.size(), s, world, args, out, acc, scratch_))
+    const std::vector<const uint8_t*> ins = strided(first, stride, count);
+    return quantization::decode_mean(ins.data(), count, s, bits, world, out, scratch_);
+  }
+  zero(out, s.n * sizeof(float));
+  for (size_t k = 0; k < count; ++k)
+    decode_cuda(at_, first + k * stride, s, bits, out, /*add=*/true, scratch_);
+  divide(out, s.n, world);
+  wide_means_cuda(at_, first, stride, count, s, bits, world, out);
+}
+
+void Codec::encode_mean_or_nan(const uint8_t* first, size_t stride, size_t count, const Segment& s,
+                               int world, const EncodeArgs& args, float* acc, uint8_t* out) {
+  if (s.n == 0) return;
+  if (!at_.cuda()) {
+    const std::vector<const uint8_t*> ins = strided(first, stride, count);
+    if (!encode_mean(ins.data(), count, s, world, args, out, acc, scratch_))
       encode_nan(s, args.bits, out);
     return;
   }
-  zero(acc, s.n * sizeof(float));
-  for (const uint8_t* in : ins) decode_cuda(at_, in, s, args.bits, acc, /*add=*/true, scratch_);
-  divide(acc, s.n, world);
+  decode_mean(first, stride, count, s, args.bits, world, acc);
   uint8_t* flag = next_flag();
   encode_segment_cuda(at_, acc, s, args, out, scratch_, flag);
   nan_unless_finite_cuda(at_, flag, s, args.bits, out);
-}
-
-void Codec::decode_add(const uint8_t* in, const Segment& s, int bits, float* acc) {
-  if (s.n == 0) return;
-  if (!at_.cuda()) return quantization::decode_add(in, s, bits, acc, scratch_);
-  decode_cuda(at_, in, s, bits, acc, /*add=*/true, scratch_);
 }
 
 void Codec::decode_into(const uint8_t* in, const Segment& s, int bits, float* out) {

@@ -42,14 +42,19 @@ class Codec {
   // first, says not finite. On a GPU this is the bucket's one host wait: the
   // fall-back-or-fail decision is the host's, and every rank must take it.
   std::vector<int> nonfinite_senders(const uint8_t* first, size_t stride, int world);
-  // The owner's mean of the encodings `ins` of segment s (wire_segment.h's
-  // decode_mean), encoded with args into out, outside the tally; a mean that
-  // is not finite encodes as encode_nan's bytes (decided on the device for a
-  // CUDA bucket). acc (s.n floats) holds the mean where the host does not
-  // fuse the two (wire_segment.h's encode_mean) and always on a GPU.
-  void encode_mean_or_nan(const std::vector<const uint8_t*>& ins, const Segment& s, int world,
-                          const EncodeArgs& args, float* acc, uint8_t* out);
-  void decode_add(const uint8_t* in, const Segment& s, int bits, float* acc);
+  // The mean of `count` encodings of segment s laid `stride` bytes apart from
+  // `first` (wire_segment.h's decode_mean: PyTorch's float32 sum in rank
+  // order, or a saturated double sum where that could overflow) into out.
+  void decode_mean(const uint8_t* first, size_t stride, size_t count, const Segment& s, int bits,
+                   int world, float* out);
+  // The owner's mean of those encodings, encoded with args into out,
+  // outside the tally. A mean that is not finite would encode as
+  // encode_nan's bytes (decided on the device for a CUDA bucket); finite
+  // encodings never give one. acc (s.n floats) holds the mean where the
+  // host does not fuse the two (wire_segment.h's encode_mean) and always on
+  // a GPU.
+  void encode_mean_or_nan(const uint8_t* first, size_t stride, size_t count, const Segment& s,
+                          int world, const EncodeArgs& args, float* acc, uint8_t* out);
   void decode_into(const uint8_t* in, const Segment& s, int bits, float* out);
 
   void zero(void* p, size_t bytes) { zero_bytes(at_, p, bytes); }

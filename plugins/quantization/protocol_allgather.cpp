@@ -2,7 +2,9 @@
 // quantization_perchannel_hook: every rank quantizes its whole bucket with
 // its own scales and zero points, all ranks gather everything, and each
 // dequantizes every rank's codes with that rank's params, summing in fp32 in
-// rank order from zeros, then divides by the world size.
+// rank order from zeros, then divides by the world size (a channel whose
+// fp32 sum could overflow is summed in double: wire_segment.h's
+// decode_mean).
 //
 // PyTorch gathers the params and the codes in two allgathers; here one
 // block per rank carries both, behind the rank header, which changes no value. PyTorch's
@@ -38,11 +40,8 @@ Outcome run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob&
   if (!out.nonfinite_ranks.empty()) return out;
 
   // The bucket's own values are already in `own`, so the bucket itself can
-  // be the fp32 accumulator.
-  codec.zero(job.data, job.n * sizeof(float));
-  for (size_t r = 0; r < world; ++r)
-    codec.decode_add(all + r * block + kRankHeaderBytes, seg, o.bits, job.data);
-  codec.divide(job.data, job.n, job.world);
+  // take the mean.
+  codec.decode_mean(all + kRankHeaderBytes, block, world, seg, o.bits, job.world, job.data);
   return out;
 }
 

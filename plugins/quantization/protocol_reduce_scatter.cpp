@@ -78,17 +78,15 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   // encoding.
   const size_t m = mine.seg.n;
   const ScratchBuffers::Lease acc_buf = ws.scratch.get(job.at, kAccKey, m * sizeof(float));
-  std::vector<const uint8_t*> contributions(w);
-  for (size_t r = 0; r < w; ++r) contributions[r] = received + r * mine_bytes + kRankHeaderBytes;
   const ScratchBuffers::Lease gather_buf = ws.scratch.get(job.at, kGatherKey, w * widest);
   uint8_t* gathered = static_cast<uint8_t*>(gather_buf.data());
   uint8_t* own = gathered + size_t(rank) * widest;
   EncodeArgs nearest;
   nearest.bits = o.bits;
   if (job.owner_residual) nearest.residual = job.owner_residual(m);
-  // Finite inputs can still sum past FLT_MAX; then the chunk decodes to NaN
-  // on every rank instead of to a scale computed from Inf.
-  codec.encode_mean_or_nan(contributions, mine.seg, world, nearest,
+  // Finite contributions whose fp32 sum could pass FLT_MAX are summed in
+  // double (decode_mean), so the mean is finite and re-quantizes.
+  codec.encode_mean_or_nan(received + kRankHeaderBytes, mine_bytes, w, mine.seg, world, nearest,
                            static_cast<float*>(acc_buf.data()), own);
   const size_t own_bytes = mine_bytes - kRankHeaderBytes;
   codec.zero(own + own_bytes, widest - own_bytes);

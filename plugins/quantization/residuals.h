@@ -56,16 +56,20 @@ class Residuals {
   std::map<uint64_t, Entry> map_;
 };
 
-// The hook's checkpoint blob, little-endian whatever the host:
+// The hook's checkpoint blob, little-endian whatever the host, in core's
+// checksummed frame (core/le_bytes.h; docs/quantization.md#checkpoints):
 //   "DDPHQRES"  8 bytes magic
-//   u32         version (kResidualStateVersion)
+//   u32         version (kResidualStateVersion; 1 had no checksum)
 //   u32         bucket count
 //   per bucket: u64 index, u64 length, length x f32 (own; IEEE bits as u32),
 //               u64 owner length, owner length x f32
-constexpr uint32_t kResidualStateVersion = 1;
+//   u64         FNV-1a 64 of every byte before it
+constexpr uint32_t kResidualStateVersion = 2;
 std::string encode_residuals(const ResidualMap& map);
-// Throws DDPH_INVALID_ARGUMENT on a wrong magic or version, truncation,
-// trailing bytes or a repeated bucket index.
+// Throws DDPH_INVALID_ARGUMENT on a wrong magic or version, a checksum
+// mismatch, truncation, trailing bytes, bucket indices out of ascending
+// order (or repeated) or a non-finite residual element (naming its bucket
+// and element).
 ResidualMap decode_residuals(const void* bytes, size_t n);
 
 }  // namespace quantization

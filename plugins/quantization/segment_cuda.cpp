@@ -74,6 +74,13 @@ void decode_cuda(const Where& at, const uint8_t* in, const Segment& s, int bits,
           "dequantize");
 }
 
+void wide_means_cuda(const Where& at, const uint8_t* first, size_t stride, size_t count,
+                     const Segment& s, int bits, int world, float* out) {
+  cuda_ok(quant::wide_means_cuda(first, stride, count, s.n, s.channel, params_bytes(s), bits, world,
+                                 out, stream_of(at)),
+          "wide means");
+}
+
 #else
 
 void encode_segment_cuda(const Where&, const float*, const Segment&, const EncodeArgs&, uint8_t*,
@@ -88,6 +95,10 @@ void nan_unless_finite_cuda(const Where&, const uint8_t*, const Segment&, int, u
 }
 void decode_cuda(const Where&, const uint8_t*, const Segment&, int, float*, bool,
                  const CodecScratch&) {
+  refuse_cuda_memory("quantization");
+}
+void wide_means_cuda(const Where&, const uint8_t*, size_t, size_t, const Segment&, int, int,
+                     float*) {
   refuse_cuda_memory("quantization");
 }
 

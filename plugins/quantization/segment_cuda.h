@@ -22,6 +22,10 @@ void nan_unless_finite_cuda(const Where& at, const uint8_t* finite, const Segmen
                             uint8_t* out);
 void decode_cuda(const Where& at, const uint8_t* in, const Segment& s, int bits, float* out,
                  bool add, const CodecScratch& scratch);
+// After a float32 mean of `count` encodings `stride` bytes apart from
+// first: the channels that decode_mean sums in double get that mean.
+void wide_means_cuda(const Where& at, const uint8_t* first, size_t stride, size_t count,
+                     const Segment& s, int bits, int world, float* out);
 
 }  // namespace quantization
 }  // namespace ddph

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/kernels/divide.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
@@ -112,14 +113,47 @@ bool channelwise(size_t ch, int bits) {
   return (ch * size_t(bits)) % 8 == 0;
 }
 
+quant::QParams params_of(const uint8_t* in, size_t c) {
+  quant::QParams p;
+  std::memcpy(&p, in + c * sizeof p, sizeof p);  // the wire promises no alignment
+  return p;
+}
+
+// Whether channel c's mean over the encodings must be summed in double
+// (quant_math.h's mean_wide): the float32 sum of its dequantized values
+// could overflow.
+bool wide_channel(const uint8_t* const* ins, size_t count, size_t c, int bits) {
+  const int qmax = (1 << bits) - 1;
+  double bound = 0;
+  for (size_t k = 0; k < count; ++k)
+    bound = quant::qm_dadd(bound, quant::dequantized_bound(params_of(ins[k], c), qmax));
+  return quant::float_sum_may_overflow(bound, count);
+}
+
+// Channel c's mean (elements off .. off + len) summed in double, in rank
+// order, element by element straight from the packed codes: a rare path.
+void wide_mean_of_channel(const uint8_t* const* ins, size_t count, size_t head, size_t c,
+                          size_t off, size_t len, int bits, int world, float* out) {
+  std::vector<quant::QParams> p(count);
+  for (size_t k = 0; k < count; ++k) p[k] = params_of(ins[k], c);
+  for (size_t i = 0; i < len; ++i) {
+    double sum = 0;
+    for (size_t k = 0; k < count; ++k)
+      sum = quant::qm_dadd(
+          sum, quant::dequantize_wide(quant::packed_code(ins[k] + head, off + i, bits), p[k]));
+    out[i] = quant::mean_wide(sum, world);
+  }
+}
+
 // decode_mean's sum for channel c (elements off .. off + len of the
 // segment, whose params take `head` bytes) into sum.
 void mean_of_channel(const uint8_t* const* ins, size_t count, size_t head, size_t c, size_t off,
                      size_t len, int bits, int world, float* sum, CodecScratch& scratch) {
+  if (wide_channel(ins, count, c, bits))
+    return wide_mean_of_channel(ins, count, head, c, off, len, bits, world, sum);
   std::memset(sum, 0, len * sizeof(float));
   for (size_t k = 0; k < count; ++k) {
-    quant::QParams p;
-    std::memcpy(&p, ins[k] + c * sizeof p, sizeof p);  // the wire promises no alignment
+    const quant::QParams p = params_of(ins[k], c);
     const uint8_t* codes = ins[k] + head + off * size_t(bits) / 8;
     if (bits != 8) {
       quant::unpack(codes, len, bits, scratch.codes);
@@ -140,13 +174,17 @@ void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int 
                  float* out, CodecScratch& scratch) {
   if (s.n == 0) return;
   const size_t ch = channel_length(s);
+  const size_t head = params_bytes(s);
   if (!channelwise(ch, bits)) {
     std::memset(out, 0, s.n * sizeof(float));
     for (size_t k = 0; k < count; ++k) decode_add(ins[k], s, bits, out, scratch);
     divide_inplace(DType::F32, out, s.n, world);
+    for (size_t c = 0, off = 0; off < s.n; ++c, off += ch)
+      if (wide_channel(ins, count, c, bits))
+        wide_mean_of_channel(ins, count, head, c, off, std::min(ch, s.n - off), bits, world,
+                             out + off);
     return;
   }
-  const size_t head = params_bytes(s);
   for (size_t c = 0, off = 0; off < s.n; ++c, off += ch)
     mean_of_channel(ins, count, head, c, off, std::min(ch, s.n - off), bits, world, out + off,
                     scratch);

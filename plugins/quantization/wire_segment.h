@@ -67,11 +67,15 @@ void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, Code
 // divide_inplace (core/kernels/divide.h), but a channel at a time while its
 // sum is in L1, where whole-segment passes ran the sum through the caches
 // count + 2 times (at W = 4 a third less CPU). Falls back to those passes
-// when bit-packed channels do not start on a byte.
+// when bit-packed channels do not start on a byte. A channel whose float32
+// sum could overflow (its values' bounds add up to about FLT_MAX) is summed
+// in double instead and its mean saturates at +-FLT_MAX (quant_math.h's
+// mean_wide): finite encodings always give a finite mean.
 void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int bits, int world,
                  float* out, CodecScratch& scratch);
 // encode_segment of decode_mean's result, the same bytes, into out: false
-// when the mean is not finite (the bytes are then meaningless). A group of
+// when the mean is not finite, which finite encodings never give (the
+// bytes are then meaningless). A group of
 // channels at a time is summed and quantized while it is in L1; where that
 // cannot be done (channels that are not byte-aligned or are longer than a
 // group, or error feedback, whose residual must stay as it was when the
@@ -79,7 +83,9 @@ void decode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int 
 bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int world,
                  const EncodeArgs& args, uint8_t* out, float* acc, CodecScratch& scratch);
 // Makes `out` decode to NaN everywhere: what an owner sends for a chunk whose
-// mean overflowed, so the overflow shows on every rank as allreduce's would.
+// mean is not finite. Finite contributions cannot give one (decode_mean
+// saturates), so this is a guard: a bug shows as NaN on every rank, never
+// as codes under a scale computed from Inf.
 void encode_nan(const Segment& s, int bits, uint8_t* out);
 
 }  // namespace quantization

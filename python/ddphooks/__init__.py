@@ -10,9 +10,10 @@ package, in the install prefix, or in a build tree (ddphooks._library).
 """
 from .allocator import DeviceAllocator
 from .errors import Code, DDPHError
-from .session import Session, version
+from .session import Session, new_job_id, version
 from .store import HostStore
 from ._library import path as library_path
 
-__all__ = ["Code", "DDPHError", "DeviceAllocator", "HostStore", "Session", "library_path", "version"]
+__all__ = ["Code", "DDPHError", "DeviceAllocator", "HostStore", "Session", "library_path",
+           "new_job_id", "version"]
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.3) and of DLPack's DLTensor.
+"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.4) and of DLPack's DLTensor.
 
 Only layout lives here: the structs, the callback types and the prototypes of
 libddph.so's host API. Every struct starts with ``struct_size``; the helpers
@@ -54,6 +54,7 @@ WriteFn = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t)
 DoneFn = CFUNCTYPE(None, c_void_p, c_void_p)
 StoreSetFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p, c_void_p, c_size_t)
 StoreGetFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p, c_int64, WriteFn, c_void_p)
+StoreDelFn = CFUNCTYPE(c_void_p, c_void_p, c_char_p)
 
 CommIntFn = CFUNCTYPE(c_int, c_void_p)
 CommReduceFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), POINTER(DLTensor), c_int, c_void_p)
@@ -70,7 +71,9 @@ CommAlltoallvFn = CFUNCTYPE(c_void_p, c_void_p, POINTER(DLTensor), POINTER(c_int
 
 class Store(Structure):
     _fields_ = [("struct_size", c_size_t), ("ctx", c_void_p), ("set", StoreSetFn),
-                ("get", StoreGetFn)]
+                ("get", StoreGetFn),
+                # ABI 1.4
+                ("del", StoreDelFn)]
 
 
 class Comm(Structure):
@@ -156,6 +159,8 @@ class SessionOptions(Structure):
         ("comm", POINTER(Comm)),
         # ABI 1.3
         ("device_allocator", POINTER(DeviceAllocator)),
+        # ABI 1.4
+        ("job", c_char_p),
     ]
 
 

@@ -4,6 +4,7 @@ import ctypes
 import json
 import os
 import threading
+import uuid
 import weakref
 
 from . import _abi, _completion, _library, _tensors, errors
@@ -37,6 +38,13 @@ def _config_source(config):
     return None, config
 
 
+def new_job_id():
+    """A fresh job id ("j" and 24 hex digits) for a launcher that starts every
+    rank of a job itself: pass it to each rank (Session(job=...) or the
+    DDPH_JOB_ID environment variable) so that the job meets no other."""
+    return "j" + uuid.uuid4().hex[:24]
+
+
 def _encode(s):
     return None if s is None else s.encode()
 
@@ -52,6 +60,11 @@ class Session:
         "redis://host:port", or "host" for `store`).
     store: a host key-value store (e.g. a torch.distributed Store) used when
         the rendezvous is "host" or unset.
+    job: the job id every store key lives under (1 to 64 of [A-Za-z0-9._-]);
+        it overrides the YAML's comm.job. Without either: DDPH_JOB_ID, then
+        torchrun's TORCHELASTIC_RUN_ID, then "default". Ranks of different
+        jobs never meet; a launcher that starts every rank itself gives them
+        ddphooks.new_job_id().
     comm: a host communicator (an object with a ``table`` attribute holding
         a ddph_comm_t, e.g. ddphooks.torch.ProcessGroupComm) used when the YAML
         says ``comm: {backend: host}``.
@@ -63,7 +76,7 @@ class Session:
     """
 
     def __init__(self, config, *, rank=-1, world_size=-1, rendezvous=None, store=None,
-                 comm=None, device_allocator=None):
+                 comm=None, device_allocator=None, job=None):
         self._lib = _library.load()
         self._handle = None
         self._step = 0
@@ -77,7 +90,7 @@ class Session:
             _abi.SessionOptions, yaml_path=_encode(path), yaml_text=_encode(text),
             rank=-1 if rank is None else int(rank),
             world_size=-1 if world_size is None else int(world_size),
-            rendezvous=_encode(rendezvous))
+            rendezvous=_encode(rendezvous), job=_encode(job))
         if self._store is not None:
             opts.store = ctypes.pointer(self._store.table)
         if comm is not None:

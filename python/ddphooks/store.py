@@ -3,7 +3,9 @@
 Anything with ``set(key, value: bytes)`` and a blocking ``get(key) -> bytes``
 serves; PyTorch's c10d stores (TCPStore, FileStore, PrefixStore) do. When the
 object also has ``wait(keys, timedelta)`` (c10d does), the library's per-call
-timeout is honoured through it; a timeout becomes DDPH_TIMEOUT.
+timeout is honoured through it; a timeout becomes DDPH_TIMEOUT. When it has
+``delete_key(key)`` (c10d does), a session removes its keys once every rank
+has read them, so the same job can open again on the same store.
 """
 import ctypes
 import datetime
@@ -19,7 +21,9 @@ class HostStore:
         self.store = store
         self._set = _abi.StoreSetFn(self._on_set)
         self._get = _abi.StoreGetFn(self._on_get)
+        self._del = _abi.StoreDelFn(self._on_del)
         self.table = _abi.new(_abi.Store, ctx=None, set=self._set, get=self._get)
+        setattr(self.table, "del", self._del)  # a Python keyword: no keyword argument
 
     def _fail(self, code, what, e):
         return errors.make(_library.load(), code, "host store %s: %s: %s" %
@@ -45,3 +49,12 @@ class HostStore:
         buf = ctypes.create_string_buffer(value, len(value))
         write(sink, ctypes.cast(buf, ctypes.c_void_p), len(value))
         return None
+
+    def _on_del(self, ctx, key):
+        k = key.decode()
+        try:
+            if hasattr(self.store, "delete_key"):
+                self.store.delete_key(k)
+            return None
+        except BaseException as e:
+            return self._fail(errors.Code.COMM_FAILURE, "delete_key(%r)" % k, e)

@@ -80,4 +80,13 @@ TEST(AbiLayout, V1_3AppendsOnly) {
   EXPECT_EQ(DDPH_DEVICE_ALLOCATOR_SIZE_V1_3, 32u);
 }
 
+// 1.4 appended del to ddph_store_t and job to ddph_session_options_t.
+TEST(AbiLayout, V1_4AppendsOnly) {
+  EXPECT_EQ(offsetof(ddph_store_t, del), DDPH_STORE_SIZE_V1_0);
+  EXPECT_EQ(DDPH_STORE_SIZE_V1_0, 32u);
+  EXPECT_EQ(DDPH_STORE_SIZE_V1_4, 40u);
+  EXPECT_EQ(offsetof(ddph_session_options_t, job), DDPH_SESSION_OPTIONS_SIZE_V1_3);
+  EXPECT_EQ(DDPH_SESSION_OPTIONS_SIZE_V1_4, 72u);
+}
+
 }  // namespace

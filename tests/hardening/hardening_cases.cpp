@@ -45,19 +45,21 @@ const std::vector<HookCase>& hook_cases() {
        NonFinite::kAsAllreduce, 4.0 / 15, false},
       // Compressed from the first step (start_iter 0 needs no memory across
       // steps); a 1-element matrix is not worth compressing and goes exact.
+      // A matrix with NaN/Inf has unusable factors and is averaged
+      // uncompressed (docs/powersgd.md); batched's one matrix is the bucket.
       {"powersgd",
        "  {family: powersgd, name: powersgd,"
        " options: {start_iter: 0, error_feedback: false, warm_start: false}}\n",
-       NonFinite::kMixesMatrix, exact, false},
+       NonFinite::kAllreduceInMatrix, exact, false},
       // rank 4: Householder QR instead of Gram-Schmidt.
       {"powersgd_rank4",
        "  {family: powersgd, name: powersgd,"
        " options: {rank: 4, start_iter: 0, error_feedback: false, warm_start: false}}\n",
-       NonFinite::kMixesMatrix, exact, false},
+       NonFinite::kAllreduceInMatrix, exact, false},
       {"batched_powersgd",
        "  {family: powersgd, name: batched_powersgd,"
        " options: {start_iter: 0, error_feedback: false, warm_start: false}}\n",
-       NonFinite::kMixes, exact, false},
+       NonFinite::kAsAllreduce, exact, false},
       {"hook_then_optimizer",
        "  {family: optimizer_overlap, name: hook_then_optimizer, options: {lr: 0.5},"
        " wrap: {family: default, name: allreduce}}\n",

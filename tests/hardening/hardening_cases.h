@@ -16,13 +16,12 @@
 namespace ddph_test {
 
 enum class NonFinite {
-  kAsAllreduce,  // bit for bit plain allreduce's result, NaN/Inf included
-  kElementwise,  // NaN/Inf where allreduce puts them; other elements as on a clean bucket
-  kMixesMatrix,  // NaN/Inf positions stay non-finite; so may the rest of their parameter
-                 // view (matrix); other views exactly as on a clean bucket
-  kMixes,        // NaN/Inf positions stay non-finite; others as on a clean bucket, or non-finite
-  kReported,     // DDPH_NONFINITE on every rank
-  kLocal,        // no communication: every rank keeps its own bucket
+  kAsAllreduce,        // bit for bit plain allreduce's result, NaN/Inf included
+  kElementwise,        // NaN/Inf where allreduce puts them; other elements as on a clean bucket
+  kAllreduceInMatrix,  // the parameter views (matrices) holding NaN/Inf: allreduce's result
+                       // there, bit for bit; other views exactly as on a clean bucket
+  kReported,           // DDPH_NONFINITE on every rank
+  kLocal,              // no communication: every rank keeps its own bucket
 };
 
 struct HookCase {

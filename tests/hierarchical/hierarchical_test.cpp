@@ -18,6 +18,7 @@
 #include "tests/hierarchical/hier_ranks.h"
 #include "tests/powersgd/psgd_support.h"
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"
 
 namespace {
@@ -325,7 +326,8 @@ TEST(Hierarchical, BytesBetweenMachinesDropByTheLocalSize) {
 // ranks' blobs hold none. Rank 0's blob loads on every rank (as a flat
 // hook's does); a non-leader's blob is refused on a leader by name; and a
 // session whose leaders load their own blobs (error feedback differs from
-// leader to leader) goes on exactly as the original.
+// leader to leader) goes on exactly as the original. Every single-byte
+// change of a blob is refused on every rank.
 TEST(Hierarchical, CheckpointsHoldTheLeadersState) {
   auto res = ddph_test::run_ranks(kWorld, [](int rank, int world, const std::string& dir) {
     const std::string y =
@@ -371,6 +373,20 @@ TEST(Hierarchical, CheckpointsHoldTheLeadersState) {
     DDPH_CHILD_CHECK(e == nullptr, "load rank 0's blob: %s", e ? ddph_error_message(e) : "");
     e = ddph_session_load_state(b, from_leader.data(), from_leader.size());
     DDPH_CHILD_CHECK(e == nullptr, "load the leader's blob: %s", e ? ddph_error_message(e) : "");
+    // Every single-byte change of rank 0's hierarchical blob, in a valid
+    // container, is refused on every rank: the checksum covers the inner
+    // state too, also where a rank skips it. The steps below then show that
+    // nothing refused changed b's state.
+    std::vector<ddph_test::layout::Record> records;
+    std::string why;
+    DDPH_CHILD_CHECK(ddph_test::layout::valid_session_state(from0, &why) &&
+                         ddph_test::layout::parse_container(from0, &records, &why) &&
+                         records.size() == 1 && records[0].family == "hierarchical",
+                     "rank 0's blob: %s", why.c_str());
+    size_t offered = 0;
+    const size_t accepted = ddph_test::accepted_byte_changes(b, from0, &offered);
+    DDPH_CHILD_CHECK(accepted == 0, "%zu of %zu single-byte changes were not refused", accepted,
+                     offered);
     for (uint64_t step = 4; step < 6; ++step) {
       std::vector<float> va = grads(step), vb = grads(step);
       DDPH_CHILD_CHECK(ddph_test::psgd::run(a, va, shapes, 0, step, true) == DDPH_OK &&

@@ -25,7 +25,7 @@ cat > "$work/version.c" <<'C'
 int main(void) { printf("%s\n", ddph_version()); return 0; }
 C
 cc -std=c99 "$work/version.c" -o "$work/version" $(pkg-config --cflags --libs ddphooks)
-[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.3" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$work/version")" = "1.4" ] || { echo "FAIL: ddph_version via pkg-config"; exit 1; }
 
 # find_package: the out-of-tree family, built against the installed header only.
 cmake -S "$src/examples/out_of_tree_plugin" -B "$work/plugin" -G Ninja \
@@ -34,7 +34,9 @@ cmake --build "$work/plugin" >/dev/null
 [ -f "$work/plugin/libddph_example.so" ] || { echo "FAIL: libddph_example.so not built"; exit 1; }
 export DDPH_PLUGIN_PATH=$work/plugin
 
-"$prefix/bin/ddph" validate "$src/examples/out_of_tree_plugin/example.yaml"
+# --load-plugins: the family comes from DDPH_PLUGIN_PATH, and validate runs a
+# plugin's code only when told to.
+"$prefix/bin/ddph" validate --load-plugins "$src/examples/out_of_tree_plugin/example.yaml"
 # The author's check of the new family: the whole plugin contract, from the
 # installed tool, on a .so outside the plugin directory.
 "$prefix/bin/ddph" validate-plugin --timeout 30 "$work/plugin/libddph_example.so" \

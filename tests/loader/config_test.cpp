@@ -1,39 +1,24 @@
 // The YAML config: every problem reported with source, line, column and key.
 #include <gtest/gtest.h>
 
+#include "config_problems.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "loader/job.h"
-#include "test_paths.h"
 
 using ddph::loader::check_job;
 using ddph::loader::ConfigSource;
 using ddph_test::fixture_dir;
+using ddph_test::joined;
+using ddph_test::problems_of;
+using ddph_test::with_plugins;
 
 namespace {
 
-// YAML that finds the fixture plugins, followed by body.
-std::string with_plugins(const std::string& body) {
-  return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake}\n" + body;
-}
-
-std::vector<std::string> problems_of(const std::string& yaml) {
-  ConfigSource source;
-  source.text = yaml;
-  source.is_text = true;
-  return check_job(source);
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
-
-#define EXPECT_ONE_PROBLEM(yaml, part)                                    \
-  do {                                                                    \
-    auto problems_ = problems_of(yaml);                                   \
-    ASSERT_EQ(problems_.size(), 1u) << joined(problems_);                 \
+#define EXPECT_ONE_PROBLEM(yaml, part)                                     \
+  do {                                                                     \
+    auto problems_ = problems_of(yaml);                                    \
+    ASSERT_EQ(problems_.size(), 1u) << joined(problems_);                  \
     EXPECT_NE(problems_[0].find(part), std::string::npos) << problems_[0]; \
   } while (0)
 
@@ -100,6 +85,42 @@ TEST(Config, RelativePluginPathIsRelativeToTheFile) {
   EXPECT_TRUE(problems.empty()) << joined(problems);
 }
 
+// Issue 21: it used to resolve against the current directory, whoever chose it.
+TEST(Config, RelativePluginPathInTextIsAnError) {
+  auto problems = problems_of(
+      "plugin_path: [/abs, rel/dir]\nhook: {family: default, name: "
+      "allreduce}\n");
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("<yaml text>:1:21: plugin_path[1]: 'rel/dir' is relative, but this "
+                             "config is text, with no file to be relative to: give an absolute "
+                             "path"),
+            std::string::npos)
+      << joined(problems);
+  problems = problems_of("plugin_path: ./mine\nhook: {family: default, name: allreduce}\n");
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("plugin_path: './mine' is relative"), std::string::npos)
+      << joined(problems);
+}
+
+TEST(Config, ReplaceBuiltinIsAListOfFamilyNames) {
+  ConfigSource source;
+  source.is_text = true;
+  source.text = with_plugins(
+      "replace_builtin: [comm_gloo, default]\n"
+      "hook: {family: fixture_sum, name: sum}\n");
+  ddph::loader::Job job = ddph::loader::load_job(source);
+  EXPECT_EQ(job.config.replace_builtin, (std::vector<std::string>{"comm_gloo", "default"}));
+  source.text = with_plugins("replace_builtin: default\nhook: {family: fixture_sum, name: sum}\n");
+  EXPECT_EQ(ddph::loader::load_job(source).config.replace_builtin,
+            (std::vector<std::string>{"default"}));
+  EXPECT_ONE_PROBLEM(with_plugins("replace_builtin: [../lib/evil]\n"
+                                  "hook: {family: fixture_sum, name: sum}\n"),
+                     "<yaml text>:3:19: replace_builtin[0]: '../lib/evil' is not a family name");
+  EXPECT_ONE_PROBLEM(with_plugins("replace_builtin: {comm_gloo: yes}\n"
+                                  "hook: {family: fixture_sum, name: sum}\n"),
+                     "replace_builtin: expects a single value, got a map");
+}
+
 TEST(Config, UnknownOptionListsKnownOnes) {
   EXPECT_ONE_PROBLEM(with_plugins("hook: {family: fixture_sum, name: sum, options: {lvl: 1}}\n"),
                      "hook.options.lvl: unknown option (known: add, fail_step, level, mode, "
@@ -107,24 +128,23 @@ TEST(Config, UnknownOptionListsKnownOnes) {
 }
 
 TEST(Config, WrongTypeOutOfRangeAndChoices) {
-  auto problems = problems_of(with_plugins(
-      "hook:\n  family: fixture_sum\n  name: sum\n"
-      "  options: {level: 7, add: abc, mode: slow, verbose: maybe}\n"));
+  auto problems =
+      problems_of(with_plugins("hook:\n  family: fixture_sum\n  name: sum\n"
+                               "  options: {level: 7, add: abc, mode: slow, verbose: maybe}\n"));
   ASSERT_EQ(problems.size(), 4u) << joined(problems);
   std::string all = joined(problems);
   EXPECT_NE(all.find("hook.options.level: is 7, outside its range [0, 3]"), std::string::npos)
       << all;
   EXPECT_NE(all.find("hook.options.add: expects a finite float, got 'abc'"), std::string::npos)
       << all;
-  EXPECT_NE(all.find("hook.options.mode: is 'slow'; expected one of fast|exact"),
-            std::string::npos)
+  EXPECT_NE(all.find("hook.options.mode: is 'slow'; expected one of fast|exact"), std::string::npos)
       << all;
   EXPECT_NE(all.find("hook.options.verbose: expects a bool"), std::string::npos) << all;
 }
 
 TEST(Config, UnknownKeys) {
-  auto problems = problems_of(with_plugins(
-      "hook: {family: fixture_sum, name: sum, colour: red}\nextra: 1\n"));
+  auto problems =
+      problems_of(with_plugins("hook: {family: fixture_sum, name: sum, colour: red}\nextra: 1\n"));
   ASSERT_EQ(problems.size(), 2u) << joined(problems);
   std::string all = joined(problems);
   EXPECT_NE(all.find("hook.colour: unknown key"), std::string::npos) << all;
@@ -156,7 +176,8 @@ TEST(Config, WrapMisuse) {
   EXPECT_ONE_PROBLEM(with_plugins("hook: {family: fixture_sum, name: scale}\n"),
                      "hook.wrap: missing: 'scale' is a wrapper");
   EXPECT_ONE_PROBLEM(
-      with_plugins("hook: {family: fixture_sum, name: sum, wrap: {family: fixture_sum, name: sum}}\n"),
+      with_plugins(
+          "hook: {family: fixture_sum, name: sum, wrap: {family: fixture_sum, name: sum}}\n"),
       "hook.wrap: 'sum' does not wrap another hook");
   // Problems inside the inner hook are reported with its own key.
   EXPECT_ONE_PROBLEM(with_plugins("hook:\n  family: fixture_sum\n  name: scale\n"
@@ -175,9 +196,10 @@ TEST(Config, CommProblems) {
   EXPECT_NE(all.find("comm.rendezvous: 'tcp://x' is not a rendezvous"), std::string::npos) << all;
   EXPECT_NE(all.find("comm.options.fail_after: is -5, outside its range"), std::string::npos)
       << all;
-  EXPECT_ONE_PROBLEM("plugin_path: [" + fixture_dir("good") +
-                         "]\ncomm: {backend: carrier_pigeon}\nhook: {family: fixture_sum, name: sum}\n",
-                     "comm.backend: plugin family 'comm_carrier_pigeon' not found");
+  EXPECT_ONE_PROBLEM(
+      "plugin_path: [" + fixture_dir("good") +
+          "]\ncomm: {backend: carrier_pigeon}\nhook: {family: fixture_sum, name: sum}\n",
+      "comm.backend: plugin family 'comm_carrier_pigeon' not found");
 }
 
 TEST(Config, BucketCheck) {
@@ -220,14 +242,14 @@ TEST(Config, Durations) {
 }
 
 TEST(Config, BadRulesEntries) {
-  auto problems = problems_of(with_plugins(
-      "hook: {family: fixture_sum, name: sum}\n"
-      "rules:\n"
-      "  - when: {max_bytes: lots}\n"
-      "    hook: {family: fixture_sum, name: sum}\n"
-      "  - when: {min_bytes: 3}\n"
-      "    hook: {family: fixture_sum, name: sum}\n"
-      "  - hook: {family: fixture_sum, name: sum}\n"));
+  auto problems =
+      problems_of(with_plugins("hook: {family: fixture_sum, name: sum}\n"
+                               "rules:\n"
+                               "  - when: {max_bytes: lots}\n"
+                               "    hook: {family: fixture_sum, name: sum}\n"
+                               "  - when: {min_bytes: 3}\n"
+                               "    hook: {family: fixture_sum, name: sum}\n"
+                               "  - hook: {family: fixture_sum, name: sum}\n"));
   std::string all = joined(problems);
   EXPECT_NE(all.find("rules[0].when.max_bytes: expects an int, got 'lots'"), std::string::npos)
       << all;

@@ -143,3 +143,101 @@ TEST(Registry, ListsPluginFilesWithShadowing) {
   EXPECT_EQ(files[1].family, "fixture_sum");
   EXPECT_EQ(files[1].path, fixture_dir("good") + "/libddph_fixture_sum.so");
 }
+
+namespace {
+
+// A search path with fixture folders standing in for the built-in ones.
+ddph::loader::SearchPath fixture_path(std::vector<std::string> given, std::vector<std::string> env,
+                                      std::vector<std::string> builtin) {
+  ddph::loader::SearchPath path;
+  path.given = std::move(given);
+  path.env = std::move(env);
+  path.builtin = std::move(builtin);
+  return path;
+}
+
+ddph::loader::PluginPolicy replacing(std::vector<std::string> families) {
+  ddph::loader::PluginPolicy policy;
+  policy.replace_builtin = std::move(families);
+  return policy;
+}
+
+}  // namespace
+
+// Issue 21: a job folder's copy of a built-in family used to replace it silently.
+TEST(Registry, ABuiltInFamilyIsReplacedOnlyWhenThePolicyNamesIt) {
+  const std::string builtin = fixture_dir("good") + "/libddph_fixture_sum.so";
+  const std::string other = fixture_dir("shadow") + "/libddph_fixture_sum.so";
+  for (bool from_env : {false, true}) {
+    auto path = from_env ? fixture_path({}, {fixture_dir("shadow")}, {fixture_dir("good")})
+                         : fixture_path({fixture_dir("shadow")}, {}, {fixture_dir("good")});
+    Registry refusing(path, replacing({"comm_gloo"}));
+    try {
+      refusing.load("fixture_sum");
+      FAIL() << "used " << other << " without replace_builtin";
+    } catch (const ddph::Error& e) {
+      EXPECT_EQ(e.code(), DDPH_INVALID_ARGUMENT);
+      EXPECT_HAS(e.what(), "plugin family 'fixture_sum' is built in (" + builtin + ")");
+      EXPECT_HAS(e.what(), other + " (from " + (from_env ? "DDPH_PLUGIN_PATH" : "plugin_path") +
+                               ") comes first");
+      EXPECT_HAS(e.what(), "add `replace_builtin: [fixture_sum]`");
+    }
+    Registry allowed(path, replacing({"fixture_sum"}));
+    EXPECT_EQ(allowed.choose("fixture_sum").path, other);
+    EXPECT_STREQ(allowed.load("fixture_sum").desc().version, "shadow");
+  }
+  // A family that is not built in comes from plugin_path as before, and a
+  // built-in family with no other copy needs no leave.
+  Registry registry(fixture_path({fixture_dir("shadow")}, {}, {fixture_dir("v1_0")}),
+                    ddph::loader::PluginPolicy{});
+  EXPECT_EQ(registry.choose("comm_fake").origin, ddph::loader::PluginOrigin::kBuiltin);
+  Registry plain(fixture_path({fixture_dir("shadow")}, {}, {fixture_dir("minor")}),
+                 ddph::loader::PluginPolicy{});
+  EXPECT_STREQ(plain.load("fixture_sum").desc().version, "shadow");
+}
+
+TEST(Registry, AFolderThatIsABuiltInOneHoldsBuiltInFiles) {
+  // DDPH_PLUGIN_PATH set to the built-in folder, spelled differently.
+  Registry registry(fixture_path({}, {fixture_dir("good") + "/../good/"}, {fixture_dir("good")}),
+                    ddph::loader::PluginPolicy{});
+  const auto copies = registry.copies("fixture_sum");
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].origin, ddph::loader::PluginOrigin::kBuiltin);
+  EXPECT_NO_THROW(registry.load("fixture_sum"));
+}
+
+TEST(Registry, CopiesListsEveryFolderInSearchOrder) {
+  Registry registry(
+      fixture_path({fixture_dir("shadow")}, {fixture_dir("v1_0")}, {fixture_dir("good")}),
+      replacing({"fixture_sum"}));
+  const auto copies = registry.copies("fixture_sum");
+  ASSERT_EQ(copies.size(), 3u);
+  EXPECT_EQ(copies[0].path, fixture_dir("shadow") + "/libddph_fixture_sum.so");
+  EXPECT_EQ(copies[0].origin, ddph::loader::PluginOrigin::kGiven);
+  EXPECT_EQ(copies[1].origin, ddph::loader::PluginOrigin::kEnv);
+  EXPECT_EQ(copies[2].origin, ddph::loader::PluginOrigin::kBuiltin);
+}
+
+TEST(Registry, LoadingAShadowedFamilyLogsAWarning) {
+  Registry registry({fixture_dir("good"), fixture_dir("shadow")});
+  testing::internal::CaptureStderr();
+  registry.load("fixture_sum");
+  registry.load("comm_fake");  // one copy: nothing to say
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_HAS(err,
+             "ddph warn: plugin family 'fixture_sum' is in 2 folders of the search path: "
+             "using " +
+                 fixture_dir("good") + "/libddph_fixture_sum.so (plugin_path), not " +
+                 fixture_dir("shadow") + "/libddph_fixture_sum.so (plugin_path)");
+  EXPECT_EQ(err.find("comm_fake"), std::string::npos) << err;
+}
+
+TEST(Registry, ABuiltInFolderOnTheEnvPathStaysBuiltIn) {
+  // As the tests set DDPH_PLUGIN_PATH: to the built-in folder itself.
+  Registry registry(
+      fixture_path({fixture_dir("shadow")}, {fixture_dir("good")}, {fixture_dir("good")}),
+      ddph::loader::PluginPolicy{});
+  ASSERT_EQ(registry.dirs().size(), 2u);
+  EXPECT_EQ(registry.choose("comm_fake").origin, ddph::loader::PluginOrigin::kBuiltin);
+  EXPECT_THROW(registry.choose("fixture_sum"), ddph::Error);  // shadow's copy needs leave
+}

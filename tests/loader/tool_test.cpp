@@ -1,10 +1,19 @@
 // The built `ddph` binary: plugins listing and validate exit codes.
 #include <ddph/ddph.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "test_paths.h"
 
@@ -17,8 +26,9 @@ struct ToolRun {
   std::string output;
 };
 
-ToolRun run(const std::string& args) {
-  std::string cmd = std::string(DDPH_BIN_DIR) + "/ddph " + args + " 2>&1";
+// Runs `ddph args` (after `env`, e.g. "X=1") through the shell.
+ToolRun run(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + std::string(DDPH_BIN_DIR) + "/ddph " + args + " 2>&1";
   ToolRun r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -28,6 +38,18 @@ ToolRun run(const std::string& args) {
   int raw = pclose(p);
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return r;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 std::string good_yaml() {
@@ -50,11 +72,27 @@ TEST(Tool, ValidateExitCodes) {
   std::string ok = ddph_test::write_temp_file("ok.yaml", good_yaml());
   std::string bad = ddph_test::write_temp_file(
       "bad.yaml", good_yaml() + "rules:\n  - when: {max_bytes: x}\n    hook: {family: f}\n");
-  ToolRun r = run("validate " + ok);
+  ToolRun r = run("validate --load-plugins " + ok);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find(ok + ": ok"), std::string::npos) << r.output;
 
-  r = run("validate " + ok + " " + bad);
+  // The fixture families come from plugin_path: without --load-plugins they
+  // are not opened, and the exit status says so.
+  r = run("validate " + ok);
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find(ok + ":2:17: comm.backend: not checked: family 'comm_fake' comes from " +
+                          fixture_dir("good") +
+                          "/libddph_comm_fake.so (plugin_path); pass "
+                          "--load-plugins"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(ok + ":3:16: hook.family: not checked: family 'fixture_sum'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(ok + ": ok, except the families not checked above"), std::string::npos)
+      << r.output;
+
+  r = run("validate --load-plugins " + ok + " " + bad);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(ok + ": ok"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(bad + ":5:"), std::string::npos) << r.output;
@@ -117,4 +155,122 @@ TEST(Tool, TheFixturePluginPassesValidatePlugin) {
                             "bucket_misuse     | sum   | PASS", "bucket_misuse     | scale | PASS"})
       EXPECT_NE(r.output.find(row), std::string::npos) << build << ": " << row << "\n" << r.output;
   }
+}
+
+// Issue 21: `ddph validate` segfaulted on this.
+TEST(Tool, ValidateReportsANodeThatContainsItself) {
+  std::string file = ddph_test::write_temp_file(
+      "self.yaml", "hook: &h {family: default, name: allreduce, options: {x: *h}}\n");
+  ToolRun r = run("validate " + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(file + ":1:58: alias '*h' refers to the node anchored at line 1"),
+            std::string::npos)
+      << r.output;
+}
+
+// Issue 21: the 636-byte bomb took 1.7 GB and printed 4.8 million lines. Run
+// in a child, its time and peak memory bounded (a DoS bound, not a benchmark).
+TEST(Tool, ValidateOnAnAliasBombIsCheapAndShort) {
+  const std::string file = ddph_test::write_temp_file("bomb.yaml", ddph_test::alias_bomb());
+  const std::string out = file + ".out";
+  const std::string ddph = std::string(DDPH_BIN_DIR) + "/ddph";
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(ddph.c_str(), "ddph", "validate", file.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  double seconds = 0;
+  while (wait4(pid, &status, WNOHANG, &usage) == 0) {
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds > 60) {  // far past the bound: stop it rather than hang the suite
+      kill(pid, SIGKILL);
+      wait4(pid, &status, 0, &usage);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string output = slurp(out);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output.substr(0, 2000);
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_LT(usage.ru_maxrss, 100 * 1024) << "peak RSS in KiB";  // 1.7 GB before
+  EXPECT_LT(output.size(), 400u) << output.substr(0, 2000);
+  EXPECT_NE(output.find("grows past 100000 nodes with its aliases expanded, the config reader's "
+                        "limit"),
+            std::string::npos)
+      << output;
+}
+
+// Issue 21: validating someone else's job folder ran its plugins' code.
+TEST(Tool, ValidateRunsNoCodeOfTheJobsPluginsUnlessAsked) {
+  const std::string marker = ddph_test::write_temp_file("marker_made", "");
+  std::remove(marker.c_str());
+  // The family from plugin_path has a constructor that creates the marker;
+  // the rule names a built-in family with a hook it does not have.
+  const std::string job = ddph_test::write_temp_file(
+      "marker_job.yaml", "plugin_path: [" + fixture_dir("marker") +
+                             "]\nhook: {family: fixture_marker, name: sum, options: {level: 9}}\n"
+                             "rules:\n  - when: {max_bytes: 1}\n"
+                             "    hook: {family: default, name: no_such_hook}\n");
+  const std::string env = "DDPH_TEST_MARKER=" + marker;
+
+  ToolRun r = run("validate " + job, env);
+  EXPECT_FALSE(exists(marker)) << "the plugin's constructor ran:\n" << r.output;
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(job +
+                          ":2:16: hook.family: not checked: family 'fixture_marker' comes "
+                          "from " +
+                          fixture_dir("marker") +
+                          "/libddph_fixture_marker.so (plugin_path); pass --load-plugins"),
+            std::string::npos)
+      << r.output;
+  // The rest of the file is still checked, built-in families included.
+  EXPECT_NE(r.output.find("rules[0].hook.name: family 'default' has no hook 'no_such_hook'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("hook.options.level"), std::string::npos) << r.output;
+
+  r = run("validate --load-plugins " + job, env);
+  EXPECT_TRUE(exists(marker)) << r.output;
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.find("not checked"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hook.options.level: is 9, outside its range [0, 3]"), std::string::npos)
+      << r.output;
+  std::remove(marker.c_str());
+}
+
+TEST(Tool, ValidateHelpNamesLoadPlugins) {
+  ToolRun r = run("validate --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("--load-plugins"), std::string::npos) << r.output;
+}
+
+TEST(Tool, PluginsListsShadowedCopies) {
+  ToolRun r = run("plugins --plugin-path " + fixture_dir("good") + " --plugin-path " +
+                  fixture_dir("shadow"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("fixture_sum 0.1-fixture (ABI 1." + std::to_string(DDPH_ABI_MINOR) +
+                          ") " + fixture_dir("good") + "/libddph_fixture_sum.so\n  shadows " +
+                          fixture_dir("shadow") + "/libddph_fixture_sum.so (--plugin-path)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("ddph warn"), std::string::npos) << r.output;
+
+  // A copy of a built-in family: listed, with what a job needs to use it.
+  const std::string builtin = std::string(DDPH_PLUGIN_DIR) + "/libddph_comm_gloo.so";
+  ASSERT_TRUE(exists(builtin));
+  r = run("plugins --plugin-path " + fixture_dir("fake_gloo"));
+  EXPECT_NE(r.output.find(fixture_dir("fake_gloo") + "/libddph_comm_gloo.so\n  shadows " + builtin +
+                          " (built in)\n  a job uses " + fixture_dir("fake_gloo") +
+                          "/libddph_comm_gloo.so only with `replace_builtin: [comm_gloo]`"),
+            std::string::npos)
+      << r.output;
 }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -191,6 +192,40 @@ TEST(PsgdGpuHooks, MatchTheCpuPathAcrossStartIterAndInTheirCheckpoints) {
     EXPECT_TRUE(same_state(p::decode_state(g.data(), g.size(), kind),
                            p::decode_state(h.data(), h.size(), kind), tolerance()))
         << label;
+  }
+}
+
+// Huge finite values (docs/powersgd.md, "Huge values"): the GPU decides
+// as the CPU does which matrices go uncompressed (one host wait per step),
+// so both give finite results; a matrix averaged uncompressed at world 1 is
+// its M, the same bits on both; the steps after stay within the tolerance.
+TEST(PsgdGpuHooks, HugeValuesGoUncompressedAsOnTheCpu) {
+  DDPH_SKIP_WITHOUT_GPU();
+  for (const Case& c : cases()) {
+    const std::string label = name(c);
+    Pair pair(c);
+    ASSERT_TRUE(pair.ok()) << label;
+    for (int step = 0; step < kSteps; ++step) {
+      std::vector<float> in = gradients(size_t(ps::numel_of(kBucket0)), 0, step);
+      if (step == kStartIter)
+        for (size_t i = 0; i < in.size(); i += 5) in[i] = i % 2 ? 3e38f : -FLT_MAX;
+      std::vector<float> on_cpu = in;
+      std::string message;
+      ASSERT_EQ(ps::run(pair.cpu(), on_cpu, kBucket0, 0, uint64_t(step), true, &message), DDPH_OK)
+          << label << " step " << step << ": " << message;
+      const std::vector<float> on_gpu =
+          run_on_gpu(pair.gpu(), pair.stream(), in, kBucket0, 0, step, true, &message);
+      ASSERT_EQ(message, "") << label << " step " << step;
+      for (size_t i = 0; i < in.size(); ++i)
+        ASSERT_TRUE(std::isfinite(on_gpu[i]) && std::isfinite(on_cpu[i]))
+            << label << " step " << step << " [" << i << "]: GPU " << on_gpu[i] << ", CPU "
+            << on_cpu[i];
+      if (step == kStartIter) {
+        EXPECT_EQ(on_gpu, on_cpu) << label << " step " << step;
+      } else if (step > kStartIter) {
+        EXPECT_TRUE(close(on_gpu, on_cpu, tolerance())) << label << " step " << step;
+      }
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -14,7 +15,9 @@
 
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
 #include "plugins/powersgd/lowrank.h"
+#include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/orthogonalize.h"
+#include "tests/powersgd/huge_operands.h"
 #include "tests/support/cuda_device.h"
 
 namespace {
@@ -130,6 +133,48 @@ TEST(GpuMath, AddSubtractAndDivide) {
   gpu.subtract(da.get(), db.get(), a.size());
   for (size_t i = 0; i < a.size(); ++i) want[i] -= b[i];
   EXPECT_EQ(da.host(), want);
+}
+
+// The huge-value ops (math_ops.h, huge_values.h) give the host ops' bits:
+// saturated sums and products, overflowed M as +-FLT_MAX, NaN errors where
+// the mean is not finite, poisoned factors and the flag.
+TEST(GpuMath, HugeValueOpsMatchTheHostOps) {
+  DDPH_SKIP_WITHOUT_GPU();
+  p::LowRankCuda gpu;
+  std::vector<float> a, b;
+  ddph_test::psgd::huge_operand_pairs(a, b);
+  const size_t n = a.size();
+  p::LowRankOps& host = p::cpu_ops();
+  auto same = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(std::isnan(got[i]) ? std::isnan(want[i]) : got[i] == want[i])
+          << what << " [" << i << "]: " << got[i] << ", host " << want[i];
+  };
+  std::vector<float> h_sum = a, h_diff = a, h_scaled(n), h_m = a, h_err = a, h_poison = a;
+  host.add(h_sum.data(), b.data(), n);
+  host.subtract(h_diff.data(), b.data(), n);
+  host.scaled_copy(h_scaled.data(), a.data(), n, 4.0f);
+  host.saturate_overflow(h_m.data(), b.data(), n);
+  host.fallback_error(h_err.data(), b.data(), n);
+  host.poison_unusable(h_poison.data(), n, 0x1p100f);
+  Dev d_sum(a), d_diff(a), d_scaled(n), d_m(a), d_err(a), d_poison(a), d_b(b), d_flag(1);
+  // d_flag starts at 0 (DeviceVec zeroes); b holds NaN, Inf and 3e38 > 2^100.
+  gpu.add(d_sum.get(), d_b.get(), n);
+  gpu.subtract(d_diff.get(), d_b.get(), n);
+  Dev d_a(a);
+  gpu.scaled_copy(d_scaled.get(), d_a.get(), n, 4.0f);
+  gpu.saturate_overflow(d_m.get(), d_b.get(), n);
+  gpu.fallback_error(d_err.get(), d_b.get(), n);
+  gpu.poison_unusable(d_poison.get(), n, 0x1p100f);
+  gpu.flag_unusable(d_b.get(), n, 0x1p100f, d_flag.get());
+  same(d_sum.host(), h_sum, "add");
+  same(d_diff.host(), h_diff, "subtract");
+  same(d_scaled.host(), h_scaled, "scaled_copy");
+  same(d_m.host(), h_m, "saturate_overflow");
+  same(d_err.host(), h_err, "fallback_error");
+  same(d_poison.host(), h_poison, "poison_unusable");
+  EXPECT_EQ(d_flag.host()[0], 1.0f);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // _should_compress's inequality, and the checkpoint codec.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,10 +15,12 @@
 #include "core/error.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/lowrank.h"
+#include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/orthogonalize.h"
 #include "plugins/powersgd/state.h"
 #include "plugins/powersgd/torch_rng.h"
 #include "tests/kernels/torch_ref.h"
+#include "tests/powersgd/huge_operands.h"
 
 namespace {
 
@@ -102,6 +106,81 @@ TEST(Orthogonalize, NonFiniteColumnStaysNonFinite) {
       for (int r = 0; r < 20; ++r) nonfinite += !std::isfinite(a[size_t(r) * cols]);
       EXPECT_GT(nonfinite, 0) << "column 0 holding " << bad << " came back finite, cols " << cols;
     }
+  }
+}
+
+// Up to kFactorLimit (2^100) both methods still give orthonormal columns
+// (the limit below which the hooks compress, docs/powersgd.md "Huge
+// values"); far beyond it QR gives NaN, not an internal error, as for Inf.
+TEST(Orthogonalize, HugeValuesUpToTheLimitAndBeyond) {
+  for (int cols : {1, 2, 4}) {
+    std::vector<float> a = random_matrix(20, cols, 12);
+    float top = 0;
+    for (float v : a) top = std::max(top, std::fabs(v));
+    for (float& v : a) v = v / top * 0x1p100f;  // the largest exactly at the limit
+    std::vector<float> o = a;
+    p::orthogonalize(o.data(), 20, cols, 0);
+    for (int i = 0; i < cols; ++i)
+      for (int j = 0; j < cols; ++j)
+        EXPECT_NEAR(dot_cols(o, o, 20, cols, i, j), i == j ? 1.0 : 0.0, 2e-6)
+            << "cols " << cols << ": columns " << i << ", " << j;
+  }
+  std::vector<float> a = random_matrix(20, 4, 13);
+  for (float& v : a) v *= 1e38f;
+  EXPECT_NO_THROW(p::orthogonalize_qr(a.data(), 20, 4));
+  for (float v : a) EXPECT_TRUE(std::isnan(v)) << v;
+}
+
+// The host's element-wise ops of a step (math_ops.h) against long double:
+// a sum or product of finite floats past FLT_MAX saturates at +-FLT_MAX,
+// every other result is IEEE's; an overflowed M counts as +-FLT_MAX where
+// the data is finite; an uncompressed mean that is not finite leaves NaN
+// in the error; factors past the limit become NaN, and the flag sees them.
+TEST(HugeValues, TheHostOpsSaturateRatherThanOverflow) {
+  std::vector<float> a, b;
+  ddph_test::psgd::huge_operand_pairs(a, b);
+  const size_t n = a.size();
+  auto expect_same = [](float got, long double want, bool finite_operands, const char* what,
+                        float x, float y) {
+    if (finite_operands && std::fabs(want) > FLT_MAX)
+      want = std::copysign((long double)FLT_MAX, want);
+    const float w = float(want);
+    EXPECT_TRUE(std::isnan(got) ? std::isnan(w) : got == w)
+        << what << "(" << x << ", " << y << "): " << got << ", want " << w;
+  };
+  p::LowRankOps& ops = p::cpu_ops();
+  std::vector<float> sum = a, diff = a, scaled(n), m = a, err = a;
+  ops.add(sum.data(), b.data(), n);
+  ops.subtract(diff.data(), b.data(), n);
+  ops.scaled_copy(scaled.data(), a.data(), n, 4.0f);
+  ops.saturate_overflow(m.data(), b.data(), n);
+  ops.fallback_error(err.data(), b.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = a[i], y = b[i];
+    const bool finite = std::isfinite(x) && std::isfinite(y);
+    expect_same(sum[i], (long double)x + y, finite, "add", x, y);
+    expect_same(diff[i], (long double)x - y, finite, "subtract", x, y);
+    expect_same(scaled[i], (long double)x * 4, std::isfinite(x), "scaled_copy", x, 4);
+    // M = x with data y: +-Inf where y is finite was an overflow.
+    expect_same(m[i],
+                std::isinf(x) && std::isfinite(y) ? std::copysign((long double)FLT_MAX, x) : x,
+                false, "saturate_overflow", x, y);
+    // The error of M = x around a mean y.
+    expect_same(err[i], std::isfinite(y) ? (long double)x - y : NAN, finite, "fallback_error", x,
+                y);
+  }
+  std::vector<float> f = {1.0f, -0x1p100f, 0x1p100f, 0.0f};
+  float flag = 0;
+  ops.flag_unusable(f.data(), f.size(), 0x1p100f, &flag);
+  EXPECT_FALSE(ops.flag_set(&flag));
+  for (float bad : {std::nextafter(0x1p100f, INFINITY), -INFINITY, std::nanf("")}) {
+    std::vector<float> g = f;
+    g[1] = bad;
+    ops.flag_unusable(g.data(), g.size(), 0x1p100f, &flag);
+    EXPECT_TRUE(ops.flag_set(&flag)) << bad;
+    flag = 0;
+    ops.poison_unusable(g.data(), g.size(), 0x1p100f);
+    EXPECT_TRUE(std::isnan(g[1]) && g[0] == 1.0f && g[2] == 0x1p100f && g[3] == 0.0f) << bad;
   }
 }
 

@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "core/le_bytes.h"
+#include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/checkpoint_layout.h"
 
 namespace ddph_test {
 namespace psgd {
@@ -90,28 +92,12 @@ std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
 }
 
 std::string session_blob(const std::string& hook_name, const std::string& hook_blob) {
-  ddph::LeWriter w;
-  for (char c : std::string("DDPHSTAT")) w.put(uint8_t(c), 1);
-  w.put(1, 4);  // container version
-  w.put(1, 4);  // one record
-  w.put(8, 4);
-  for (char c : std::string("powersgd")) w.put(uint8_t(c), 1);
-  w.put(hook_name.size(), 4);
-  for (char c : hook_name) w.put(uint8_t(c), 1);
-  w.put(hook_blob.size(), 8);
-  return w.take() + hook_blob;
+  return ddph_test::layout::container({{"powersgd", hook_name, hook_blob}});
 }
 
 std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine) {
   ddph_comm_t* c = ddph_session_comm(s);
-  const int world = c->size(c->ctx);
-  std::vector<float> all(mine.size() * size_t(world));
-  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
-  DLTensor send{
-      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
-  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
-  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
-  return all;
+  return quant::gather_floats(s, mine, c->size(c->ctx));
 }
 
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -146,6 +146,27 @@ def test_two_ranks_numpy_example():
     assert "rank 0: ok" in r.stdout and "rank 1: ok" in r.stdout
 
 
+def test_example_ranks_on_one_store_twice_at_once_and_twice_in_a_row(tmp_path):
+    """Two jobs of the example on ONE store directory at the same time, each
+    with its own job id, then the same job id again: every run succeeds and
+    leaves no file behind. (That ranks of different jobs never average each
+    other is tests/jobs' JobIdentity.TwoJobsOnOneFileStoreNeverMeet.)"""
+    script = os.path.join(ROOT, "examples", "python", "numpy_allreduce.py")
+    url = "file://" + str(tmp_path / "shared")
+
+    def start(job, rank):
+        return subprocess.Popen([sys.executable, script, "--rank", str(rank), "--world", "2",
+                                 "--rendezvous", url, "--job", job],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    for jobs in (["job-a", "job-b"], ["job-a"]):
+        procs = [start(job, rank) for rank in (0, 1) for job in jobs]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        for p, out in zip(procs, outs):
+            assert p.returncode == 0 and ": ok" in out, out
+        assert os.listdir(str(tmp_path / "shared")) == []
+
+
 RANK_WITH_HOST_STORE = textwrap.dedent("""
     import sys, datetime, numpy as np, torch.distributed as dist, ddphooks
     rank, path = int(sys.argv[1]), sys.argv[2]

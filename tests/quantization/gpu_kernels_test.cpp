@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/divide.h"
 #include "plugins/quantization/kernels/quant_cpu.h"
 #include "plugins/quantization/kernels/quant_cuda.h"
 #include "plugins/quantization/kernels/quant_tiles_cuda.h"
@@ -147,6 +149,80 @@ TEST_F(GpuQuantKernels, QuantizeMatchesCpu) {
                         ef ? &res : nullptr);
           if (HasFatalFailure()) return;
         }
+}
+
+// Finite values past PyTorch's formulas (quant_math.h's qparams_wide,
+// ef_value's saturation; with error feedback, x + r past FLT_MAX): the GPU
+// follows the CPU's rule bit for bit.
+TEST_F(GpuQuantKernels, HugeValuesQuantizeAsOnTheCpu) {
+  for (const auto& c : ddph_test::huge_quant_cases())
+    for (int qmax : {255, 15, 3})
+      for (bool sr : {false, true})
+        for (bool ef : {false, true}) {
+          const std::string what = label(c.name, c.channel, qmax, sr, ef);
+          std::vector<float> res(c.x.size(), 0.0f);
+          for (size_t i = 0; i < res.size(); i += 3) res[i] = c.x[i] / 3;  // x + r overflows
+          quantize_both(what + " step 1", c.x, c.channel, qmax, sr, 0, ef ? &res : nullptr);
+          quantize_both(what + " step 2", c.x, c.channel, qmax, sr, c.x.size(),
+                        ef ? &res : nullptr);
+          if (HasFatalFailure()) return;
+        }
+}
+
+// The float32 mean of encodings (zero, dequantize_add each, divide) fixed
+// by wide_means_cuda equals wire_segment.h's decode_mean, whose channels
+// past FLT_MAX are summed in double: packed and byte-aligned channels, a
+// chunk of channels in the middle of a gathered buffer.
+TEST_F(GpuQuantKernels, WideMeansMatchDecodeMean) {
+  namespace qz = ddph::quantization;
+  for (int bits : {8, 4, 2})
+    for (size_t channel : {size_t(512), size_t(511), size_t(0)}) {
+      const qz::Segment s{2600, channel};
+      const size_t bytes = qz::encoded_bytes(s, bits), stride = bytes + 8;
+      const int world = 3;
+      std::vector<uint8_t> all(stride * world);
+      std::vector<QParams> params(qz::segment_channels(s));
+      std::vector<uint8_t> codes(s.n);
+      qz::CodecScratch scratch{params.data(), codes.data()};
+      qz::EncodeArgs args;
+      args.bits = bits;
+      std::vector<const uint8_t*> ins;
+      for (int k = 0; k < world; ++k) {
+        std::vector<float> x = ddph_test::normal_floats(s.n, uint32_t(40 + k), 1.0f);
+        for (size_t i = 0; i < 700; ++i) x[i] = 3e38f;
+        for (size_t i = 700; i < 1200; ++i) x[i] = (i + size_t(k)) % 2 ? FLT_MAX : -FLT_MAX;
+        ASSERT_TRUE(qz::encode_segment(x.data(), s, args, all.data() + k * stride, scratch));
+        ins.push_back(all.data() + k * stride);
+      }
+      std::vector<float> cpu(s.n);
+      qz::decode_mean(ins.data(), ins.size(), s, bits, world, cpu.data(), scratch);
+
+      DeviceVec<uint8_t> d_all(all);
+      DeviceVec<uint8_t> d_codes(s.n);
+      DeviceVec<float> d_out(s.n);
+      const size_t head = qz::params_bytes(s);
+      for (int k = 0; k < world; ++k) {
+        const uint8_t* in = d_all.get() + k * stride;
+        const uint8_t* q = in + head;
+        if (bits != 8) {
+          ASSERT_EQ(q::unpack_cuda(q, s.n, bits, d_codes.get(), stream_), cudaSuccess);
+          q = d_codes.get();
+        }
+        ASSERT_EQ(q::dequantize_add_cuda(q, s.n, s.channel, reinterpret_cast<const QParams*>(in),
+                                         d_out.get(), stream_),
+                  cudaSuccess);
+      }
+      // The divide is core's, the same bits on host and GPU: the host's here.
+      std::vector<float> sum = d_out.host(stream_);
+      ddph::divide_inplace(ddph::DType::F32, sum.data(), sum.size(), world);
+      DeviceVec<float> d_mean(sum);
+      ASSERT_EQ(q::wide_means_cuda(d_all.get(), stride, world, s.n, s.channel, head, bits, world,
+                                   d_mean.get(), stream_),
+                cudaSuccess);
+      const std::vector<float> gpu = d_mean.host(stream_);
+      for (float v : gpu) ASSERT_TRUE(std::isfinite(v));
+      EXPECT_SAME(cpu, gpu, "bits " + std::to_string(bits) + " channel " + std::to_string(channel));
+    }
 }
 
 // Channel lengths around the kernels' tile (2048 elements a block), the

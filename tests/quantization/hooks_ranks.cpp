@@ -9,6 +9,7 @@
 
 #include "tests/kernels/torch_ref.h"
 #include "tests/session_gloo/session_ranks.h"
+#include "tests/support/checkpoint_layout.h"
 
 namespace ddph_test {
 namespace quant {
@@ -28,6 +29,17 @@ std::vector<float> inputs(int rank, uint64_t step, size_t n) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = input(rank, step, i);
   return v;
+}
+
+std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mine, int world) {
+  ddph_comm_t* c = ddph_session_comm(s);
+  std::vector<float> all(mine.size() * size_t(world));
+  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
+  DLTensor send{
+      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
+  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
+  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
+  return all;
 }
 
 std::string yaml(const std::string& hook, const std::string& options) {
@@ -179,14 +191,6 @@ bool all_ranks_true(ddph_session_t* s, bool mine) {
   return std::all_of(all.begin(), all.end(), [](int32_t v) { return v != 0; });
 }
 
-namespace {
-uint64_t le(const std::string& b, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(b[at + size_t(i)])) << (8 * i);
-  return v;
-}
-}  // namespace
-
 ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t index,
                            uint64_t step, std::string* message) {
   FloatBucket b(data, index, step, true);
@@ -197,18 +201,11 @@ ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t
 }
 
 std::string hook_blob(const std::string& b) {
-  // "DDPHSTAT", u32 version, u32 count, then per record: u32 + family,
-  // u32 + hook name, u64 + blob.
-  if (b.size() < 16 || b.compare(0, 8, "DDPHSTAT") != 0 || le(b, 12, 4) != 1) return "";
-  size_t at = 16;
-  at += 4 + le(b, at, 4);
-  if (at + 4 > b.size()) return "";
-  at += 4 + le(b, at, 4);
-  if (at + 8 > b.size()) return "";
-  const size_t n = le(b, at, 8);
-  at += 8;
-  if (at + n > b.size()) return "";
-  return b.substr(at, n);
+  namespace layout = ddph_test::layout;
+  std::vector<layout::Record> records;
+  std::string why;
+  if (!layout::parse_container(b, &records, &why) || records.empty()) return "";
+  return records[0].blob;
 }
 
 }  // namespace quant

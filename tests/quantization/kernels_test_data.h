@@ -3,6 +3,7 @@
 // tiny and huge magnitudes. Shared by the kernel tests.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -96,11 +97,47 @@ inline std::vector<QuantCase> quant_cases() {
   both("tiny_1500", normal_floats(1500, 10, 1e-30f));
   both("subnormal_777", normal_floats(777, 11, 1e-39f));
   both("large_2500", normal_floats(2500, 12, 1e30f));
-  both("huge_1100", normal_floats(1100, 13, 5e37f));  // max - min overflows: scale inf
+  both("huge_1100", normal_floats(1100, 13, 5e37f));
+  // A range just below FLT_MAX: PyTorch's formulas still hold, and ddph
+  // must keep their bits (kernels_huge_test.cpp has the cases past it).
+  std::vector<float> edge = normal_floats(1100, 17, 1e37f);
+  for (size_t i = 0; i < edge.size(); i += 5) edge[i] = i % 2 ? 1.7e38f : -1.6e38f;
+  both("edge_of_range_1100", edge);
   // Channels of very different magnitudes side by side.
   std::vector<float> mixed = normal_floats(512 * 6 + 100, 14, 1.0f);
   for (size_t i = 0; i < mixed.size(); ++i) mixed[i] *= (i / 512) % 2 ? 1e-6f : 1e4f;
   both("mixed_3172", mixed);
+  return cases;
+}
+
+// Finite buckets past what PyTorch's formulas hold (docs/quantization.md,
+// "Huge values"): ranges wider than FLT_MAX, FLT_MAX itself, and huge
+// values among ordinary ones, per channel (512) and per tensor.
+inline std::vector<QuantCase> huge_quant_cases() {
+  std::vector<QuantCase> cases;
+  auto both = [&](const std::string& name, std::vector<float> x) {
+    cases.push_back({name + "/channel", x, 512});
+    const size_t n = x.size();
+    cases.push_back({name + "/tensor", std::move(x), n});
+  };
+  std::vector<float> pm(1500);
+  for (size_t i = 0; i < pm.size(); ++i) pm[i] = i % 2 ? 3e38f : -3e38f;
+  both("plus_minus_3e38_1500", pm);
+  both("flt_max_1100", std::vector<float>(1100, FLT_MAX));
+  both("minus_flt_max_700", std::vector<float>(700, -FLT_MAX));
+  std::vector<float> ends(1030);
+  for (size_t i = 0; i < ends.size(); ++i) ends[i] = i % 3 ? FLT_MAX : -FLT_MAX;
+  both("plus_minus_flt_max_1030", ends);
+  // Ordinary values with a few huge ones in some channels, and channels
+  // whose range sits just below and just above FLT_MAX.
+  std::vector<float> mix = normal_floats(512 * 5 + 77, 16, 1.0f);
+  mix[3] = 3e38f;
+  mix[700] = -3e38f;
+  mix[701] = 3e38f;
+  mix[1500] = -FLT_MAX;
+  for (size_t i = 2048; i < 2560; ++i) mix[i] = i % 2 ? 1.7e38f : -1.6e38f;  // PyTorch's still
+  for (size_t i = 2560; i < mix.size(); ++i) mix[i] = i % 2 ? 1.7e38f : -1.71e38f;  // past it
+  both("mixed_2637", mix);
   return cases;
 }
 

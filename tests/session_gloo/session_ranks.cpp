@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tests/support/checkpoint_layout.h"
+
 namespace ddph_test {
 
 namespace {
@@ -145,6 +147,36 @@ std::string session_state(ddph_session_t* s) {
     return "";
   }
   return blob;
+}
+
+ddph_code_t load_state(ddph_session_t* s, const std::string& blob, std::string* message) {
+  ddph_error_t* e = ddph_session_load_state(s, blob.data(), blob.size());
+  const ddph_code_t code = ddph_error_code(e);
+  if (message != nullptr) *message = e != nullptr ? ddph_error_message(e) : "";
+  ddph_error_free(e);
+  return code;
+}
+
+size_t accepted_byte_changes(ddph_session_t* s, const std::string& blob, size_t* offered) {
+  size_t accepted = 0;
+  *offered = 0;
+  auto offer = [&](const std::string& bad) {
+    ++*offered;
+    if (load_state(s, bad, nullptr) != DDPH_INVALID_ARGUMENT) ++accepted;
+  };
+  layout::for_each_byte_change(blob, {0x20},
+                               [&](const std::string& bad, size_t, uint8_t) { offer(bad); });
+  std::vector<layout::Record> records;
+  std::string why;
+  if (!layout::parse_container(blob, &records, &why)) return ++accepted;  // not a saved state
+  for (size_t r = 0; r < records.size(); ++r)
+    layout::for_each_byte_change(records[r].blob, {0x20},
+                                 [&](const std::string& bad, size_t, uint8_t) {
+                                   std::vector<layout::Record> changed = records;
+                                   changed[r].blob = bad;
+                                   offer(layout::container(changed));
+                                 });
+  return accepted;
 }
 
 }  // namespace ddph_test

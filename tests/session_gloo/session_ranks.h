@@ -48,5 +48,13 @@ bool same_on_all_ranks(ddph_session_t* s, const void* bytes, size_t n);
 // ddph_session_save_state into a string; empty (and a printed message) on
 // failure.
 std::string session_state(ddph_session_t* s);
+// ddph_session_load_state of `blob`: its code, and its message in *message
+// ("" on success) when message is not NULL; prints nothing.
+ddph_code_t load_state(ddph_session_t* s, const std::string& blob, std::string* message);
+// Offers s every single-byte change (XOR 0x20) of `blob`, a saved session
+// state, and of each hook's record inside an otherwise valid container
+// (tests/support/checkpoint_layout.h); returns how many load_state did not
+// refuse with DDPH_INVALID_ARGUMENT, and sets *offered to how many it tried.
+size_t accepted_byte_changes(ddph_session_t* s, const std::string& blob, size_t* offered);
 
 }  // namespace ddph_test

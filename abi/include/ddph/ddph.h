@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 3 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 4 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -88,8 +88,15 @@ typedef struct ddph_store {
    * the value to write(sink, ...) exactly once. [thread-safe] */
   ddph_error_t *(*get)(void *ctx, const char *key, int64_t timeout_ms, ddph_write_fn write,
                        void *sink);
+  /* --- ABI 1.4 --- */
+  /* Removes key; a missing key is success. Optional (NULL, or a table older
+   * than DDPH_STORE_SIZE_V1_4): the session then leaves its keys in the store
+   * when it closes. The loader removes a job's keys once every rank has read
+   * them, so that the same job id can run again. [thread-safe] */
+  ddph_error_t *(*del)(void *ctx, const char *key);
 } ddph_store_t;
 #define DDPH_STORE_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_store_t, get)
+#define DDPH_STORE_SIZE_V1_4 DDPH_SIZE_THROUGH(ddph_store_t, del)
 
 /* ======================================================================
  * Device memory the host lends (ABI 1.3), e.g. PyTorch's caching allocator,
@@ -472,10 +479,18 @@ typedef struct ddph_session_options {
    * own pool. Borrowed; must outlive the session. The session hands it to
    * its communicator and hooks. */
   const ddph_device_allocator_t *device_allocator;
+  /* --- ABI 1.4 --- */
+  /* The job id: every store key of the session is under it, so that jobs
+   * sharing a store never meet. Overrides the YAML's comm.job when non-NULL;
+   * without either, DDPH_JOB_ID, then torchrun's TORCHELASTIC_RUN_ID, then
+   * "default" (see docs/config.md). 1 to 64 of [A-Za-z0-9._-]. Borrowed for
+   * the duration of ddph_session_open. */
+  const char *job;
 } ddph_session_options_t;
 #define DDPH_SESSION_OPTIONS_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_session_options_t, comm)
 #define DDPH_SESSION_OPTIONS_SIZE_V1_3 \
   DDPH_SIZE_THROUGH(ddph_session_options_t, device_allocator)
+#define DDPH_SESSION_OPTIONS_SIZE_V1_4 DDPH_SIZE_THROUGH(ddph_session_options_t, job)
 
 /* Opens a session: parses and validates the YAML, loads the plugins,
  * connects the communicator (collective over all ranks) and creates the

@@ -71,6 +71,34 @@ class CudaOps final : public LowRankOps {
     cuda::DeviceGuard on(device_, kWho);
     math_->subtract(a, b, n);
   }
+  void scaled_copy(float* dst, const float* src, size_t n, float factor) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->scaled_copy(dst, src, n, factor);
+  }
+  void flag_unusable(const float* x, size_t n, float limit, float* flag) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->flag_unusable(x, n, limit, flag);
+  }
+  bool flag_set(const float* flag) override {
+    cuda::DeviceGuard on(device_, kWho);
+    // Only this stream's work: the step's, not other hooks'.
+    float v = 0.0f;
+    DDPH_CUDA_CHECK(cudaMemcpyAsync(&v, flag, sizeof v, cudaMemcpyDeviceToHost, stream_), kWho);
+    DDPH_CUDA_CHECK(cudaStreamSynchronize(stream_), kWho);
+    return v != 0.0f;
+  }
+  void poison_unusable(float* x, size_t n, float limit) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->poison_unusable(x, n, limit);
+  }
+  void saturate_overflow(float* m, const float* data, size_t n) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->saturate_overflow(m, data, n);
+  }
+  void fallback_error(float* err, const float* mean, size_t n) override {
+    cuda::DeviceGuard on(device_, kWho);
+    math_->fallback_error(err, mean, n);
+  }
   void copy(float* dst, const float* src, size_t n) override {
     if (n == 0) return;
     cuda::DeviceGuard on(device_, kWho);

@@ -7,6 +7,7 @@
 #include "core/kernels/cuda/cuda_check.h"
 #include "plugins/powersgd/cuda/blas_api.h"
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
+#include "plugins/powersgd/huge_values.h"
 
 namespace ddph {
 namespace powersgd {
@@ -29,13 +30,45 @@ void check_solver(cusolverStatus_t s, const char* what) {
 __global__ void add_kernel(float* err, const float* data, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    err[i] += data[i];
+    err[i] = saturated_add(err[i], data[i]);
 }
 
 __global__ void subtract_kernel(float* a, const float* b, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    a[i] -= b[i];
+    a[i] = saturated_subtract(a[i], b[i]);
+}
+
+__global__ void scaled_copy_kernel(float* dst, const float* src, size_t n, float factor) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = saturated_scale(src[i], factor);
+}
+
+__global__ void flag_unusable_kernel(const float* x, size_t n, float limit, float* flag) {
+  bool bad = false;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    bad |= unusable_factor(x[i], limit);
+  if (bad) *flag = 1.0f;  // every writer stores the same value
+}
+
+__global__ void poison_unusable_kernel(float* x, size_t n, float limit) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    x[i] = poison_unusable(x[i], limit);
+}
+
+__global__ void saturate_overflow_kernel(float* m, const float* data, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    m[i] = overflow_to_max(m[i], data[i]);
+}
+
+__global__ void fallback_error_kernel(float* err, const float* mean, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    err[i] = fallback_error(err[i], mean[i]);
 }
 
 __global__ void divide_kernel(float* data, size_t n, float w) {
@@ -109,15 +142,16 @@ __global__ void transpose_kernel(const float* in, int rows, int cols, float* out
 // than silently wrong, and costs no host synchronization.
 constexpr int kQrStatusWords = 3;
 
-// As orthogonalize_qr on the CPU: a NaN or Inf among the first `usable`
-// columns makes them all NaN (Householder reflections would mix it into
-// every column anyway, and the CPU's LAPACKE refuses such a matrix), the
-// rest zero. Decided on the device, so the host never waits for the flag.
+// As orthogonalize_qr on the CPU: a NaN or Inf, or a value beyond
+// kFactorLimit, among the first `usable` columns makes them all NaN
+// (Householder reflections would mix it into every column anyway, and the
+// CPU's LAPACKE refuses such a matrix), the rest zero. Decided on the
+// device, so the host never waits for the flag.
 __global__ void find_nonfinite_kernel(const float* m, int rows, int cols, int usable, int* flag) {
   const size_t n = size_t(rows) * usable;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    if (!isfinite(m[(i / usable) * cols + i % usable])) *flag = 1;
+    if (unusable_factor(m[(i / usable) * cols + i % usable], kFactorLimit)) *flag = 1;
 }
 
 // status: the QR's words (kQrStatusWords), all zero when the result stands.
@@ -207,6 +241,36 @@ void LowRankCuda::subtract(float* a, const float* b, size_t n) {
   if (n == 0) return;
   subtract_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(a, b, n);
   check_cuda(cudaGetLastError(), "subtract kernel");
+}
+
+void LowRankCuda::scaled_copy(float* dst, const float* src, size_t n, float factor) {
+  if (n == 0) return;
+  scaled_copy_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(dst, src, n, factor);
+  check_cuda(cudaGetLastError(), "scaled copy kernel");
+}
+
+void LowRankCuda::flag_unusable(const float* x, size_t n, float limit, float* flag) {
+  if (n == 0) return;
+  flag_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit, flag);
+  check_cuda(cudaGetLastError(), "unusable factor kernel");
+}
+
+void LowRankCuda::poison_unusable(float* x, size_t n, float limit) {
+  if (n == 0) return;
+  poison_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit);
+  check_cuda(cudaGetLastError(), "poison kernel");
+}
+
+void LowRankCuda::saturate_overflow(float* m, const float* data, size_t n) {
+  if (n == 0) return;
+  saturate_overflow_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, data, n);
+  check_cuda(cudaGetLastError(), "saturate kernel");
+}
+
+void LowRankCuda::fallback_error(float* err, const float* mean, size_t n) {
+  if (n == 0) return;
+  fallback_error_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, mean, n);
+  check_cuda(cudaGetLastError(), "fallback error kernel");
 }
 
 void LowRankCuda::divide(float* data, size_t n, int w) {

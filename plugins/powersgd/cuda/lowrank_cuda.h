@@ -25,9 +25,18 @@ class LowRankCuda {
 
   // A cudaStream_t; NULL is the default stream.
   void set_stream(void* stream);
-  // err += data; a -= b.
+  // err += data; a -= b; saturated where finite operands overflow
+  // (huge_values.h).
   void add(float* err, const float* data, size_t n);
   void subtract(float* a, const float* b, size_t n);
+  // dst = src * factor, saturated.
+  void scaled_copy(float* dst, const float* src, size_t n, float factor);
+  // math_ops.h's huge-value ops: *flag = 1 if any x is unusable at limit;
+  // overflow_to_max and fallback_error elementwise.
+  void flag_unusable(const float* x, size_t n, float limit, float* flag);
+  void poison_unusable(float* x, size_t n, float limit);
+  void saturate_overflow(float* m, const float* data, size_t n);
+  void fallback_error(float* err, const float* mean, size_t n);
   // P = M Q; Q = M^T P; out = P Q^T and, when before != NULL, before -= out.
   void multiply_mq(const float* m, int rows, int cols, const float* q, int r, float* p);
   void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q);

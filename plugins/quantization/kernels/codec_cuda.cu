@@ -35,6 +35,32 @@ cudaError_t launch_dequantize(const uint8_t* q, size_t n, size_t channel, const 
   return cudaGetLastError();
 }
 
+// The channel of each tile: its contributions' bounds decide, the same
+// for every thread of the block, whether the double sum replaces out.
+__global__ void __launch_bounds__(kThreads)
+    wide_means_kernel(const uint8_t* first, size_t stride, size_t count, Tiles t, size_t head,
+                      int bits, int world, float* out) {
+  const int qmax = (1 << bits) - 1;
+  for (size_t b = blockIdx.x; b < t.blocks; b += gridDim.x) {
+    const Range rg = tiles::tile_range(t, b);
+    double bound = 0;
+    for (size_t k = 0; k < count; ++k) {
+      const QParams p = reinterpret_cast<const QParams*>(first + k * stride)[rg.c];
+      bound = qm_dadd(bound, dequantized_bound(p, qmax));
+    }
+    if (!float_sum_may_overflow(bound, count)) continue;
+    for (size_t i = rg.begin + threadIdx.x; i < rg.end; i += kThreads) {
+      double sum = 0;
+      for (size_t k = 0; k < count; ++k) {
+        const uint8_t* in = first + k * stride;
+        const QParams p = reinterpret_cast<const QParams*>(in)[rg.c];
+        sum = qm_dadd(sum, dequantize_wide(packed_code(in + head, i, bits), p));
+      }
+      out[i] = mean_wide(sum, world);
+    }
+  }
+}
+
 // One thread per packed byte; codes are masked to `bits` and the unused
 // high bits of the last byte stay zero, as in pack_tail.
 __global__ void pack_kernel(const uint8_t* q, size_t n, int bits, uint8_t* out, size_t bytes) {
@@ -104,6 +130,18 @@ cudaError_t dequantize_add_cuda(const uint8_t* q, size_t n, size_t channel, cons
 cudaError_t dequantize_into_cuda(const uint8_t* q, size_t n, size_t channel, const QParams* params,
                                  float* out, cudaStream_t stream) {
   return launch_dequantize<false>(q, n, channel, params, out, stream);
+}
+
+cudaError_t wide_means_cuda(const uint8_t* first, size_t stride, size_t count, size_t n,
+                            size_t channel, size_t head, int bits, int world, float* out,
+                            cudaStream_t stream) {
+  if (!valid_bits(bits) || world < 1 || (count != 0 && first == nullptr))
+    return cudaErrorInvalidValue;
+  const Tiles t = tiles::make_tiles(n, channel);
+  if (t.blocks == 0 || count == 0) return cudaSuccess;
+  wide_means_kernel<<<tiles::grid_blocks(t), kThreads, 0, stream>>>(first, stride, count, t, head,
+                                                                    bits, world, out);
+  return cudaGetLastError();
 }
 
 cudaError_t pack_cuda(const uint8_t* q, size_t n, int bits, uint8_t* out, cudaStream_t stream) {

@@ -177,15 +177,16 @@ struct Avx2 {
     return reduce_max(_mm256_max_epi32(a0, a1), abs_max_tail(x + i, n - i));
   }
 
-  static bool all_finite_sum(const float* x, const float* r, size_t n) {
+  static bool all_finite_pair(const float* x, const float* r, size_t n) {
     const I abs_mask = _mm256_set1_epi32(int(kAbsMask));
-    I a = _mm256_setzero_si256();
+    I a = _mm256_setzero_si256(), b = a;
     size_t i = 0;
     for (; i + W <= n; i += W) {
-      const F v = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(r + i));
-      a = _mm256_max_epi32(a, _mm256_and_si256(_mm256_castps_si256(v), abs_mask));
+      a = _mm256_max_epi32(a, _mm256_and_si256(_mm256_loadu_si256((const I*)(x + i)), abs_mask));
+      b = _mm256_max_epi32(b, _mm256_and_si256(_mm256_loadu_si256((const I*)(r + i)), abs_mask));
     }
-    return reduce_max(a, 0) < kInfBits && all_finite_sum_tail(x + i, r + i, n - i);
+    return reduce_max(_mm256_max_epi32(a, b), 0) < kInfBits &&
+           all_finite_pair_tail(x + i, r + i, n - i);
   }
 
   static uint32_t reduce_max(I a, uint32_t m) {

@@ -170,15 +170,16 @@ struct Avx512 {
     return v > t ? v : t;
   }
 
-  static bool all_finite_sum(const float* x, const float* r, size_t n) {
+  static bool all_finite_pair(const float* x, const float* r, size_t n) {
     const I abs_mask = _mm512_set1_epi32(int(kAbsMask));
-    I a = _mm512_setzero_si512();
+    I a = _mm512_setzero_si512(), b = a;
     size_t i = 0;
     for (; i + W <= n; i += W) {
-      const F v = _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(r + i));
-      a = _mm512_max_epu32(a, _mm512_and_si512(_mm512_castps_si512(v), abs_mask));
+      a = _mm512_max_epu32(a, _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask));
+      b = _mm512_max_epu32(b, _mm512_and_si512(_mm512_loadu_si512(r + i), abs_mask));
     }
-    return _mm512_reduce_max_epu32(a) < kInfBits && all_finite_sum_tail(x + i, r + i, n - i);
+    return _mm512_reduce_max_epu32(_mm512_max_epu32(a, b)) < kInfBits &&
+           all_finite_pair_tail(x + i, r + i, n - i);
   }
 
   static void pack(const uint8_t* q, size_t n, int bits, uint8_t* out) {

@@ -39,12 +39,14 @@ struct QuantizeArgs {
 
 // Fused: per channel, min/max -> QParams -> quantize (nearest or
 // stochastic). With a residual (error feedback) the value quantized is
-// x[i] + residual[i], and afterwards residual[i] (or residual_out[i]) = that
-// value - dequantize(q[i]). Returns false if any value quantized is NaN or
-// +-Inf; q and params are then unspecified, and so is residual_out, but
-// the residual is left unchanged: in place it is checked for the whole
-// bucket before any is written (one more pass), out of place it is never
-// written.
+// x[i] + residual[i] (ef_value: saturated at +-FLT_MAX where that finite
+// sum overflows), and afterwards residual[i] (or residual_out[i]) = that
+// value - dequantize(q[i]) (ef_residual). Finite input always quantizes,
+// and its codes dequantize to finite values (qparams_from_minmax). Returns
+// false if any x[i] or residual[i] is NaN or +-Inf; q and params are then
+// unspecified, and so is residual_out, but the residual is left unchanged:
+// in place it is checked for the whole bucket before any is written (one
+// more pass), out of place it is never written.
 bool quantize_channels(const QuantizeArgs& a);
 
 // acc[i] += dequantize(q[i], params[i / channel]): float32, one add per

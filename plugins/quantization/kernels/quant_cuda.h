@@ -42,6 +42,16 @@ cudaError_t dequantize_add_cuda(const uint8_t* q, size_t n, size_t channel, cons
 cudaError_t dequantize_into_cuda(const uint8_t* q, size_t n, size_t channel, const QParams* params,
                                  float* out, cudaStream_t stream);
 
+// The mean's fix for wide channels (wire_segment.h's decode_mean): `count`
+// encodings of n values in channels of `channel` lie `stride` bytes apart
+// from first, each its params (8-byte aligned) then, `head` bytes in, its
+// codes packed at `bits`. For every channel whose float32 sum could
+// overflow (float_sum_may_overflow), out gets mean_wide of the double sum
+// in rank order; other channels keep the float32 mean already in out.
+cudaError_t wide_means_cuda(const uint8_t* first, size_t stride, size_t count, size_t n,
+                            size_t channel, size_t head, int bits, int world, float* out,
+                            cudaStream_t stream);
+
 // Bit packing for the wire, the layout of pack()/unpack(): out holds
 // packed_bytes(n, bits) bytes. bits 8 is a device-to-device copy.
 cudaError_t pack_cuda(const uint8_t* q, size_t n, int bits, uint8_t* out, cudaStream_t stream);

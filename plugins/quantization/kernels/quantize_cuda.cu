@@ -32,9 +32,22 @@ struct MaxOp {
   __device__ float operator()(float a, float b) const { return b > a ? b : a; }
 };
 
+// The value quantized: with error feedback x + r, saturated (ef_value), as
+// the CPU's saturated channels compute it.
 template <bool kEf>
 __device__ inline float value_at(const float* x, const float* r, size_t i) {
-  return kEf ? qm_add(x[i], r[i]) : x[i];
+  return kEf ? ef_value(x[i], r[i]) : x[i];
+}
+
+// The largest |.| bit pattern of the inputs of element i: x, and r with
+// error feedback. A finite x + r past FLT_MAX saturates instead of making
+// the bucket non-finite; a NaN or Inf x or r does.
+template <bool kEf>
+__device__ inline uint32_t input_abs_bits(const float* x, const float* r, size_t i) {
+  const uint32_t a = kernels::float_bits(x[i]) & kAbsMask;
+  if (!kEf) return a;
+  const uint32_t b = kernels::float_bits(r[i]) & kAbsMask;
+  return a > b ? a : b;
 }
 
 // Only min(min, 0) and max(max, 0) reach qparams_from_minmax, so the
@@ -57,7 +70,7 @@ __global__ void __launch_bounds__(kThreads)
       const float v = value_at<kEf>(x, r, i);
       mn = v < mn ? v : mn;
       mx = v > mx ? v : mx;
-      const uint32_t a = kernels::float_bits(v) & kAbsMask;
+      const uint32_t a = input_abs_bits<kEf>(x, r, i);
       amax = a > amax ? a : amax;
     }
     if (amax >= kInfBits) *all_finite = 0;  // every writer stores the same byte
@@ -97,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
           kSr ? quantize_stochastic(v, p, qmax, bits_to_unit(random_bits(key, counter_base + i)))
               : quantize_nearest(v, p, qmax);
       q[i] = code;
-      if (kEf) r[i] = qm_sub(v, dequantize(code, p));
+      if (kEf) r[i] = ef_residual(x[i], r[i], v, dequantize(code, p));
     }
   }
 }

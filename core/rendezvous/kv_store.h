@@ -1,0 +1,67 @@
+// The key-value stores ranks meet through: a directory (file://), a Redis
+// server (redis://) or the host's ddph_store_t. Every call is bounded by a
+// deadline, with millisecond resolution, so that a missing rank or a store
+// that never answers ends in DDPH_TIMEOUT instead of a hang.
+//
+// Threading: every store is [thread-safe].
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace ddph {
+namespace rendezvous {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+inline Deadline deadline_in(std::chrono::milliseconds timeout) {
+  return Clock::now() + timeout;
+}
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+
+  // Sets key to value, replacing any earlier value.
+  virtual void set(const std::string& key, const std::string& value, Deadline deadline) = 0;
+  // Sets key to value only if key is absent; false (and nothing written) if
+  // it exists. Atomic in the file and Redis stores; a host store has no such
+  // primitive and always sets (it serves one job: see host_store).
+  virtual bool add(const std::string& key, const std::string& value, Deadline deadline) = 0;
+  // The value of key if it exists now.
+  virtual bool try_get(const std::string& key, std::string* value, Deadline deadline) = 0;
+  // Removes key; a missing key is not an error. A store that cannot remove
+  // keys (an older host store) does nothing.
+  virtual void erase(const std::string& key, Deadline deadline) = 0;
+  // "file store /dir", "redis store 10.0.0.1:6379", "host store": for messages.
+  virtual std::string describe() const = 0;
+  // How a user removes every key that starts with prefix, in words or as a
+  // command, for messages that ask them to.
+  virtual std::string how_to_remove(const std::string& prefix) const = 0;
+
+  // Waits until key exists, then returns its value; throws DDPH_TIMEOUT
+  // naming the key and the store once deadline passes. The default polls
+  // try_get.
+  virtual std::string get(const std::string& key, Deadline deadline);
+};
+
+// Opens the store a comm.rendezvous URL names ("file:///abs/dir",
+// "redis://host[:port]"). A file store's directory is created with mode
+// 0700 when missing and refused when another user owns it or others may
+// write to it. A Redis store connects within the deadline; keys it sets
+// expire after key_ttl (0: never), so a crashed job's keys do not stay.
+// Throws DDPH_INVALID_ARGUMENT for a malformed URL or an unsafe directory,
+// DDPH_COMM_FAILURE naming rank when the store cannot be reached, and
+// DDPH_TIMEOUT when it does not answer in time.
+std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank, Deadline deadline,
+                                        std::chrono::milliseconds key_ttl);
+
+// A host's ddph_store_t as a KvStore. store outlives the result.
+std::unique_ptr<KvStore> host_store(const ddph_store_t* store);
+
+}  // namespace rendezvous
+}  // namespace ddph
