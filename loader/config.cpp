@@ -64,6 +64,27 @@ void Problems::throw_if_any() const {
   if (!lines_.empty()) throw Error(first_code_, text());
 }
 
+const char* bucket_check_name(BucketCheck check) {
+  switch (check) {
+    case BucketCheck::kStrict:
+      return "strict";
+    case BucketCheck::kOff:
+      return "off";
+    case BucketCheck::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+bool parse_bucket_check(const std::string& text, BucketCheck* out) {
+  for (BucketCheck c : {BucketCheck::kAuto, BucketCheck::kStrict, BucketCheck::kOff})
+    if (text == bucket_check_name(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
 bool parse_duration_ms(const std::string& text, int64_t* ms) {
   if (text.empty()) return false;
   errno = 0;
@@ -91,7 +112,7 @@ bool parse_duration_ms(const std::string& text, int64_t* ms) {
 namespace {
 
 constexpr const char kCommKeys[] =
-    "backend, rendezvous, job, secret_file, timeout, rank, world_size, options";
+    "backend, rendezvous, job, secret_file, timeout, rank, world_size, bucket_check, options";
 
 // Walks one YAML document, reporting problems with positions.
 class Parser {
@@ -330,6 +351,8 @@ class Parser {
       } else if (name == "options") {
         comm.options_at = at(v);
         read_options(v, key, "", comm.options);
+      } else if (name == "bucket_check") {
+        read_bucket_check(v, key, comm);
       } else {
         unknown(kv.first, key, std::string("unknown key (expected ") + kCommKeys + ")");
       }
@@ -338,6 +361,12 @@ class Parser {
       problem(node, "comm.rank",
               "is " + std::to_string(comm.rank) + ", not below world_size " +
                   std::to_string(comm.world_size));
+  }
+
+  void read_bucket_check(const YAML::Node& node, const std::string& key, CommSpec& comm) {
+    std::string text;
+    if (scalar(node, key, &text) && !parse_bucket_check(text, &comm.bucket_check))
+      problem(node, key, "'" + text + "' is not a bucket check: use auto, strict or off");
   }
 
   void read_hook(const YAML::Node& node, const std::string& key, HookSpec& hook) {

@@ -74,6 +74,15 @@ struct RuleSpec {
 
 constexpr int64_t kDefaultTimeoutMs = 300 * 1000;
 
+// comm.bucket_check: how the ranks make sure they reduce the same buckets
+// together (docs/config.md). auto: every bucket, at a small cost; strict:
+// every bucket and every call a hook makes, before it runs; off: a bucket's
+// layout when it is new or changes.
+enum class BucketCheck { kAuto, kStrict, kOff };
+const char* bucket_check_name(BucketCheck check);
+// "auto", "strict" or "off"; false for anything else.
+bool parse_bucket_check(const std::string& text, BucketCheck* out);
+
 struct CommSpec {
   Location at;
   std::string backend = "gloo";  // the embedded default
@@ -82,6 +91,7 @@ struct CommSpec {
   Location rendezvous_at;
   int64_t timeout_ms = kDefaultTimeoutMs;
   int32_t rank = -1, world_size = -1;  // -1: not given
+  BucketCheck bucket_check = BucketCheck::kAuto;
   std::string job;  // empty: not given (the host's, the environment's, or "default")
   Location job_at;
   std::string secret_file;  // empty: not given; relative entries already resolved

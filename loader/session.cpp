@@ -92,6 +92,7 @@ struct Session::PendingBucket {
   std::vector<std::vector<int64_t>> shapes;  // params' view shapes, then data shapes/strides
   ddph_done_fn done = nullptr;
   void* user = nullptr;
+  uint64_t ticket = 0;  // CheckAhead's, to await before the hook; 0: none
 
   PendingBucket(const ddph_bucket_t& b, ddph_done_fn d, void* u) : done(d), user(u) {
     // Copy only the fields this loader knows; a newer, longer struct is fine.
@@ -276,14 +277,40 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
 // Apart, a mismatch can only end in a timeout on both sides.
 void Session::create_control_communicator() {
   control_ = comm_;
-  if (comm_->split == nullptr || comm_->size(comm_->ctx) == 1) return;
-  ddph_comm_t* control = nullptr;
-  DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &control));
-  DDPH_CHECK(control != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
-  control_ = control;
+  if (comm_->split != nullptr && comm_->size(comm_->ctx) > 1) {
+    ddph_comm_t* control = nullptr;
+    DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &control));
+    DDPH_CHECK(control != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
+    control_ = control;
+  }
+  configure_bucket_check();
+}
+
+void Session::configure_bucket_check() {
+  // DDPH_BUCKET_CHECK overrides the YAML, as TORCH_DISTRIBUTED_DEBUG does
+  // PyTorch's checks; written back, so that the ranks agree on it at open.
+  BucketCheck& mode = job_.config.comm.bucket_check;
+  const char* env = std::getenv("DDPH_BUCKET_CHECK");
+  DDPH_CHECK(env == nullptr || *env == '\0' || parse_bucket_check(env, &mode),
+             DDPH_INVALID_ARGUMENT,
+             "environment variable DDPH_BUCKET_CHECK='" << env << "' is not auto, strict or off");
+  // Gloo's slots and MPI's call agreement turn calls of different lengths
+  // into an error on every rank (plugins/comm_gloo/slots.h,
+  // core/call_agreement.h); NCCL and a host's communicator may abort or
+  // hang, so with them a new layout is checked before its bucket runs.
+  const std::string family = job_.comm.plugin != nullptr ? job_.comm.plugin->family() : "";
+  const bool survives = !job_.comm.host_provided && (family == "comm_gloo" || family == "comm_mpi");
+  agreement_.configure(mode, survives);
+  if (mode == BucketCheck::kAuto && family == "comm_gloo" && !job_.comm.host_provided &&
+      control_->size(control_->ctx) > 1)
+    check_ahead_ = std::make_unique<CheckAhead>(control_, AutoCheckPolicy{});
+  if (mode != BucketCheck::kStrict) return;
+  strict_calls_ = std::make_shared<StrictCalls>();
+  hooks_comm_ = std::make_unique<CheckedComm>(comm_, control_, false, strict_calls_);
 }
 
 void Session::destroy_communicators() {
+  check_ahead_.reset();  // its thread uses control_
   if (control_ != nullptr && control_ != comm_ && control_->destroy != nullptr)
     control_->destroy(control_->ctx);
   control_ = nullptr;
@@ -299,7 +326,7 @@ void Session::create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t 
   // create_elements appends inner elements as it goes; the outermost comes
   // last. Reverse so that elements read outer first.
   try {
-    create_elements(resolved, comm_, device_allocator_, chain.elements);
+    create_elements(resolved, hooks_comm(), device_allocator_, chain.elements);
   } catch (...) {
     std::reverse(chain.elements.begin(), chain.elements.end());  // so cleanup goes outer first
     throw;
@@ -322,6 +349,8 @@ void Session::submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user)
   DDPH_CHECK(done != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_submit: done is NULL");
   check_bucket(bucket);
   auto pending = std::make_shared<PendingBucket>(*bucket, done, user);
+  std::lock_guard<std::mutex> lock(submit_mu_);
+  if (check_ahead_) pending->ticket = check_ahead_->submitted(pending->bucket);
   worker_->post([this, pending] { run_bucket(*pending); });
 }
 
@@ -333,7 +362,11 @@ void Session::run_bucket(PendingBucket& pending) {
     const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
     const ddph_hook_ref_t& hook = chain.elements.front()->ref;
     try {
-      layouts_.check(control_, pending.bucket);
+      if (check_ahead_)
+        check_ahead_->await(pending.ticket);
+      else
+        agreement_.before_hook(control_, pending.bucket);
+      if (strict_calls_) strict_calls_->set_bucket(fingerprint_of(pending.bucket));
     } catch (const Error& e) {
       error = make_c_error(e.code(), e.what());
     }
@@ -347,8 +380,13 @@ void Session::run_bucket(PendingBucket& pending) {
       if (pending.bucket.is_last) ++steps_;
     } else {
       ddph_code_t code = ddph_error_code(error);
-      if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT) {
+      // Ranks out of step (comm.bucket_check: strict) would pair every
+      // later bucket with another one: the session stops, as on a timeout.
+      const bool out_of_step =
+          agreement_.out_of_step() || (strict_calls_ && strict_calls_->out_of_step());
+      if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT || out_of_step) {
         broken_ = true;
+        if (check_ahead_) check_ahead_->stop();
         broken_since_ = std::string(code_name(code)) + ": " + ddph_error_message(error);
       }
     }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "loader/check_ahead.h"
+#include "loader/checked_comm.h"
 #include "loader/hook_chain.h"
 #include "loader/job.h"
 #include "loader/job_store.h"
@@ -61,6 +63,10 @@ class Session {
   struct PendingBucket;
   void create_communicator(const ddph_session_options_t& opts);
   void create_control_communicator();
+  // comm.bucket_check: what run_bucket checks, and in strict mode the
+  // hooks' wrapped communicator. After the control communicator.
+  void configure_bucket_check();
+  ddph_comm_t* hooks_comm() const { return hooks_comm_ ? hooks_comm_->table() : comm_; }
   void destroy_communicators();
   void create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes);
   const HookChain& chain_for(uint64_t bytes) const;
@@ -88,7 +94,16 @@ class Session {
   std::string first_error_message_;
   bool broken_ = false;  // after a comm failure or timeout; worker thread only
   std::string broken_since_;
-  BucketLayouts layouts_;  // worker thread only
+  BucketAgreement agreement_;  // worker thread only
+  // comm.bucket_check: strict: the bucket whose hook runs, for the records
+  // of its calls, and the communicator the hooks get. NULL otherwise.
+  std::shared_ptr<StrictCalls> strict_calls_;
+  std::unique_ptr<CheckedComm> hooks_comm_;
+  // comm.bucket_check: auto on Gloo: the comparisons, made ahead on a
+  // thread of their own (check_ahead.h); NULL otherwise. submit_mu_ keeps
+  // its order the worker's.
+  std::unique_ptr<CheckAhead> check_ahead_;
+  std::mutex submit_mu_;
 
   // Last member: destroyed (drained and joined) first.
   std::unique_ptr<Worker> worker_;

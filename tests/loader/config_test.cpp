@@ -202,6 +202,30 @@ TEST(Config, CommProblems) {
       "comm.backend: plugin family 'comm_carrier_pigeon' not found");
 }
 
+TEST(Config, BucketCheck) {
+  auto job_with = [](const std::string& comm) {
+    ConfigSource source;
+    source.is_text = true;
+    source.text = "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake" + comm +
+                  "}\nhook: {family: fixture_sum, name: sum}\n";
+    return ddph::loader::load_job(source);
+  };
+  using ddph::loader::BucketCheck;
+  EXPECT_EQ(job_with("").config.comm.bucket_check, BucketCheck::kAuto);
+  EXPECT_EQ(job_with(", bucket_check: auto").config.comm.bucket_check, BucketCheck::kAuto);
+  EXPECT_EQ(job_with(", bucket_check: strict").config.comm.bucket_check, BucketCheck::kStrict);
+  EXPECT_EQ(job_with(", bucket_check: off").config.comm.bucket_check, BucketCheck::kOff);
+  EXPECT_ONE_PROBLEM("plugin_path: [" + fixture_dir("good") +
+                         "]\ncomm: {backend: fake, bucket_check: sometimes}\n"
+                         "hook: {family: fixture_sum, name: sum}\n",
+                     "<yaml text>:2:37: comm.bucket_check: 'sometimes' is not a bucket check: use "
+                     "auto, strict or off");
+  EXPECT_ONE_PROBLEM("plugin_path: [" + fixture_dir("good") +
+                         "]\ncomm: {backend: fake, bucket_check: [auto]}\n"
+                         "hook: {family: fixture_sum, name: sum}\n",
+                     "comm.bucket_check: expects a single value, got a list");
+}
+
 TEST(Config, Durations) {
   int64_t ms = 0;
   EXPECT_TRUE(ddph::loader::parse_duration_ms("500ms", &ms));

@@ -1,4 +1,4 @@
-#include "plugins/comm_mpi/call_agreement.h"
+#include "core/call_agreement.h"
 
 #include <ddph/ddph.h>
 
@@ -9,7 +9,6 @@
 #include "core/le_bytes.h"
 
 namespace ddph {
-namespace comm_mpi {
 namespace {
 
 uint64_t digest(const int64_t* words, size_t n) {
@@ -56,7 +55,9 @@ const char* op_name(int64_t op) {
   return "?";
 }
 
-std::string describe(const CallShape& s) {
+}  // namespace
+
+std::string describe_call(const CallShape& s) {
   std::ostringstream os;
   os << kind_name(s.kind);
   if (s.op >= 0) os << " " << op_name(s.op);
@@ -69,12 +70,10 @@ std::string describe(const CallShape& s) {
   return os.str();
 }
 
-bool same(const CallShape& a, const CallShape& b) {
+bool same_call(const CallShape& a, const CallShape& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.numel == b.numel && a.op == b.op &&
          a.root == b.root;
 }
-
-}  // namespace
 
 AgreementTerms agreement_terms(const CallShape& shape, int rank, int world,
                                const int64_t* send_counts, const int64_t* recv_counts) {
@@ -103,23 +102,22 @@ std::string describe_disagreement(const std::vector<CallShape>& shapes, int rank
   os << "the ranks are not making the same call: ";
   int listed = 0, others = 0;
   for (size_t r = 0; r < shapes.size(); ++r) {
-    if (same(shapes[r], mine)) continue;
+    if (same_call(shapes[r], mine)) continue;
     if (listed == 4) {
       ++others;
       continue;
     }
-    os << (listed == 0 ? "this rank called " + describe(mine) + ", but " : std::string(", "))
-       << "rank " << r << " called " << describe(shapes[r]);
+    os << (listed == 0 ? "this rank called " + describe_call(mine) + ", but " : std::string(", "))
+       << "rank " << r << " called " << describe_call(shapes[r]);
     ++listed;
   }
   if (others > 0) os << " (and " << others << " more ranks differ)";
   if (listed == 0)
-    os << "every rank called " << describe(mine)
+    os << "every rank called " << describe_call(mine)
        << ", but the counts do not match: some rank's recv_counts[p] differs from what rank p "
           "sends it";
   os << "; no rank ran it, and the communicator is still usable";
   return os.str();
 }
 
-}  // namespace comm_mpi
 }  // namespace ddph

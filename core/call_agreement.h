@@ -1,5 +1,9 @@
-// Whether the ranks are making the same collective call. MPI matches
-// collectives by their order alone: ranks that disagree on a call's length,
+// Whether the ranks are making the same collective call: the words that
+// describe a call, and the message that names the calls of ranks that
+// differ. comm_mpi checks every collective with them; the loader's strict
+// bucket check (loader/checked_comm.h) checks every call a hook makes.
+//
+// MPI matches collectives by their order alone: ranks that disagree on a call's length,
 // dtype, op or root get MPI_ERR_TRUNCATE, which Open MPI's nonblocking
 // collectives raise on MPI_COMM_WORLD's handler and so abort the process, or
 // different results and no error at all (SUM on one rank, MAX on another).
@@ -13,7 +17,6 @@
 #include <vector>
 
 namespace ddph {
-namespace comm_mpi {
 
 enum class CallKind : int64_t {
   kAllreduce = 1,
@@ -54,6 +57,9 @@ AgreementTerms agreement_terms(const CallShape& shape, int rank, int world,
 bool all_agree(const AgreementTerms& mine, const AgreementTerms& sum, int world);
 // The message for ranks that do not agree, from every rank's shape.
 std::string describe_disagreement(const std::vector<CallShape>& shapes, int rank);
+// One call in words: "allreduce SUM of 1000 float32".
+std::string describe_call(const CallShape& shape);
+// Whether two ranks' shapes are the same call.
+bool same_call(const CallShape& a, const CallShape& b);
 
-}  // namespace comm_mpi
 }  // namespace ddph
