@@ -71,13 +71,8 @@ TEST(CommGlooPeerNames, ADeadPeerIsNamedWithItsRealAddress) {
   auto res = ddph_test::run_ranks(
       2,
       [](int rank, int world, const std::string& dir) {
-        Connect c;
-        c.rank = rank;
-        c.world = world;
-        c.rendezvous = file_url(dir + "/store");
-        Err err;
-        ddph_comm_t* comm = connect(c, &err);
-        DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+        ddph_comm_t* comm = must_connect(rank, world, dir);
+        DDPH_CHILD_CHECK(comm != nullptr, "rank %d did not connect", rank);
         Tensor t(kF32, 1 << 20);
         CHILD_OK(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
         if (rank == 1) {
@@ -93,7 +88,7 @@ TEST(CommGlooPeerNames, ADeadPeerIsNamedWithItsRealAddress) {
         std::ofstream(dir + "/recorded") << ports.size();
         for (int i = 0; i < 500 && !exists(dir + "/victim"); ++i) usleep(10000);
         usleep(100000);
-        err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+        Err err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
         comm->destroy(comm->ctx);
         DDPH_CHILD_CHECK(!err.ok(), "the allreduce with a dead peer succeeded");
         int pid = 0;

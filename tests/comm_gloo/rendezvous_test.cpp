@@ -20,38 +20,10 @@
 #include "tests/comm_gloo/harness.h"
 #include "tests/support/host.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/redis_server.h"
 
 namespace comm_gloo_test {
 namespace {
-
-constexpr const char kRedisServer[] = "/usr/bin/redis-server";
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool can_connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(uint16_t(port));
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
-}
 
 // Every rank sums (rank + 1) * (i + 1) and checks the result.
 int sum_check(ddph_comm_t* comm, int rank, int world) {
@@ -66,50 +38,28 @@ int sum_check(ddph_comm_t* comm, int rank, int world) {
 }
 
 TEST(CommGlooRendezvous, Redis) {
-  if (access(kRedisServer, X_OK) != 0) GTEST_SKIP() << kRedisServer << " is not installed";
-  const int port = free_port();
-  ASSERT_GT(port, 0);
-  pid_t redis = fork();
-  if (redis == 0) {
-    // Keep the test log readable: redis prints its banner even at "warning".
-    int null_fd = open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) {
-      dup2(null_fd, STDOUT_FILENO);
-      dup2(null_fd, STDERR_FILENO);
-    }
-    std::string p = std::to_string(port);
-    execl(kRedisServer, kRedisServer, "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "",
-          "--appendonly", "no", "--loglevel", "warning", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ASSERT_GT(redis, 0);
-  bool up = false;
-  for (int i = 0; i < 500 && !up; ++i) {
-    up = can_connect(port);
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(up) << "redis-server did not listen on port " << port;
-  if (up) {
-    const std::string url = "redis://127.0.0.1:" + std::to_string(port);
-    for (int world : {2, 3}) {
-      auto res = ddph_test::run_ranks(
-          world,
-          [&](int rank, int w, const std::string&) {
-            Connect c;
-            c.rank = rank;
-            c.world = w;
-            c.rendezvous = url;
-            c.prefix = "redis-world" + std::to_string(w);
-            Err err;
-            ddph_comm_t* comm = connect(c, &err);
-            DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
-            int rc = sum_check(comm, rank, w);
-            comm->destroy(comm->ctx);
-            return rc;
-          },
-          30);
-      EXPECT_TRUE(ddph_test::all_passed(res)) << world << " ranks: " << ddph_test::describe(res);
-    }
+  const int port = ddph_test::free_port();
+  const int redis = ddph_test::start_redis(port);
+  if (redis < 0) GTEST_SKIP() << "redis-server is not installed or did not start";
+  const std::string url = "redis://127.0.0.1:" + std::to_string(port);
+  for (int world : {2, 3}) {
+    auto res = ddph_test::run_ranks(
+        world,
+        [&](int rank, int w, const std::string&) {
+          Connect c;
+          c.rank = rank;
+          c.world = w;
+          c.rendezvous = url;
+          c.prefix = "redis-world" + std::to_string(w);
+          Err err;
+          ddph_comm_t* comm = connect(c, &err);
+          DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+          int rc = sum_check(comm, rank, w);
+          comm->destroy(comm->ctx);
+          return rc;
+        },
+        30);
+    EXPECT_TRUE(ddph_test::all_passed(res)) << world << " ranks: " << ddph_test::describe(res);
   }
   kill(redis, SIGTERM);
   waitpid(redis, nullptr, 0);
@@ -117,7 +67,7 @@ TEST(CommGlooRendezvous, Redis) {
 
 TEST(CommGlooRendezvous, UnreachableRedisIsACommFailure) {
   Connect c;
-  c.rendezvous = "redis://127.0.0.1:" + std::to_string(free_port());
+  c.rendezvous = "redis://127.0.0.1:" + std::to_string(ddph_test::free_port());
   Err err;
   EXPECT_EQ(connect(c, &err), nullptr);
   EXPECT_EQ(err.code, DDPH_COMM_FAILURE) << err.text();

@@ -12,6 +12,7 @@
 
 #include "tests/jobs/job_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/redis_server.h"
 
 namespace ddph_test {
 namespace {
@@ -34,17 +35,8 @@ void two_jobs_never_meet(const std::string& rendezvous_or_empty) {
         o.rendezvous =
             rendezvous_or_empty.empty() ? "file://" + dir + "/store" : rendezvous_or_empty;
         o.yaml_job = job_a ? "job-a" : "job-b";
-        Opened s = open_job(o);
-        DDPH_CHILD_CHECK(s.session != nullptr, "process %d: %s", process, s.message.c_str());
         const float mine = job_a ? float(o.rank + 1) : float(100 * (o.rank + 1));
-        std::string message;
-        const float mean = average_of(s.session, mine, &message);
-        ddph_session_close(s.session);
-        const float expected = job_a ? 1.5f : 150.0f;
-        DDPH_CHILD_CHECK(mean == expected, "process %d (%s rank %d): mean %g, expected %g (%s)",
-                         process, o.yaml_job.c_str(), o.rank, double(mean), double(expected),
-                         message.c_str());
-        return 0;
+        return join_and_average(o, mine, job_a ? 1.5f : 150.0f);
       },
       60);
   EXPECT_TRUE(all_passed(res)) << describe(res);
@@ -78,14 +70,7 @@ TEST(JobIdentity, TheSameJobRunsTwiceInARowAndLeavesNoFiles) {
           o.world = world;
           o.rendezvous = "file://" + dir + "/store";
           o.yaml_job = "nightly";
-          Opened s = open_job(o);
-          DDPH_CHILD_CHECK(s.session != nullptr, "round %d rank %d: %s", round, rank,
-                           s.message.c_str());
-          std::string message;
-          const float mean = average_of(s.session, float(rank), &message);
-          ddph_session_close(s.session);
-          DDPH_CHILD_CHECK(mean == 0.5f, "mean %g (%s)", double(mean), message.c_str());
-          return 0;
+          return join_and_average(o, float(rank), 0.5f);
         },
         30);
     ASSERT_TRUE(all_passed(res)) << "round " << round << ": " << describe(res);
@@ -264,13 +249,7 @@ TEST(JobIdentity, SessionsOpenedEarlierDoNotMoveTheKeys) {
         o.rendezvous = url;
         o.option_job = "counted";  // from the host this time
         o.timeout = "10s";
-        Opened s = open_job(o);
-        DDPH_CHILD_CHECK(s.session != nullptr, "rank %d: %s", rank, s.message.c_str());
-        std::string message;
-        const float mean = average_of(s.session, float(rank), &message);
-        ddph_session_close(s.session);
-        DDPH_CHILD_CHECK(mean == 0.5f, "mean %g (%s)", double(mean), message.c_str());
-        return 0;
+        return join_and_average(o, float(rank), 0.5f);
       },
       30);
   EXPECT_TRUE(all_passed(res)) << describe(res);

@@ -34,17 +34,11 @@ Opened open_job(const JobOpen& o);
 // bucket; returns the element (NaN and the message on failure).
 float average_of(ddph_session_t* s, float value, std::string* message);
 
+// For a rank's body: opens o's session, averages `mine` across the ranks and
+// closes it; 0 when the mean is `expected`, else prints why and returns 1.
+int join_and_average(const JobOpen& o, float mine, float expected);
+
 // Names of the files in dir (not "." and "..").
 std::vector<std::string> files_in(const std::string& dir);
-
-// A TCP port on 127.0.0.1 that nothing listens on at the time of the call.
-int free_port();
-
-// A redis-server on 127.0.0.1:port (no persistence), started and waited for;
-// its pid, or -1 when /usr/bin/redis-server is missing or does not start.
-int start_redis(int port);
-
-// Runs a redis-cli command against 127.0.0.1:port and returns its output.
-std::string redis_cli(int port, const std::string& args);
 
 }  // namespace ddph_test

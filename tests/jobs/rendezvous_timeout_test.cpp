@@ -16,6 +16,7 @@
 
 #include "tests/jobs/job_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/redis_server.h"
 
 namespace ddph_test {
 namespace {

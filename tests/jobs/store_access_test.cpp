@@ -14,6 +14,7 @@
 
 #include "tests/jobs/job_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/redis_server.h"
 
 namespace ddph_test {
 namespace {
@@ -106,13 +107,7 @@ void secret_case(const char* rendezvous_kind, int redis_port) {
           o.rendezvous = url(dir);
           o.yaml_job = std::string("secret-ok-") + rendezvous_kind;
           o.extra_comm = "secret_file: " + good;
-          Opened s = open_job(o);
-          DDPH_CHILD_CHECK(s.session != nullptr, "rank %d: %s", rank, s.message.c_str());
-          std::string message;
-          const float mean = average_of(s.session, float(rank), &message);
-          ddph_session_close(s.session);
-          DDPH_CHILD_CHECK(mean == 0.5f, "mean %g (%s)", double(mean), message.c_str());
-          return 0;
+          return join_and_average(o, float(rank), 0.5f);
         },
         30);
     EXPECT_TRUE(all_passed(res)) << rendezvous_kind << ": " << describe(res);
