@@ -69,6 +69,43 @@ struct Completion {
   }
 };
 
+// The job-scoped store the communicator rendezvouses through: the URL's
+// (options, then YAML) or the host's; NULL when there is neither.
+std::unique_ptr<JobStore> open_job_store(const ddph_session_options_t& opts, const CommSpec& spec,
+                                         const Placement& placement) {
+  const std::string url = opts.rendezvous != nullptr ? opts.rendezvous : spec.rendezvous;
+  const std::chrono::milliseconds timeout(spec.timeout_ms);
+  std::unique_ptr<rendezvous::KvStore> kv;
+  if (url.empty() || url == "host") {
+    DDPH_CHECK(url.empty() || opts.store != nullptr, DDPH_INVALID_ARGUMENT,
+               "comm.rendezvous is 'host' but ddph_session_options.store is NULL");
+    if (opts.store == nullptr) return nullptr;
+    kv = rendezvous::host_store(opts.store);
+  } else {
+    DDPH_CHECK(url.rfind("file://", 0) == 0 || url.rfind("redis://", 0) == 0, DDPH_INVALID_ARGUMENT,
+               "ddph_session_options.rendezvous '" << url
+                                                   << "' is not file:///dir, redis://host:port "
+                                                      "or host");
+    // Keys of a run that crashed expire in Redis once no rank of it can
+    // still be waiting for them.
+    kv = rendezvous::open_url_store(url, placement.rank, 2 * timeout + std::chrono::seconds(60));
+  }
+  const char* host_job = opts.struct_size >= DDPH_SESSION_OPTIONS_SIZE_V1_4 ? opts.job : nullptr;
+  const JobId job = resolve_job_id(host_job, spec.job);
+  JobRun run;
+  run.job = job.id;
+  run.job_source = job.source;
+  run.rank = placement.rank;
+  run.world = placement.world_size;
+  run.timeout = timeout;
+  run.secret = load_job_secret(spec.secret_file).bytes;
+  log(DDPH_LOG_INFO, "loader",
+      "job '" + job.id + "' (from " + job.source + "): rank " + std::to_string(run.rank) + " of " +
+          std::to_string(run.world) + " through " + kv->describe() +
+          (run.secret.empty() ? "" : ", values signed with the job's secret"));
+  return std::make_unique<JobStore>(std::move(kv), std::move(run));
+}
+
 }  // namespace
 
 Placement resolve_placement(int32_t opt_rank, int32_t opt_world, const CommSpec& yaml) {
@@ -209,39 +246,7 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
     owns_comm_ = false;
     return;
   }
-  const std::string url = opts.rendezvous != nullptr ? opts.rendezvous : spec.rendezvous;
-  const std::chrono::milliseconds timeout(spec.timeout_ms);
-  std::unique_ptr<rendezvous::KvStore> kv;
-  if (url.empty() || url == "host") {
-    DDPH_CHECK(url.empty() || opts.store != nullptr, DDPH_INVALID_ARGUMENT,
-               "comm.rendezvous is 'host' but ddph_session_options.store is NULL");
-    if (opts.store != nullptr) kv = rendezvous::host_store(opts.store);
-  } else {
-    DDPH_CHECK(url.rfind("file://", 0) == 0 || url.rfind("redis://", 0) == 0, DDPH_INVALID_ARGUMENT,
-               "ddph_session_options.rendezvous '" << url
-                                                   << "' is not file:///dir, redis://host:port "
-                                                      "or host");
-    // Keys of a run that crashed expire in Redis once no rank of it can
-    // still be waiting for them.
-    kv = rendezvous::open_url_store(url, placement_.rank, rendezvous::deadline_in(timeout),
-                                    2 * timeout + std::chrono::seconds(60));
-  }
-  if (kv != nullptr) {
-    const char* host_job = opts.struct_size >= DDPH_SESSION_OPTIONS_SIZE_V1_4 ? opts.job : nullptr;
-    const JobId job = resolve_job_id(host_job, spec.job);
-    JobRun run;
-    run.job = job.id;
-    run.job_source = job.source;
-    run.rank = placement_.rank;
-    run.world = placement_.world_size;
-    run.timeout = timeout;
-    run.secret = load_job_secret(spec.secret_file).bytes;
-    log(DDPH_LOG_INFO, "loader",
-        "job '" + job.id + "' (from " + job.source + "): rank " + std::to_string(run.rank) +
-            " of " + std::to_string(run.world) + " through " + kv->describe() +
-            (run.secret.empty() ? "" : ", values signed with the job's secret"));
-    job_store_ = std::make_unique<JobStore>(std::move(kv), std::move(run));
-  }
+  job_store_ = open_job_store(opts, spec, placement_);
   ddph_comm_init_t init{};
   init.struct_size = sizeof init;
   init.host = ddph_host();

@@ -60,9 +60,7 @@ void GlooStore::wait(const std::vector<std::string>& keys, const std::chrono::mi
 
 std::shared_ptr<KvStore> open_init_store(const ddph_comm_init_t& init) {
   if (init.store != nullptr) return host_store(init.store);
-  return open_url_store(init.rendezvous, init.rank,
-                        deadline_in(std::chrono::milliseconds(init.timeout_ms)),
-                        std::chrono::milliseconds(0));
+  return open_url_store(init.rendezvous, init.rank, std::chrono::milliseconds(0));
 }
 
 }  // namespace rendezvous

@@ -26,11 +26,11 @@ std::string KvStore::get(const std::string& key, Deadline deadline) {
   }
 }
 
-std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank, Deadline deadline,
+std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank,
                                         std::chrono::milliseconds key_ttl) {
   const RendezvousUrl parsed = parse_rendezvous_url(url);
   if (parsed.kind == RendezvousUrl::kFile) return std::make_unique<FileStore>(parsed.dir);
-  return std::make_unique<RedisStore>(parsed.host, parsed.port, rank, deadline, key_ttl);
+  return std::make_unique<RedisStore>(parsed.host, parsed.port, rank, key_ttl);
 }
 
 }  // namespace rendezvous

@@ -52,12 +52,12 @@ class KvStore {
 // Opens the store a comm.rendezvous URL names ("file:///abs/dir",
 // "redis://host[:port]"). A file store's directory is created with mode
 // 0700 when missing and refused when another user owns it or others may
-// write to it. A Redis store connects within the deadline; keys it sets
+// write to it. A Redis store connects at its first command; keys it sets
 // expire after key_ttl (0: never), so a crashed job's keys do not stay.
-// Throws DDPH_INVALID_ARGUMENT for a malformed URL or an unsafe directory,
-// DDPH_COMM_FAILURE naming rank when the store cannot be reached, and
-// DDPH_TIMEOUT when it does not answer in time.
-std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank, Deadline deadline,
+// Throws DDPH_INVALID_ARGUMENT for a malformed URL or an unsafe directory;
+// the store's calls throw DDPH_COMM_FAILURE naming rank when it cannot be
+// reached and DDPH_TIMEOUT when it does not answer in time.
+std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank,
                                         std::chrono::milliseconds key_ttl);
 
 // A host's ddph_store_t as a KvStore. store outlives the result.

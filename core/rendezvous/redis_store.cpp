@@ -31,12 +31,8 @@ using Reply = std::unique_ptr<redisReply, ReplyFree>;
 
 }  // namespace
 
-RedisStore::RedisStore(std::string host, int port, int rank, Deadline deadline,
-                       std::chrono::milliseconds key_ttl)
-    : host_(std::move(host)), port_(port), rank_(rank), key_ttl_(key_ttl) {
-  std::lock_guard<std::mutex> lock(mu_);
-  connect(deadline);
-}
+RedisStore::RedisStore(std::string host, int port, int rank, std::chrono::milliseconds key_ttl)
+    : host_(std::move(host)), port_(port), rank_(rank), key_ttl_(key_ttl) {}
 
 RedisStore::~RedisStore() {
   drop_connection();

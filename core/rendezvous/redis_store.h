@@ -18,11 +18,12 @@ namespace rendezvous {
 
 class RedisStore : public KvStore {
  public:
-  // Connects within the deadline. Keys this store sets expire after key_ttl
-  // (0: never). Throws DDPH_COMM_FAILURE naming rank when nobody listens,
-  // DDPH_TIMEOUT when the server does not answer in time.
-  RedisStore(std::string host, int port, int rank, Deadline deadline,
-             std::chrono::milliseconds key_ttl);
+  // Connects at the first command, within that command's deadline, so a
+  // communicator that needs no store (MPI) never reaches for the server.
+  // Keys this store sets expire after key_ttl (0: never). A command throws
+  // DDPH_COMM_FAILURE naming rank when nobody listens, DDPH_TIMEOUT when the
+  // server does not answer in time.
+  RedisStore(std::string host, int port, int rank, std::chrono::milliseconds key_ttl);
   ~RedisStore() override;
   RedisStore(const RedisStore&) = delete;
   RedisStore& operator=(const RedisStore&) = delete;
