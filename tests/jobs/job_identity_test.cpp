@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -166,36 +167,43 @@ TEST(JobIdentity, TwoRank0sOfOneJobIdAreRefused) {
   EXPECT_EQ(res[0].exit_code + res[1].exit_code, 30) << describe(res);
 }
 
-// Two processes started as rank 1 while rank 0 is still coming: both join
-// the run, one takes rank 1 and the other is refused, naming it.
+// Two processes started as rank 1 of a run that cannot complete yet (rank
+// 2 waits until one of them has been refused): both read the run's marker,
+// one takes rank 1 and the other is refused, naming it.
 TEST(JobIdentity, ASecondProcessAsTheSameRankIsRefused) {
   auto res = run_ranks(
-      3,
+      4,
       [](int process, int, const std::string& dir) {
-        if (process == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        const std::string refused = dir + "/refused";
+        if (process == 3)
+          for (int i = 0; i < 2000 && access(refused.c_str(), F_OK) != 0; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
         JobOpen o;
-        o.rank = process == 0 ? 0 : 1;
-        o.world = 2;
+        o.rank = process == 0 ? 0 : process == 3 ? 2 : 1;
+        o.world = 3;
         o.rendezvous = "file://" + dir + "/store";
         o.yaml_job = "claimed";
-        o.timeout = "5s";
+        o.timeout = "30s";
         Opened s = open_job(o);
         if (s.session == nullptr) {
-          DDPH_CHILD_CHECK(process != 0, "rank 0: %s", s.message.c_str());
+          DDPH_CHILD_CHECK(o.rank == 1, "rank %d: %s", o.rank, s.message.c_str());
           DDPH_CHILD_CHECK(s.code == DDPH_INVALID_ARGUMENT &&
                                contains(s.message, "rank 1 of job 'claimed' is taken: rank 1 (pid"),
                            "%s", s.message.c_str());
+          std::ofstream(refused) << getpid();
           return 10;  // the refused one
         }
         std::string message;
         const float mean = average_of(s.session, float(o.rank), &message);
         ddph_session_close(s.session);
-        DDPH_CHILD_CHECK(mean == 0.5f, "mean %g (%s)", double(mean), message.c_str());
+        DDPH_CHILD_CHECK(mean == 1.0f, "rank %d: mean %g (%s)", o.rank, double(mean),
+                         message.c_str());
         return 0;
       },
-      30);
-  ASSERT_EQ(res.size(), 3u);
+      60);
+  ASSERT_EQ(res.size(), 4u);
   EXPECT_EQ(res[0].exit_code, 0) << describe(res);
+  EXPECT_EQ(res[3].exit_code, 0) << describe(res);
   EXPECT_EQ(res[1].exit_code + res[2].exit_code, 10) << describe(res);
 }
 
