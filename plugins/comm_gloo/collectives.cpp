@@ -50,7 +50,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
   drain_sends(what);
   check_not_broken(what);
   if (send.numel == 0) return;
-  ring_allreduce(what, send, recv, op);
+  allreduce_any(what, send, recv, op);
 }
 
 void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
@@ -72,7 +72,7 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
   std::memcpy(scratch.data(), send.data, send.bytes());
   CommBuf whole = send;
   whole.data = scratch.data();
-  ring_allreduce(what, whole, whole, op);
+  allreduce_any(what, whole, whole, op);
   std::memcpy(recv.data, scratch.data() + size_t(rank()) * recv.bytes(), recv.bytes());
 }
 

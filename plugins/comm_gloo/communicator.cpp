@@ -48,11 +48,23 @@ Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous:
   const std::vector<SocketEnds> ends = wire_->track_new_sockets(before, FdSnapshot::take(), this);
   context_ = std::move(context);
   attribute_sockets(ends);
+  // Before the barrier: no peer sends to the mailboxes until every rank
+  // has registered them.
+  if (size() > 1)
+    gloo_call("registering the mailboxes", rank(),
+              [&] { mailboxes_.reset(new Mailboxes(*context_, rank(), size(), kMailboxBytes)); });
   // connectFullMesh can return on one side of a pair before the other side
   // has finished its handshake; a rank that then closed at once (a session
   // that never communicates) broke its peers' rendezvous. A barrier makes
   // creation collective: nobody returns before everybody is connected.
   barrier();
+  if (mailboxes_) {
+    gloo_call("priming the mailboxes", rank(), [&] { mailboxes_->prime(); });
+    // gloo set each pair's send buffer for the primer, and the kernel no
+    // longer tunes it (mailboxes.h): give it room for the ring's segments
+    // in flight on a fast link.
+    wire_->set_send_buffer(this, kPairSendBufferBytes);
+  }
 }
 
 Communicator::~Communicator() {
@@ -75,7 +87,9 @@ Communicator::~Communicator() {
     // count is shared with the communicator this one was split from.
     wire_->release(this);
     pending_sends_.clear();
-    // Pairs refer to the device: the context goes first.
+    // The mailboxes' buffers refer to the pairs, and the pairs to the
+    // device: the mailboxes go first, then the context.
+    mailboxes_.reset();
     context_.reset();
     device_.reset();
   } catch (...) {

@@ -20,8 +20,10 @@
 #include "core/error.h"
 #include "core/rendezvous/kv_store.h"
 #include "plugins/comm_gloo/errors.h"
+#include "plugins/comm_gloo/mailboxes.h"
 #include "plugins/comm_gloo/peer_identity.h"
 #include "plugins/comm_gloo/posted_buffers.h"
+#include "plugins/comm_gloo/small_allreduce.h"
 #include "plugins/comm_gloo/wire_bytes.h"
 
 namespace gloo {
@@ -102,10 +104,18 @@ class Communicator : public CommBackend {
   void check_not_broken(const char* what);
   void break_with(const Error& e);
   uint32_t next_tag() { return next_tag_++; }
-  // allreduce of any op as one ring, bit-identical to gloo's; DDPH_AVG with
-  // divide-first numerics (ring_allreduce.cpp).
+  // allreduce of any op, bit-identical to gloo's; DDPH_AVG with
+  // divide-first numerics: small_allreduce up to kSmallAllreduceBytes,
+  // ring_allreduce above (small_allreduce.cpp).
+  void allreduce_any(const char* what, const CommBuf& send, const CommBuf& recv,
+                     ddph_reduce_op_t op);
+  // allreduce as one ring (ring_allreduce.cpp).
   void ring_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
                       ddph_reduce_op_t op);
+  // allreduce as one exchange of whole buffers through the mailboxes,
+  // combined in the ring's order (small_allreduce.cpp).
+  void small_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
+                       ddph_reduce_op_t op);
   // A byte range of a buffer.
   struct Span {
     size_t offset, bytes;
@@ -132,6 +142,10 @@ class Communicator : public CommBackend {
   std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
+  // The small allreduce's bound buffers (none at world 1), and its calls so
+  // far (their parity picks the mailbox).
+  std::unique_ptr<Mailboxes> mailboxes_;
+  uint64_t small_calls_ = 0;
   std::shared_ptr<WireBytes> wire_;  // shared with the communicators split from this one
   std::vector<PeerIdentity> peers_;  // by rank here, from the store at connect time
 

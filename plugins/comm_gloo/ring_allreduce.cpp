@@ -24,64 +24,21 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <utility>
-#include <vector>
 
 #include "core/kernels/divide.h"
 #include "core/kernels/reduce.h"
 #include "plugins/comm_gloo/communicator.h"
+#include "plugins/comm_gloo/ring_layout.h"
 #include "plugins/comm_gloo/slots.h"
 
 namespace ddph {
 namespace comm_gloo {
 namespace {
 
-constexpr size_t kSegmentBytes = size_t(1) << 20;
 constexpr size_t kSendsInFlight = 2;
-
-int wrap(int a, int world) {
-  return ((a % world) + world) % world;
-}
-
-size_t round_up(size_t x, size_t m) {
-  return (x + m - 1) / m * m;
-}
-
-// gloo::allreduce's segmentation, as Debian's gloo (2022) has it in
-// gloo/allreduce.cc: the number of segments first (enough for segments of
-// at most kSegmentBytes, at least two per rank, the same number for every
-// rank), then their size, so a segment is usually below kSegmentBytes. Older
-// gloo fixed the size first; the two agree only up to two segments a rank
-// (gloo_reference_test.cpp runs both regimes against the installed gloo).
-class RingLayout {
- public:
-  RingLayout(size_t numel, int world, size_t elem_size) : numel_(numel), world_(world) {
-    const size_t total = numel * elem_size, w = size_t(world);
-    const size_t max_seg = elem_size * std::max<size_t>(1, kSegmentBytes / elem_size);
-    const size_t segments = round_up(std::max((total + max_seg - 1) / max_seg, 2 * w), w);
-    const size_t seg_bytes = round_up((total + segments - 1) / segments, elem_size);
-    seg_ = seg_bytes / elem_size;
-    per_chunk_ = segments / w;
-  }
-  size_t segment_elems() const { return seg_; }
-  size_t steps() const { return size_t(world_ - 1) * per_chunk_; }
-  size_t per_chunk() const { return per_chunk_; }
-  // Element range [first, second) of the segment that step t handles in
-  // chunk (base + t / per_chunk); empty past the end of the buffer.
-  std::pair<size_t, size_t> at(int base, size_t t) const {
-    const size_t chunk = size_t(wrap(base + int(t / per_chunk_), world_));
-    const size_t b = std::min(numel_, (chunk * per_chunk_ + t % per_chunk_) * seg_);
-    return {b, std::min(numel_, b + seg_)};
-  }
-
- private:
-  size_t numel_;
-  int world_;
-  size_t seg_ = 0, per_chunk_ = 0;
-};
 
 }  // namespace
 

@@ -29,6 +29,10 @@ constexpr uint8_t kBroadcastSlot = 0x7a;
 constexpr uint8_t kExchangeSlot = 0x7b;
 constexpr uint8_t kRingSlot = 0x7c;
 constexpr uint8_t kP2PSlot = 0x7d;
+// The bound buffers of mailboxes.h, two per pair (kMailboxSlot + parity):
+// gloo keeps bound and unbound slots apart, and ddph uses no other bound
+// buffer. Their messages carry their agreement in a header instead.
+constexpr int kMailboxSlot = 0x7e << 24;
 
 // A digest of the values both ends must agree on (sizes, codes, FNV-1a of
 // names), mixed so that any difference changes about half its bits.

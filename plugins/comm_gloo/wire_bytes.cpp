@@ -140,6 +140,16 @@ void WireBytes::set_peer(size_t index, int peer) {
   if (index < sockets_.size()) sockets_[index].peer = peer;
 }
 
+size_t WireBytes::set_send_buffer(const void* owner, int bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t set = 0;
+  for (const Socket& s : sockets_)
+    if (s.owner == owner && s.peer >= 0 && s.fd >= 0 &&
+        setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) == 0)
+      ++set;
+  return set;
+}
+
 uint64_t WireBytes::sum(int peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t sum = 0;

@@ -62,6 +62,10 @@ class WireBytes {
   // The tracked socket `index` leads to world rank `peer` (the rank in the
   // communicator this count was first made for).
   void set_peer(size_t index, int peer);
+  // Sets SO_SNDBUF to `bytes` (the kernel caps it at net.core.wmem_max) on
+  // owner's sockets that lead to a known peer, so never on a socket of the
+  // host's. Returns how many it set.
+  size_t set_send_buffer(const void* owner, int bytes);
   // Bytes sent on the tracked sockets since tracking began. A socket that
   // has closed keeps its last value. [thread-safe]
   uint64_t total();

@@ -1,13 +1,18 @@
 // Results of every collective on 2 and 3 real processes over real gloo.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/comm_call.h"
 #include "core/error.h"
@@ -77,25 +82,29 @@ int allreduce_body(int rank, int world, const std::string& dir) {
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
   DDPH_CHILD_CHECK(comm->rank(comm->ctx) == rank && comm->size(comm->ctx) == world, "rank %d",
                    rank);
-  const int n = 13;
+  // 13 elements take the small path (plugins/comm_gloo/small_allreduce.h),
+  // one element more than 32 KiB the ring.
   for (const DtypeCase& d : kDtypes) {
-    for (ddph_reduce_op_t op : kOps) {
-      for (bool in_place : {false, true}) {
-        Tensor send(d.dl, n), recv(d.dl, n);
-        for (int i = 0; i < n; ++i) {
-          set(send, i, input(op, rank, world, i));
-          set(recv, i, 99);
-        }
-        Tensor& out = in_place ? send : recv;
-        CHILD_OK(comm->allreduce(comm->ctx, send.dl(), out.dl(), op, nullptr));
-        for (int i = 0; i < n; ++i)
-          DDPH_CHILD_CHECK(get(out, i) == expected(op, world, i),
-                           "%s %s%s [%d]: got %g, expected %g", d.name, op_name(op),
-                           in_place ? " in place" : "", i, get(out, i), expected(op, world, i));
-        if (!in_place)
+    for (int n : {13, 32768 / (d.dl.bits / 8) + 1}) {
+      for (ddph_reduce_op_t op : kOps) {
+        for (bool in_place : {false, true}) {
+          Tensor send(d.dl, n), recv(d.dl, n);
+          for (int i = 0; i < n; ++i) {
+            set(send, i, input(op, rank, world, i));
+            set(recv, i, 99);
+          }
+          Tensor& out = in_place ? send : recv;
+          CHILD_OK(comm->allreduce(comm->ctx, send.dl(), out.dl(), op, nullptr));
           for (int i = 0; i < n; ++i)
-            DDPH_CHILD_CHECK(get(send, i) == input(op, rank, world, i), "%s: send was modified",
-                             d.name);
+            DDPH_CHILD_CHECK(get(out, i) == expected(op, world, i),
+                             "%s %s%s of %d [%d]: got %g, expected %g", d.name, op_name(op),
+                             in_place ? " in place" : "", n, i, get(out, i),
+                             expected(op, world, i));
+          if (!in_place)
+            for (int i = 0; i < n; ++i)
+              DDPH_CHILD_CHECK(get(send, i) == input(op, rank, world, i), "%s: send was modified",
+                               d.name);
+        }
       }
     }
   }
@@ -266,6 +275,24 @@ int bytes_sent_body(int rank, int world, const std::string& dir) {
     if (again < grew + want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   DDPH_CHILD_CHECK(again >= grew + want, "second allreduce: %llu", (unsigned long long)again);
+  // A small allreduce sends the whole buffer to every peer (after a header
+  // of 48 bytes): (W - 1) times 16 KB, where the ring would send
+  // 2 (W - 1) / W of it.
+  {
+    const uint64_t small_bytes = 16384, small_want = uint64_t(world - 1) * small_bytes;
+    Tensor small(kF32, int64_t(small_bytes / 4));
+    const uint64_t start = comm->bytes_sent(comm->ctx);
+    CHILD_OK(comm->allreduce(comm->ctx, small.dl(), small.dl(), DDPH_SUM, nullptr));
+    uint64_t sent = 0;
+    for (int i = 0; i < 200 && sent < small_want; ++i) {
+      sent = comm->bytes_sent(comm->ctx) - start;
+      if (sent < small_want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    DDPH_CHILD_CHECK(sent >= small_want && sent < 2 * small_want,
+                     "a %llu-byte allreduce sent %llu bytes, expected %llu and a little framing",
+                     (unsigned long long)small_bytes, (unsigned long long)sent,
+                     (unsigned long long)small_want);
+  }
   comm->destroy(comm->ctx);
   return 0;
 }
@@ -382,6 +409,61 @@ int split_body(int rank, int world, const std::string& dir) {
   return 0;
 }
 
+// The send buffers (SO_SNDBUF) of this process's connected TCP sockets:
+// in a rank of these tests, exactly the communicator's pairs.
+std::vector<int> connected_send_buffers() {
+  std::vector<int> out;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    struct stat st;
+    if (e->d_name[0] == '.' || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage peer;
+    socklen_t len = sizeof peer;
+    int type = 0, bytes = 0;
+    socklen_t tlen = sizeof type, blen = sizeof bytes;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 || type != SOCK_STREAM) continue;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    if (peer.ss_family != AF_INET && peer.ss_family != AF_INET6) continue;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, &blen) == 0) out.push_back(bytes);
+  }
+  closedir(d);
+  return out;
+}
+
+// gloo sizes a pair's send buffer for the first small message through the
+// mailboxes and the kernel then stops tuning it (plugins/comm_gloo/
+// mailboxes.h). Left at gloo's size (4.5 KB) it held less than one ring
+// segment, and every 256 KB allreduce after a small one waited out the
+// peer's delayed acknowledgement. Each pair must keep room for a segment.
+int send_buffer_body(int rank, int world, const std::string& dir) {
+  ddph_comm_t* comm = must_connect(rank, world, dir);
+  DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
+  Tensor small(kF32, 256), ring(kF32, 1 << 16);
+  for (int i = 0; i < 3; ++i) {
+    CHILD_OK(comm->allreduce(comm->ctx, small.dl(), small.dl(), DDPH_SUM, nullptr));
+    CHILD_OK(comm->allreduce(comm->ctx, ring.dl(), ring.dl(), DDPH_SUM, nullptr));
+  }
+  const std::vector<int> buffers = connected_send_buffers();
+  DDPH_CHILD_CHECK(buffers.size() >= size_t(world - 1), "rank %d: %zu connected sockets", rank,
+                   buffers.size());
+  // 256 KB, or what the kernel allows (twice net.core.wmem_max) where less.
+  long wmem_max = 212992;
+  if (FILE* f = std::fopen("/proc/sys/net/core/wmem_max", "r")) {
+    if (std::fscanf(f, "%ld", &wmem_max) != 1) wmem_max = 212992;
+    std::fclose(f);
+  }
+  const long want = std::min(256L * 1024, 2 * wmem_max);
+  for (int bytes : buffers)
+    DDPH_CHILD_CHECK(bytes >= want,
+                     "rank %d: a pair's send buffer is %d bytes, less than %ld (two 64 KB "
+                     "segments with room to spare)",
+                     rank, bytes, want);
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
 class CommGlooRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(CommGlooRanks, AllreduceIsExactForEveryDtypeAndOp) {
@@ -411,6 +493,11 @@ TEST_P(CommGlooRanks, AlltoallvNativeAndFallback) {
 
 TEST_P(CommGlooRanks, SplitGroupsByColorAndKey) {
   auto res = ddph_test::run_ranks(GetParam(), split_body, 30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST_P(CommGlooRanks, SmallAllreducesLeaveRoomInEveryPairsSendBuffer) {
+  auto res = ddph_test::run_ranks(GetParam(), send_buffer_body, 30);
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 

@@ -164,6 +164,12 @@ const Collective kReduceScatterAvg = {
     }};
 const Collective kBarrier = {"barrier", "Barrier",
                              [](ddph_comm_t* c, Tensor&) { return c->barrier(c->ctx); }};
+// 1 KB: the small path, through the mailboxes (small_allreduce.cpp).
+const Collective kAllreduceSmall = {"allreduce", "AllreduceSmall", [](ddph_comm_t* c, Tensor&) {
+                                      Tensor t(kF32, 256);
+                                      return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_AVG,
+                                                          nullptr);
+                                    }};
 
 std::string collective_test_name(const ::testing::TestParamInfo<Collective>& info) {
   return info.param.test;
@@ -171,8 +177,44 @@ std::string collective_test_name(const ::testing::TestParamInfo<Collective>& inf
 
 INSTANTIATE_TEST_SUITE_P(Collectives, CommGlooFaultsEvery,
                          ::testing::Values(kAllreduceSum, kAllreduceMax, kBroadcastFrom0,
-                                           kBroadcastFrom1, kReduceScatterAvg, kBarrier),
+                                           kBroadcastFrom1, kReduceScatterAvg, kBarrier,
+                                           kAllreduceSmall),
                          collective_test_name);
+
+// A peer that closes its communicator while this rank makes one small
+// allreduce more: its mailboxes are taken off gloo's device thread before
+// they are freed (plugins/comm_gloo/mailboxes.cpp), so it neither crashes
+// nor hangs, and the extra call fails within the timeout. Three rounds, so
+// that the message lands now before, now during the close.
+TEST(CommGlooFaults, PeerClosingDuringASmallAllreduceFailsItWithinTheTimeout) {
+  auto res = ddph_test::run_ranks(
+      2,
+      [](int rank, int world, const std::string& dir) {
+        for (int round = 0; round < 3; ++round) {
+          Connect c = config(rank, world, dir);
+          c.prefix = "round" + std::to_string(round);
+          Err err;
+          ddph_comm_t* comm = connect(c, &err);
+          DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+          Tensor t(kF32, 256);
+          for (int i = 0; i < 20; ++i)
+            CHILD_OK(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+          if (rank == 1) {
+            const double t0 = now_s();
+            err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+            const double took = seconds_since(t0);
+            DDPH_CHILD_CHECK(err.code == DDPH_COMM_FAILURE || err.code == DDPH_TIMEOUT,
+                             "round %d: the extra call gave %s", round, err.text().c_str());
+            DDPH_CHILD_CHECK(took < kDeadlineS, "round %d: the extra call failed after %.2f s",
+                             round, took);
+          }
+          comm->destroy(comm->ctx);
+        }
+        return 0;
+      },
+      40);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
 
 TEST(CommGlooFaults, SilentPeerTimesOut) {
   auto res = ddph_test::run_ranks(
@@ -216,20 +258,31 @@ void PrintTo(const Disagreement& d, std::ostream* os) {
   *os << d.test;
 }
 
+// Float counts of allreduces that take the ring (above 32 KiB) and the
+// small path (plugins/comm_gloo/small_allreduce.h).
+constexpr int64_t kRingFloats = 10000, kSmallFloats = 1000;
+
 const Disagreement kDisagreements[] = {
     {"allreduce", "AllreduceLengths", false,
      [](ddph_comm_t* c, int rank) {
-       Tensor t(kF32, rank == 0 ? 1000 : 3000);  // rank 1's segments overflow rank 0's receives
+       // rank 1's segments overflow rank 0's receives
+       Tensor t(kF32, rank == 0 ? kRingFloats : 3 * kRingFloats);
        return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
      }},
     {"allreduce", "AllreduceOps", false,
      [](ddph_comm_t* c, int rank) {
-       Tensor t(kF32, 1000);  // would have run, each rank with its own op's result
+       Tensor t(kF32, kRingFloats);  // would have run, each rank with its own op's result
        return c->allreduce(c->ctx, t.dl(), t.dl(), rank == 0 ? DDPH_SUM : DDPH_MAX, nullptr);
      }},
     {"allreduce", "AllreduceDtypes", false,
      [](ddph_comm_t* c, int rank) {
-       Tensor t(rank == 0 ? kF32 : kI32, 1000);  // the same bytes, summed as other numbers
+       Tensor t(rank == 0 ? kF32 : kI32, kRingFloats);  // the same bytes, summed as other numbers
+       return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+     }},
+    {"allreduce", "AllreduceSmallAgainstRing", false,
+     [](ddph_comm_t* c, int rank) {
+       // Rank 0 writes to rank 1's mailbox, which the ring never reads.
+       Tensor t(kF32, rank == 0 ? kSmallFloats : kRingFloats);
        return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
      }},
     {"broadcast", "BroadcastLengths", true,
@@ -318,6 +371,83 @@ std::string disagreement_test_name(const ::testing::TestParamInfo<Disagreement>&
 
 INSTANTIATE_TEST_SUITE_P(Calls, CommGlooDisagreeingRanks, ::testing::ValuesIn(kDisagreements),
                          disagreement_test_name);
+
+// Small allreduces (plugins/comm_gloo/small_allreduce.cpp) carry the call
+// in every message: ranks that disagree see each other's call and fail at
+// once, naming both, instead of waiting out the timeout.
+const Disagreement kSmallDisagreements[] = {
+    {"allreduce", "Lengths", false,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(kF32, rank == 0 ? kSmallFloats : 3 * kSmallFloats);
+       return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+     }},
+    {"allreduce", "Ops", false,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(kF32, kSmallFloats);
+       return c->allreduce(c->ctx, t.dl(), t.dl(), rank == 0 ? DDPH_SUM : DDPH_MAX, nullptr);
+     }},
+    {"allreduce", "Dtypes", false,
+     [](ddph_comm_t* c, int rank) {
+       Tensor t(rank == 0 ? kF32 : kI32, kSmallFloats);
+       return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+     }},
+    {"reduce_scatter", "AllreduceAgainstReduceScatter", false,
+     [](ddph_comm_t* c, int rank) {
+       // The same bytes on the wire, another collective.
+       Tensor t(kF32, kSmallFloats), half(kF32, kSmallFloats / 2);
+       if (rank == 0) return c->allreduce(c->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr);
+       return c->reduce_scatter(c->ctx, t.dl(), half.dl(), DDPH_SUM, nullptr);
+     }},
+};
+
+class CommGlooDisagreeingSmallAllreduces : public ::testing::TestWithParam<Disagreement> {};
+
+TEST_P(CommGlooDisagreeingSmallAllreduces, FailAtOnceNamingBothCalls) {
+  static Disagreement d;
+  d = GetParam();
+  auto res = ddph_test::run_ranks(
+      2,
+      [](int rank, int world, const std::string& dir) {
+        Err err;
+        ddph_comm_t* comm = connect(config(rank, world, dir), &err);
+        DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+        const double t0 = now_s();
+        err = take(d.call(comm, rank));
+        const double took = seconds_since(t0);
+        Err again = take(comm->barrier(comm->ctx));
+        comm->destroy(comm->ctx);
+        DDPH_CHILD_CHECK(took < 0.25 * kTimeoutMs / 1000, "rank %d: %s failed after %.2f s", rank,
+                         d.name, took);
+        DDPH_CHILD_CHECK(err.code == DDPH_COMM_FAILURE, "rank %d: %s gave %s", rank, d.name,
+                         err.text().c_str());
+        DDPH_CHILD_CHECK(
+            again.code == DDPH_COMM_FAILURE &&
+                again.message.find("communicator is broken since") != std::string::npos,
+            "rank %d: the communicator must stay broken: %s", rank, again.text().c_str());
+        // Normally each rank reads the other's call; a rank whose peer
+        // closed the connection first may see only that.
+        const std::string peer = "rank " + std::to_string(1 - rank) + " (pid ";
+        if (err.message.find(peer) != std::string::npos &&
+            err.message.find(") is making a different call: its call ") != std::string::npos &&
+            err.message.find("; this rank's call ") != std::string::npos)
+          return 0;
+        DDPH_CHILD_CHECK(err.message.find("making a different call") != std::string::npos,
+                         "rank %d: the message does not say why: %s", rank, err.message.c_str());
+        return 3;
+      },
+      30);
+  ASSERT_EQ(res.size(), 2u);
+  int named = 0;
+  for (const ddph_test::RankResult& r : res) {
+    EXPECT_TRUE(r.signal == 0 && !r.timed_out && (r.exit_code == 0 || r.exit_code == 3))
+        << ddph_test::describe(res);
+    named += r.exit_code == 0;
+  }
+  EXPECT_GE(named, 1) << "no rank named the other's call: " << ddph_test::describe(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, CommGlooDisagreeingSmallAllreduces,
+                         ::testing::ValuesIn(kSmallDisagreements), disagreement_test_name);
 
 }  // namespace
 }  // namespace comm_gloo_test
