@@ -50,6 +50,28 @@ struct Header {
 static_assert(sizeof(Header) == kSmallHeaderBytes, "the header is a wire format");
 constexpr char kMagic[8] = {'d', 'd', 'p', 'h', 's', 'm', 'a', '1'};
 
+// The last 8 bytes of a message: a value of its tag that the values before
+// it are very unlikely to hold by chance (splitmix64's finalizer).
+uint64_t seal_of(uint64_t tag) {
+  uint64_t z = tag + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Whether the mailbox `box` holds the whole message of call `tag`: the
+// header came first and the seal last.
+bool arrived_whole(const char* box, uint64_t tag) {
+  Header h;
+  std::memcpy(&h, box, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.tag != tag ||
+      h.bytes > kSmallAllreduceBytes)
+    return false;
+  uint64_t seal;
+  std::memcpy(&seal, box + sizeof h + h.bytes, sizeof seal);
+  return seal == seal_of(tag);
+}
+
 Header header_of(const char* what, uint64_t tag, const CommBuf& buf, ddph_reduce_op_t op) {
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
@@ -113,13 +135,35 @@ void Communicator::small_allreduce(const char* what, const CommBuf& send, const 
   std::memcpy(out, &mine, sizeof mine);
   std::memcpy(out + sizeof mine, data, bytes);
   std::vector<char*> arrived(size_t(world), nullptr);
+  const uint64_t seal = seal_of(mine.tag);
+  std::memcpy(out + sizeof mine + bytes, &seal, sizeof seal);
   run(what, [&] {
-    for (int k = 1; k < world; ++k) mailboxes_->send((me + k) % world, parity, sizeof mine + bytes);
+    for (int k = 1; k < world; ++k)
+      mailboxes_->send((me + k) % world, parity, sizeof mine + bytes + sizeof seal);
+    // A peer that has its result may close before this rank waits for the
+    // message it sent: gloo then fails the wait (it checks the pair's error
+    // before the completion), although the message is here. A message whose
+    // header and seal carry this call's tag arrived whole (TCP delivers in
+    // order), and is used.
     for (int k = 1; k < world; ++k) {
       const int from = (me - k + world) % world;
-      arrived[size_t(from)] = mailboxes_->receive(from, parity);
+      try {
+        arrived[size_t(from)] = mailboxes_->receive(from, parity);
+      } catch (...) {
+        char* box = mailboxes_->inbox(from, parity);
+        if (!arrived_whole(box, mine.tag)) throw;
+        arrived[size_t(from)] = box;
+      }
     }
-    for (int k = 1; k < world; ++k) mailboxes_->wait_send((me + k) % world, parity);
+    // Every message is here, so this rank's result is right. A send that
+    // gloo reports failed went to a peer that closed: one that received it
+    // and finished, or one that died and will not need it.
+    for (int k = 1; k < world; ++k) {
+      try {
+        mailboxes_->wait_send((me + k) % world, parity);
+      } catch (...) {
+      }
+    }
   });
   for (int peer = 0; peer < world; ++peer) {
     if (peer == me || std::memcmp(arrived[size_t(peer)], &mine, sizeof mine) == 0) continue;

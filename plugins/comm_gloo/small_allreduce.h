@@ -19,9 +19,11 @@ namespace comm_gloo {
 // (about 4 * 100 us * 125 MB/s = 50 KB). docs/benchmarks.md has the
 // figures.
 constexpr size_t kSmallAllreduceBytes = 32 * 1024;
-// Each mailbox message starts with a header of this size (small_allreduce.cpp).
+// Each mailbox message starts with a header of this size and ends with a
+// seal of the call's tag (small_allreduce.cpp).
 constexpr size_t kSmallHeaderBytes = 48;
-constexpr size_t kMailboxBytes = kSmallHeaderBytes + kSmallAllreduceBytes;
+constexpr size_t kSmallSealBytes = 8;
+constexpr size_t kMailboxBytes = kSmallHeaderBytes + kSmallAllreduceBytes + kSmallSealBytes;
 // The send buffer of each pair's socket once gloo has stopped the kernel
 // tuning it (mailboxes.h): the top of Linux's own tuning range by default
 // (net.ipv4.tcp_wmem). The kernel caps it at twice net.core.wmem_max

@@ -276,7 +276,7 @@ int bytes_sent_body(int rank, int world, const std::string& dir) {
   }
   DDPH_CHILD_CHECK(again >= grew + want, "second allreduce: %llu", (unsigned long long)again);
   // A small allreduce sends the whole buffer to every peer (after a header
-  // of 48 bytes): (W - 1) times 16 KB, where the ring would send
+  // of 48 bytes and a seal of 8): (W - 1) times 16 KB, where the ring would send
   // 2 (W - 1) / W of it.
   {
     const uint64_t small_bytes = 16384, small_want = uint64_t(world - 1) * small_bytes;

@@ -2,9 +2,13 @@
 // DDPH_COMM_FAILURE within the timeout, never a hang or a crash, and a
 // broken communicator then fails fast.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -213,6 +217,86 @@ TEST(CommGlooFaults, PeerClosingDuringASmallAllreduceFailsItWithinTheTimeout) {
         return 0;
       },
       40);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+// Slows the calling thread down to a crawl while it lives: SCHED_IDLE, on
+// one CPU with a thread that spins there. gloo's device thread, started
+// before, keeps its own policy and CPUs, so messages still arrive at full
+// speed while this thread takes milliseconds between two steps of a call.
+class Crawl {
+ public:
+  Crawl() {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    spinner_ = std::thread([this, one] {
+      pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      while (!stop_.load(std::memory_order_relaxed)) {
+      }
+    });
+    sched_param idle{};
+    ok_ = pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
+  }
+  ~Crawl() {
+    stop_ = true;
+    spinner_.join();
+    sched_param normal{};
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread spinner_;
+  bool ok_ = false;
+};
+
+// A rank that has its result may close at once. Its message can reach a
+// slower peer, and its close too, before that peer waits for the message:
+// gloo then fails the wait although the message is there. The slower peer
+// must still get its result (plugins/comm_gloo/small_allreduce.cpp), and
+// fail only its next call.
+TEST(CommGlooFaults, APeerThatClosesRightAfterASmallAllreduceFailsOnlyTheNextCall) {
+  auto res = ddph_test::run_ranks(
+      2,
+      [](int rank, int world, const std::string& dir) {
+        for (int round = 0; round < 20; ++round) {
+          Connect c = config(rank, world, dir);
+          c.prefix = "round" + std::to_string(round);
+          Err err;
+          ddph_comm_t* comm = connect(c, &err);
+          DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+          Tensor t(kF32, 256);
+          for (int i = 0; i < 256; ++i) t.as<float>()[i] = float(rank + 1);
+          if (rank == 0) {
+            // Rank 1 is then waiting for this rank's message, and needs the
+            // CPU to go on once it arrives.
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            CHILD_OK(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+            comm->destroy(comm->ctx);
+            continue;
+          }
+          {
+            Crawl crawl;
+            DDPH_CHILD_CHECK(crawl.ok(), "SCHED_IDLE refused");
+            err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+          }
+          DDPH_CHILD_CHECK(err.code == DDPH_OK, "round %d: %s", round, err.text().c_str());
+          DDPH_CHILD_CHECK(t.as<float>()[255] == 3.0f, "round %d: got %g", round,
+                           double(t.as<float>()[255]));
+          // The peer is gone by now (it closed at once, and this rank
+          // crawled): the next call fails.
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          err = take(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+          DDPH_CHILD_CHECK(err.code == DDPH_COMM_FAILURE, "round %d: the next call gave %s", round,
+                           err.text().c_str());
+          comm->destroy(comm->ctx);
+        }
+        return 0;
+      },
+      60);
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
