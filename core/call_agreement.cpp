@@ -41,7 +41,9 @@ const char* kind_name(int64_t kind) {
   return "an unknown call";
 }
 
-const char* op_name(int64_t op) {
+}  // namespace
+
+const char* reduce_op_name(int64_t op) {
   switch (op) {
     case DDPH_SUM:
       return "SUM";
@@ -55,12 +57,10 @@ const char* op_name(int64_t op) {
   return "?";
 }
 
-}  // namespace
-
 std::string describe_call(const CallShape& s) {
   std::ostringstream os;
   os << kind_name(s.kind);
-  if (s.op >= 0) os << " " << op_name(s.op);
+  if (s.op >= 0) os << " " << reduce_op_name(s.op);
   if (s.root >= 0) os << " from root " << s.root;
   if (s.numel >= 0) os << " of " << s.numel;
   if (s.dtype >= 0 && s.dtype <= int64_t(DType::U8)) {

@@ -57,6 +57,8 @@ AgreementTerms agreement_terms(const CallShape& shape, int rank, int world,
 bool all_agree(const AgreementTerms& mine, const AgreementTerms& sum, int world);
 // The message for ranks that do not agree, from every rank's shape.
 std::string describe_disagreement(const std::vector<CallShape>& shapes, int rank);
+// A reduce op in words: "SUM", "AVG", "MAX", "MIN", or "?" for another value.
+const char* reduce_op_name(int64_t op);
 // One call in words: "allreduce SUM of 1000 float32".
 std::string describe_call(const CallShape& shape);
 // Whether two ranks' shapes are the same call.

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_agreement.h"
 #include "core/kernels/divide.h"
 #include "core/kernels/reduce.h"
 #include "plugins/comm_gloo/communicator.h"
@@ -83,21 +84,6 @@ Header header_of(const char* what, uint64_t tag, const CommBuf& buf, ddph_reduce
   return h;
 }
 
-const char* op_text(uint32_t op) {
-  switch (op) {
-    case DDPH_SUM:
-      return "SUM";
-    case DDPH_AVG:
-      return "AVG";
-    case DDPH_MAX:
-      return "MAX";
-    case DDPH_MIN:
-      return "MIN";
-    default:
-      return "an unknown op";
-  }
-}
-
 // "call 7 is allreduce of 4000 bytes of float32 with SUM"
 std::string call_text(const Header& h) {
   std::ostringstream os;
@@ -107,7 +93,7 @@ std::string call_text(const Header& h) {
     os << dtype_name(DType(h.dtype));
   else
     os << "dtype " << h.dtype;
-  os << " with " << op_text(h.op);
+  os << " with " << reduce_op_name(h.op);
   return os.str();
 }
 
