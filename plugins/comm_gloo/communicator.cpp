@@ -50,9 +50,10 @@ Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous:
   attribute_sockets(ends);
   // Before the barrier: no peer sends to the mailboxes until every rank
   // has registered them.
-  if (size() > 1)
-    gloo_call("registering the mailboxes", rank(),
-              [&] { mailboxes_.reset(new Mailboxes(*context_, rank(), size(), kMailboxBytes)); });
+  if (size() > 1 && small_allreduce_limit(size()) > 0)
+    gloo_call("registering the mailboxes", rank(), [&] {
+      mailboxes_.reset(new Mailboxes(*context_, rank(), size(), mailbox_bytes(size())));
+    });
   // connectFullMesh can return on one side of a pair before the other side
   // has finished its handshake; a rank that then closed at once (a session
   // that never communicates) broke its peers' rendezvous. A barrier makes

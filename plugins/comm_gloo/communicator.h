@@ -105,7 +105,7 @@ class Communicator : public CommBackend {
   void break_with(const Error& e);
   uint32_t next_tag() { return next_tag_++; }
   // allreduce of any op, bit-identical to gloo's; DDPH_AVG with
-  // divide-first numerics: small_allreduce up to kSmallAllreduceBytes,
+  // divide-first numerics: small_allreduce up to small_allreduce_limit,
   // ring_allreduce above (small_allreduce.cpp).
   void allreduce_any(const char* what, const CommBuf& send, const CommBuf& recv,
                      ddph_reduce_op_t op);

@@ -3,7 +3,7 @@
 // The ring (ring_allreduce.cpp) cuts even 1 KB into two segments per rank:
 // 2 (W - 1) * 2 messages that depend on each other, each a handshake
 // through gloo's device threads, about 0.7 ms for 1 KB at two ranks on a
-// 2-core machine. Up to kSmallAllreduceBytes, every rank instead sends its
+// 2-core machine. Up to small_allreduce_limit, every rank instead sends its
 // whole buffer to every peer's mailbox (one write each, mailboxes.h), waits
 // for theirs, and combines the W buffers itself in exactly the order the
 // ring would: segment by segment, chunk c carried from rank c - 1 down to
@@ -62,11 +62,11 @@ uint64_t seal_of(uint64_t tag) {
 
 // Whether the mailbox `box` holds the whole message of call `tag`: the
 // header came first and the seal last.
-bool arrived_whole(const char* box, uint64_t tag) {
+bool arrived_whole(const char* box, size_t capacity, uint64_t tag) {
   Header h;
   std::memcpy(&h, box, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.tag != tag ||
-      h.bytes > kSmallAllreduceBytes)
+      h.bytes > capacity - sizeof h - kSmallSealBytes)
     return false;
   uint64_t seal;
   std::memcpy(&seal, box + sizeof h + h.bytes, sizeof seal);
@@ -101,7 +101,7 @@ std::string call_text(const Header& h) {
 
 void Communicator::allreduce_any(const char* what, const CommBuf& send, const CommBuf& recv,
                                  ddph_reduce_op_t op) {
-  if (size() > 1 && recv.bytes() <= kSmallAllreduceBytes)
+  if (mailboxes_ && recv.bytes() <= small_allreduce_limit(size()))
     small_allreduce(what, send, recv, op);
   else
     ring_allreduce(what, send, recv, op);
@@ -137,7 +137,7 @@ void Communicator::small_allreduce(const char* what, const CommBuf& send, const 
         arrived[size_t(from)] = mailboxes_->receive(from, parity);
       } catch (...) {
         char* box = mailboxes_->inbox(from, parity);
-        if (!arrived_whole(box, mine.tag)) throw;
+        if (!arrived_whole(box, mailboxes_->capacity(), mine.tag)) throw;
         arrived[size_t(from)] = box;
       }
     }

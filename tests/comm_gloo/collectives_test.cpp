@@ -16,6 +16,7 @@
 
 #include "core/comm_call.h"
 #include "core/error.h"
+#include "plugins/comm_gloo/small_allreduce.h"
 #include "tests/comm_gloo/harness.h"
 #include "tests/support/multiprocess.h"
 
@@ -462,6 +463,24 @@ int send_buffer_body(int rank, int world, const std::string& dir) {
                      rank, bytes, want);
   comm->destroy(comm->ctx);
   return 0;
+}
+
+// The small path's mailboxes (2 W of them) stay within 4 MiB per
+// communicator at every world size, and up to 64 ranks hold 32 KiB
+// buffers; every limit is a whole number of the largest elements, and
+// past 262,144 ranks there is no small path.
+TEST(CommGlooSmallAllreduce, MailboxesStayWithinTheirMemoryAtEveryWorldSize) {
+  using ddph::comm_gloo::small_allreduce_limit;
+  for (int world = 2; world <= 64; ++world) EXPECT_EQ(small_allreduce_limit(world), 32768u);
+  for (int world : {65, 100, 128, 1000, 1024, 4096, 100000, 1 << 20}) {
+    const size_t limit = small_allreduce_limit(world);
+    EXPECT_LE(2 * size_t(world) * limit, size_t(4) << 20) << world << " ranks";
+    EXPECT_EQ(limit % 8, 0u) << world << " ranks";
+  }
+  EXPECT_EQ(small_allreduce_limit(1024), 2048u);
+  EXPECT_EQ(small_allreduce_limit(100000), 16u);
+  EXPECT_EQ(small_allreduce_limit(1 << 20), 0u) << "no small path, no mailboxes";
+  EXPECT_LT(small_allreduce_limit(65), 32768u);
 }
 
 class CommGlooRanks : public ::testing::TestWithParam<int> {};

@@ -260,7 +260,7 @@ int typed_body(int rank, int world, const std::string& dir) {
   ddph_comm_t* comm = must_connect(rank, world, dir);
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d", rank);
   uint32_t tag = 1;
-  const size_t limit = ddph::comm_gloo::kSmallAllreduceBytes;
+  const size_t limit = ddph::comm_gloo::small_allreduce_limit(world);
   for (const TypedCase& d : typed_cases()) {
     // One element, a few, 1000 bytes (ragged at every world size), and
     // both sides of the threshold: the largest small buffer and the
