@@ -28,10 +28,13 @@ Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous:
     gloo_call("creating the TCP device", rank(),
               [&] { device_ = ::gloo::transport::tcp::CreateDevice(attr); });
   } catch (const Error& e) {
-    DDPH_FAIL(DDPH_INVALID_ARGUMENT,
-              (config_.iface.empty() ? "option 'hostname' ('" + config_.hostname + "')"
-                                     : "option 'iface' ('" + config_.iface + "')")
-                  << " cannot be used to listen: " << e.what());
+    const std::string value = config_.iface.empty() ? config_.hostname : config_.iface;
+    const std::string source =
+        !config_.address_source.empty() ? "environment variable " + config_.address_source
+        : config_.iface.empty()         ? std::string("option 'hostname'")
+                                        : std::string("option 'iface'");
+    DDPH_FAIL(DDPH_INVALID_ARGUMENT, "rank " << rank() << ": " << source << " ('" << value
+                                             << "') cannot be used to listen: " << e.what());
   }
 
   prefix_store_.reset(new rendezvous::GlooStore(store_, config_.prefix, config_.timeout));

@@ -46,6 +46,9 @@ struct CommConfig {
   std::string prefix;    // store namespace of this session
   std::string hostname;  // address to listen on
   std::string iface;     // overrides hostname when non-empty
+  // Where the address came from, for errors: "" for the options, else the
+  // environment variable that set it.
+  std::string address_source;
   // The rank in the first communicator (the one split from nothing) of each
   // rank here; empty there, meaning the identity.
   std::vector<int> world_ranks;

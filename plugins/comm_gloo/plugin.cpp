@@ -4,6 +4,7 @@
 #include <ddph/ddph.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -40,6 +41,23 @@ std::string string_option(const Options& options, const ddph_comm_init_t& init, 
   return fallback;
 }
 
+// One YAML file serves every rank, but each rank listens on its own
+// address: DDPH_GLOO_HOSTNAME or DDPH_GLOO_IFACE, set per process, win over
+// the options (as GLOO_SOCKET_IFNAME does in PyTorch). `ddph lab` sets the
+// first for each rank.
+void apply_address_environment(CommConfig& config) {
+  const char* iface = std::getenv("DDPH_GLOO_IFACE");
+  const char* hostname = std::getenv("DDPH_GLOO_HOSTNAME");
+  if (iface != nullptr && iface[0] != '\0') {
+    config.iface = iface;
+    config.address_source = "DDPH_GLOO_IFACE";
+  } else if (hostname != nullptr && hostname[0] != '\0') {
+    config.iface.clear();
+    config.hostname = hostname;
+    config.address_source = "DDPH_GLOO_HOSTNAME";
+  }
+}
+
 std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
   Options options(init.options, init.num_options);
   CommConfig config;
@@ -51,6 +69,7 @@ std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
   config.iface = string_option(options, init, "iface", kIfaceDefault);
   DDPH_CHECK(!config.hostname.empty() || !config.iface.empty(), DDPH_INVALID_ARGUMENT,
              "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
+  apply_address_environment(config);
   return stage_cuda_through_host(
       std::make_unique<Communicator>(config, rendezvous::open_init_store(init)), "gloo");
 }

@@ -2,6 +2,7 @@
 // code and the field its message names. Single process (world 1).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -131,6 +132,27 @@ TEST_F(CreateMisuse, Options) {
   opt.value.s = "192.0.2.1";
   init_.options = &opt;
   EXPECT_ERR(create(), DDPH_INVALID_ARGUMENT, "option 'hostname' ('192.0.2.1')");
+}
+
+// The per-rank address from the environment wins over the options, and an
+// error names the variable that set it.
+TEST_F(CreateMisuse, AddressFromTheEnvironmentWinsAndIsNamed) {
+  ddph_option_t opt{};
+  opt.struct_size = sizeof opt;
+  opt.name = "hostname";
+  opt.type = DDPH_STRING;
+  opt.value.s = "127.0.0.1";  // would listen fine: the variable must win
+  init_.options = &opt;
+  init_.num_options = 1;
+  ASSERT_EQ(setenv("DDPH_GLOO_HOSTNAME", "192.0.2.1", 1), 0);  // TEST-NET: never local
+  EXPECT_ERR(create(), DDPH_INVALID_ARGUMENT,
+             "rank 0: environment variable DDPH_GLOO_HOSTNAME ('192.0.2.1') cannot be used");
+  ASSERT_EQ(setenv("DDPH_GLOO_IFACE", "ddph-no-such", 1), 0);  // the interface wins over both
+  EXPECT_ERR(create(), DDPH_INVALID_ARGUMENT,
+             "environment variable DDPH_GLOO_IFACE ('ddph-no-such') cannot be used");
+  unsetenv("DDPH_GLOO_IFACE");
+  unsetenv("DDPH_GLOO_HOSTNAME");
+  EXPECT_EQ(out_, nullptr);
 }
 
 // Argument checks of the collectives, on a real world-1 communicator; none

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -48,19 +49,29 @@ std::set<int> remote_ports() {
   return ports;
 }
 
-// The ports a rank listened on while connecting, from the addresses gloo
-// published for it (key "test/<rank>", file "test%2F<rank>" of the file
-// store): one record per pair, a sockaddr_storage (the port in network
-// order at bytes 2-3) and an 8-byte sequence number.
-std::set<int> listening_ports(const std::string& store_dir, int rank) {
+// The addresses a rank listened on while connecting, as gloo published them
+// (key "test/<rank>", file "test%2F<rank>" of the file store): one record
+// per pair, a sockaddr_storage (for AF_INET the port in network order at
+// bytes 2-3, the address at bytes 4-7) and an 8-byte sequence number.
+struct Published {
+  std::set<int> ports;
+  std::set<std::string> addresses;  // dotted quads
+};
+Published published(const std::string& store_dir, int rank) {
   std::ifstream in(store_dir + "/test%2F" + std::to_string(rank), std::ios::binary);
   const std::string v((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::set<int> ports;
+  Published p;
   for (size_t at = 0; at + 136 <= v.size(); at += 136) {
     const auto* b = reinterpret_cast<const unsigned char*>(v.data() + at);
-    if ((b[0] | b[1] << 8) == AF_INET) ports.insert(b[2] << 8 | b[3]);
+    if ((b[0] | b[1] << 8) != AF_INET) continue;
+    p.ports.insert(b[2] << 8 | b[3]);
+    p.addresses.insert(std::to_string(b[4]) + "." + std::to_string(b[5]) + "." +
+                       std::to_string(b[6]) + "." + std::to_string(b[7]));
   }
-  return ports;
+  return p;
+}
+std::set<int> listening_ports(const std::string& store_dir, int rank) {
+  return published(store_dir, rank).ports;
 }
 
 bool exists(const std::string& path) {
@@ -109,6 +120,32 @@ TEST(CommGlooPeerNames, ADeadPeerIsNamedWithItsRealAddress) {
       30);
   ASSERT_EQ(res.size(), 2u);
   EXPECT_EQ(res[0].exit_code, 0) << ddph_test::describe(res);
+}
+
+// One config for all ranks, each rank its own address: DDPH_GLOO_HOSTNAME,
+// set per process, is what every peer is told to connect to.
+TEST(CommGlooPeerNames, EachRankListensOnTheAddressItsEnvironmentNames) {
+  auto res = ddph_test::run_ranks(
+      2,
+      [](int rank, int world, const std::string& dir) {
+        const std::string mine = "127.0.0." + std::to_string(20 + rank);
+        DDPH_CHILD_CHECK(setenv("DDPH_GLOO_HOSTNAME", mine.c_str(), 1) == 0, "setenv");
+        ddph_comm_t* comm = must_connect(rank, world, dir);
+        DDPH_CHILD_CHECK(comm != nullptr, "rank %d did not connect", rank);
+        Tensor t(kF32, 1000);
+        for (int i = 0; i < 1000; ++i) t.as<float>()[i] = float(rank + 1);
+        CHILD_OK(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+        comm->destroy(comm->ctx);
+        DDPH_CHILD_CHECK(t.as<float>()[999] == 3.0f, "sum %g", double(t.as<float>()[999]));
+        const Published p = published(dir + "/store", rank);
+        DDPH_CHILD_CHECK(p.addresses.size() == 1 && *p.addresses.begin() == mine,
+                         "rank %d published %zu addresses, first %s, not %s", rank,
+                         p.addresses.size(),
+                         p.addresses.empty() ? "-" : p.addresses.begin()->c_str(), mine.c_str());
+        return 0;
+      },
+      30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
 }  // namespace
