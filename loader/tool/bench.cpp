@@ -29,6 +29,7 @@
 #include "loader/tool/commands.h"
 #include "loader/tool/hook_needs.h"
 #include "loader/tool/mpi_launcher.h"
+#include "loader/tool/net_lab.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
@@ -51,6 +52,7 @@ struct BenchOptions {
   double backward_ms = 5;                    // --backward-ms, with --overlap
   int machines = 0;                          // --machines M; 0: no simulated machines
   std::string device = "cpu";                // --device: where the bucket lives
+  LinkSpec link;                             // --link; rate 0: plain loopback
   bool help = false;
 };
 
@@ -59,6 +61,7 @@ const char kUsage[] =
     "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
     "                  [--matrix ROWSxCOLS] [--dtype f32|bf16|f16]\n"
     "                  [--overlap N [--backward-ms MS]] [--machines M] [--device cpu|cuda]\n"
+    "                  [--link RATE[,LATENCY]]\n"
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
@@ -75,7 +78,10 @@ const char kUsage[] =
     "set per machine, which hooks that group by host read); also reports the bytes\n"
     "sent between machines per bucket, all ranks together.\n"
     "--device cuda: the bucket and the baseline in GPU memory (rank r on GPU r modulo\n"
-    "the GPU count), on a stream of their own; each time includes waiting for it.\n";
+    "the GPU count), on a stream of their own; each time includes waiting for it.\n"
+    "--link RATE[,LATENCY] (e.g. 1gbit, 10gbit, 100mbit): each rank in its own network\n"
+    "namespace with one card of that rate (see `ddph lab --help`); also reports each\n"
+    "time against its wire bound, the bytes a rank sends at that rate.\n";
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
@@ -109,6 +115,8 @@ BenchOptions parse(int argc, char** argv) {
       o.device = f.value();
     else if (f.is("--machines"))
       o.machines = static_cast<int>(f.int_value(1, 256));
+    else if (f.is("--link"))
+      o.link = parse_link(f.value());
     else
       throw std::invalid_argument("unknown flag " + f.name());
   }
@@ -127,6 +135,7 @@ struct Result {
   double median_s = 0;
   double baseline_s = 0;
   double wire_bytes_per_rank = 0;
+  double baseline_wire_bytes_per_rank = 0;
   double cross_machine_bytes = -1;  // per bucket, all ranks; -1: not measured
 };
 
@@ -171,6 +180,12 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
     if (o.machines > 0)
       std::printf(",\"machines\":%d,\"bytes_between_machines\":%.0f", o.machines,
                   r.cross_machine_bytes);
+    if (o.link.rate_bits_per_s > 0)
+      std::printf(",\"link\":%s,\"link_bits_per_s\":%.0f,\"wire_bound_s\":%.9g,"
+                  "\"baseline_wire_bound_s\":%.9g",
+                  json_string(o.link.text).c_str(), o.link.rate_bits_per_s,
+                  wire_seconds(o.link, r.wire_bytes_per_rank),
+                  wire_seconds(o.link, r.baseline_wire_bytes_per_rank));
     std::printf("}\n");
   } else {
     std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
@@ -179,6 +194,14 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
     if (o.machines > 0)
       std::printf("%-*s   %d machines: %.2f MB between machines per bucket (all ranks)\n",
                   static_cast<int>(label_width), "", o.machines, r.cross_machine_bytes / 1048576.0);
+    if (o.link.rate_bits_per_s > 0) {
+      const double hook_bound = wire_seconds(o.link, r.wire_bytes_per_rank);
+      const double base_bound = wire_seconds(o.link, r.baseline_wire_bytes_per_rank);
+      std::printf("%-*s   at %s: wire bound %.3f ms (%.2fx), raw allreduce's %.3f ms (%.2fx)\n",
+                  static_cast<int>(label_width), "", o.link.text.c_str(), hook_bound * 1e3,
+                  hook_bound > 0 ? r.median_s / hook_bound : 0.0, base_bound * 1e3,
+                  base_bound > 0 ? r.baseline_s / base_bound : 0.0);
+    }
   }
   std::fflush(stdout);
 }
@@ -233,7 +256,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
 
   // times[0..K) the hook, times[K..2K) the baseline: one MAX allreduce at the end.
   std::vector<double> times(2 * o.iters);
-  double wire = 0, cross = 0;
+  double wire = 0, base_wire = 0, cross = 0;
   uint64_t step = 0;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
@@ -271,28 +294,33 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     else
       std::memcpy(baseline.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
+    const uint64_t base_wire0 = s.stats().wire_bytes;
     auto t2 = now();
     if (gpu)
       gpu->allreduce(s.comm(), numel);
     else
       s.allreduce(baseline.data(), numel, DDPH_SUM);
     auto t3 = now();
+    const uint64_t base_wire1 = s.stats().wire_bytes;
     s.barrier();
     if (it < 0) continue;
     times[it] = secs(t0, t1);
     times[o.iters + it] = secs(t2, t3);
     wire += static_cast<double>(wire1 - wire0);
+    base_wire += static_cast<double>(base_wire1 - base_wire0);
     // A rank that cannot count per peer drives the sum over ranks negative,
     // which reads as "not measured".
     cross += cross0 < 0 || cross1 < 0 ? -1e300 : cross1 - cross0;
   }
   s.allreduce(times.data(), static_cast<int64_t>(times.size()), DDPH_MAX);
   s.allreduce(&wire, 1, DDPH_SUM);
+  s.allreduce(&base_wire, 1, DDPH_SUM);
   if (o.machines > 0) s.allreduce(&cross, 1, DDPH_SUM);
   Result r;
   r.median_s = median(std::vector<double>(times.begin(), times.begin() + o.iters));
   r.baseline_s = median(std::vector<double>(times.begin() + o.iters, times.end()));
   r.wire_bytes_per_rank = wire / (static_cast<double>(o.world) * o.iters);
+  r.baseline_wire_bytes_per_rank = base_wire / (static_cast<double>(o.world) * o.iters);
   if (o.machines > 0) r.cross_machine_bytes = cross < 0 ? -1 : cross / o.iters;
   return r;
 }
@@ -370,6 +398,11 @@ int cmd_bench(int argc, char** argv) {
     return 2;
   }
   if (mpi.found) o.world = mpi.world;
+  if (mpi.found && o.link.rate_bits_per_s > 0) {
+    std::fprintf(stderr, "ddph bench: --link runs local ranks; under an MPI launcher shape the "
+                         "links outside (see docs/lab.md)\n");
+    return 2;
+  }
   std::string dir;
   try {
     dir = make_temp_dir("ddph-bench");
@@ -386,10 +419,25 @@ int cmd_bench(int argc, char** argv) {
     remove_tree(dir);
     return rc;
   }
+  std::unique_ptr<NetLab> lab;
+  if (o.link.rate_bits_per_s > 0) {
+    try {
+      lab.reset(new NetLab(o.world, o.link));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddph bench: %s\n", e.what());
+      remove_tree(dir);
+      return 3;
+    }
+  }
   // Forked, not exec'd: no thread exists yet in this process, and the
   // children need nothing but the parsed options.
   std::vector<RankExit> exits = run_local_ranks(
-      o.world, [&](int r) { return run_rank(o, labels, dir, r); }, o.timeout_s, 10.0);
+      o.world,
+      [&](int r) {
+        if (lab && !lab->enter(r)) return 1;
+        return run_rank(o, labels, dir, r);
+      },
+      o.timeout_s, 10.0);
   remove_tree(dir);
   return report_ranks("ddph bench", exits) ? 0 : 1;
 }

@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"bench", &ddph_tool::cmd_bench, "time hooks on N local ranks over Gloo"},
     {"train", &ddph_tool::cmd_train, "run the data-parallel training job"},
     {"validate-plugin", &ddph_tool::cmd_validate_plugin, "check a plugin .so against the contract"},
+    {"lab", &ddph_tool::cmd_lab, "run a command per rank, each on its own shaped network link"},
 };
 
 void usage(FILE* out) {

@@ -14,42 +14,16 @@
 #include <vector>
 
 #include "tests/support/multiprocess.h"
+#include "tests/tool/run_ddph.h"
 
 namespace {
 
-const std::string kDdph = std::string(DDPH_BIN_DIR) + "/ddph";
-const std::string kConfigs = std::string(DDPH_SOURCE_DIR) + "/configs/";
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs `ddph <args>` through the shell, stdout and stderr kept apart.
-Result ddph(const std::string& args) {
-  std::string dir = ddph_test::make_temp_dir("ddph-cli");
-  std::string out = dir + "/out", err = dir + "/err";
-  std::string cmd = "DDPH_PLUGIN_PATH=" + std::string(DDPH_PLUGIN_DIR) + " " + kDdph + " " + args +
-                    " >" + out + " 2>" + err;
-  Result r;
-  int status = std::system(cmd.c_str());
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::system(("rm -rf " + dir).c_str());
-  return r;
-}
-
-std::string describe(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
+using ddph_tool_test::ddph;
+using ddph_tool_test::describe;
+using ddph_tool_test::kConfigs;
+using ddph_tool_test::kDdph;
+using ddph_tool_test::Result;
+using ddph_tool_test::slurp;
 
 class ToolCli : public ::testing::Test {
  protected:

@@ -1,0 +1,49 @@
+// The built `ddph` binary as a subprocess, for the tool's end-to-end tests.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/support/multiprocess.h"
+
+namespace ddph_tool_test {
+
+const std::string kDdph = std::string(DDPH_BIN_DIR) + "/ddph";
+const std::string kConfigs = std::string(DDPH_SOURCE_DIR) + "/configs/";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `ddph <args>` through the shell, stdout and stderr kept apart.
+inline Result ddph(const std::string& args) {
+  std::string dir = ddph_test::make_temp_dir("ddph-cli");
+  std::string out = dir + "/out", err = dir + "/err";
+  std::string cmd = "DDPH_PLUGIN_PATH=" + std::string(DDPH_PLUGIN_DIR) + " " + kDdph + " " + args +
+                    " >" + out + " 2>" + err;
+  Result r;
+  int status = std::system(cmd.c_str());
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::system(("rm -rf " + dir).c_str());
+  return r;
+}
+
+inline std::string describe(const Result& r) {
+  return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+}  // namespace ddph_tool_test
