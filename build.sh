@@ -23,6 +23,7 @@ packages=(
   abigail-tools                             # abidiff, for the ABI stability test
   clang-14                                  # libFuzzer and sanitizers (tests/fuzz)
   libopenmpi-dev openmpi-bin                # MPI communicator (plugins/comm_mpi) and mpirun
+  iproute2                                  # ip and tc: the network lab (ddph lab, --link)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -23,6 +23,7 @@
 #include "loader/tool/commands.h"
 #include "loader/tool/hook_needs.h"
 #include "loader/tool/mpi_launcher.h"
+#include "loader/tool/net_lab.h"
 #include "loader/tool/train_buckets.h"
 #include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
@@ -58,6 +59,7 @@ struct TrainOptions {
   // Local SGD leaves ranks with different parameters; this averages them
   // once after the last step, as a local-SGD run is finished in practice.
   bool final_average = false;
+  LinkSpec link;  // --link; rate 0: plain loopback
   bool help = false;
 };
 
@@ -66,6 +68,7 @@ const char kUsage[] =
     "                  [--log-every K] [--seed X] [--batch B] [--lr LR] [--momentum M]\n"
     "                  [--hidden H] [--dtype f32|bf16|f16] [--final-average]\n"
     "                  [--timeout SECONDS] [--job ID] [--rank R --rendezvous URL]\n"
+    "                  [--link RATE[,LATENCY]]\n"
     "Trains a 2-H-H-3 ReLU MLP (H = 64 by default) on 3-class spirals, data-parallel\n"
     "over N ranks\n"
     "(default 2 local processes over a temporary file store), reducing gradients\n"
@@ -79,7 +82,9 @@ const char kUsage[] =
     "and world from the launcher (--world is then ignored).\n"
     "--job ID: the job id every store key lives under (it overrides comm.job).\n"
     "Without it, a local launch gives its ranks a fresh one (DDPH_JOB_ID) unless\n"
-    "the YAML or the environment names one.\n";
+    "the YAML or the environment names one.\n"
+    "--link RATE[,LATENCY] (e.g. 1gbit, 100mbit): the local ranks each in its own\n"
+    "network namespace with one card of that rate (see `ddph lab --help`).\n";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
@@ -130,6 +135,8 @@ TrainOptions parse(int argc, char** argv) {
       o.hidden = static_cast<int>(f.int_value(1, 1 << 14));
     else if (f.is("--dtype"))
       o.dtype = f.value(), parse_bucket_dtype(o.dtype, "--dtype");
+    else if (f.is("--link"))
+      o.link = parse_link(f.value());
     else if (f.is("--final-average"))
       o.final_average = true;
     else
@@ -381,7 +388,18 @@ int launch_local(const TrainOptions& o) {
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe = n > 0 ? std::string(self, n) : std::string("ddph");
+  std::unique_ptr<NetLab> lab;
+  if (o.link.rate_bits_per_s > 0) {
+    try {
+      lab.reset(new NetLab(o.world, o.link));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddph train: %s\n", e.what());
+      remove_tree(dir);
+      return 3;
+    }
+  }
   auto body = [&](int r) {
+    if (lab && !lab->enter(r)) return 1;
     // exec rather than run in the forked copy: each rank then is exactly the
     // process a multi-machine launch starts, with nothing inherited.
     std::vector<std::string> args = {exe,
@@ -437,6 +455,11 @@ int cmd_train(int argc, char** argv) {
     return 2;
   }
   if (o.help) return std::printf("%s", kUsage), 0;
+  if (o.rank >= 0 && o.link.rate_bits_per_s > 0) {
+    std::fprintf(stderr, "ddph train: --link starts the local ranks itself; it does not combine "
+                         "with --rank\n");
+    return 2;
+  }
   if (o.rank < 0) {
     // An MPI job under mpirun: this process is one rank, placed by the launcher.
     LauncherPlacement mpi;
@@ -447,6 +470,11 @@ int cmd_train(int argc, char** argv) {
       return 2;
     }
     if (!mpi.found) return launch_local(o);
+    if (o.link.rate_bits_per_s > 0) {
+      std::fprintf(stderr, "ddph train: --link runs local ranks; under an MPI launcher shape "
+                           "the links outside (see docs/lab.md)\n");
+      return 2;
+    }
     o.rank = mpi.rank;
     o.world = mpi.world;
   }

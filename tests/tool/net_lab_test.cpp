@@ -124,4 +124,22 @@ TEST_F(Lab, ARankThatFailsIsReportedAndTheOthersStillEnd) {
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << describe(r);
 }
 
+// The lab changes the links, never the numbers: a training through it ends
+// with the parameters of the same training on plain loopback.
+TEST_F(Lab, ATrainingThroughTheLabEndsWithTheSameParameters) {
+  const std::string run = "train --config " + kConfigs + "allreduce.yaml --steps 40 --log-every 40";
+  const Result plain = ddph(run);
+  const Result shaped = ddph(run + " --link 100mbit");
+  ASSERT_EQ(plain.code, 0) << describe(plain);
+  ASSERT_EQ(shaped.code, 0) << describe(shaped);
+  const std::regex hash("bit-identical on all 2 ranks: fnv1a ([0-9a-f]+)");
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(plain.out, a, hash)) << describe(plain);
+  ASSERT_TRUE(std::regex_search(shaped.out, b, hash)) << describe(shaped);
+  EXPECT_EQ(a[1].str(), b[1].str());
+  const Result both = ddph("train --config " + kConfigs + "allreduce.yaml --rank 0 --link 1gbit");
+  EXPECT_EQ(both.code, 2) << describe(both);
+  EXPECT_NE(both.err.find("does not combine with --rank"), std::string::npos) << describe(both);
+}
+
 }  // namespace
