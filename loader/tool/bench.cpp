@@ -136,6 +136,9 @@ struct Result {
   double baseline_s = 0;
   double wire_bytes_per_rank = 0;
   double baseline_wire_bytes_per_rank = 0;
+  // What the hook was handed and what it gave to collectives, summed over
+  // the timed iterations on this rank (ddph_stats_t's bytes_in/bytes_out).
+  uint64_t bytes_in = 0, bytes_out = 0;
   double cross_machine_bytes = -1;  // per bucket, all ranks; -1: not measured
 };
 
@@ -167,16 +170,41 @@ void print_header(size_t label_width) {
               "bucket", "median", "raw allreduce", "ratio", "wire/rank");
 }
 
+// Hooks whose point is to send fewer bytes than they are handed.
+bool meant_to_compress(const std::string& label) {
+  return label.find("quantization/") != std::string::npos ||
+         label.find("powersgd/") != std::string::npos ||
+         label.find("_compress") != std::string::npos;
+}
+
+// A compressing hook that sent every byte it was handed measured the
+// uncompressed path: say so, with the usual reasons, rather than let the
+// figure pass for the hook's.
+void warn_if_nothing_compressed(const BenchOptions& o, const std::string& label, const Result& r) {
+  if (!meant_to_compress(label) || r.bytes_in == 0 || r.bytes_out < r.bytes_in) return;
+  std::fprintf(stderr,
+               "ddph bench: warning: %s compressed nothing in the timed iterations (it gave "
+               "collectives %" PRIu64 " of the %" PRIu64
+               " bytes it was handed): for powersgd, a flat bucket has no matrix to factor "
+               "(pass --matrix ROWSxCOLS) and steps before start_iter are plain allreduce "
+               "(--warmup %d + --iters %d steps ran); for quantization, buckets under "
+               "min_bytes go uncompressed\n",
+               label.c_str(), r.bytes_out, r.bytes_in, o.warmup, o.iters);
+}
+
 void print_result(const BenchOptions& o, const std::string& config, const std::string& label,
                   size_t label_width, int64_t bucket_bytes, const Result& r) {
+  warn_if_nothing_compressed(o, label, r);
   double ratio = r.baseline_s > 0 ? r.median_s / r.baseline_s : 0;
   if (o.json) {
     // "config" tells apart two configs of one hook with different options.
     std::printf("{\"hook\":%s,\"config\":%s,\"world\":%d,\"bucket_bytes\":%" PRId64
                 ",\"median_s\":%.9g,\"baseline_allreduce_median_s\":%.9g,"
-                "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d",
+                "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d,"
+                "\"hook_bytes_in\":%" PRIu64 ",\"hook_bytes_out\":%" PRIu64,
                 json_string(label).c_str(), json_string(config).c_str(), o.world, bucket_bytes,
-                r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters);
+                r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters, r.bytes_in,
+                r.bytes_out);
     if (o.machines > 0)
       std::printf(",\"machines\":%d,\"bytes_between_machines\":%.0f", o.machines,
                   r.cross_machine_bytes);
@@ -256,6 +284,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
 
   // times[0..K) the hook, times[K..2K) the baseline: one MAX allreduce at the end.
   std::vector<double> times(2 * o.iters);
+  ddph_stats_t timed_start{};
   double wire = 0, base_wire = 0, cross = 0;
   uint64_t step = 0;
   auto now = [] { return std::chrono::steady_clock::now(); };
@@ -266,6 +295,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     else
       std::memcpy(bucket.raw(), pristine_bucket, bucket_bytes);
     s.barrier();
+    if (it == 0) timed_start = s.stats();
     uint64_t wire0 = s.stats().wire_bytes;
     const double cross0 =
         o.machines > 0 ? bytes_to_other_machines(s.comm(), rank, o.world, o.machines) : 0;
@@ -321,6 +351,9 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   r.baseline_s = median(std::vector<double>(times.begin() + o.iters, times.end()));
   r.wire_bytes_per_rank = wire / (static_cast<double>(o.world) * o.iters);
   r.baseline_wire_bytes_per_rank = base_wire / (static_cast<double>(o.world) * o.iters);
+  const ddph_stats_t end = s.stats();
+  r.bytes_in = end.bytes_in - timed_start.bytes_in;
+  r.bytes_out = end.bytes_out - timed_start.bytes_out;
   if (o.machines > 0) r.cross_machine_bytes = cross < 0 ? -1 : cross / o.iters;
   return r;
 }

@@ -158,6 +158,36 @@ TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
   EXPECT_LE(fp32_share, 3.0) << r.out;
 }
 
+// PowerSGD on a flat bucket, or before its start_iter, sends every byte:
+// the figure is plain allreduce's, and the tool says so. Once it factors
+// matrices, no warning, and it hands collectives less than it was given.
+TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
+  const std::string psgd = "bench --config " + kConfigs + "powersgd.yaml --world 2 --json ";
+  Result flat = ddph(psgd + "--bucket-mb 1 --iters 2 --warmup 10");
+  ASSERT_EQ(flat.code, 0) << describe(flat);
+  EXPECT_NE(flat.err.find("warning: powersgd/powersgd compressed nothing"), std::string::npos)
+      << describe(flat);
+  EXPECT_NE(flat.err.find("--matrix"), std::string::npos) << describe(flat);
+  Result early = ddph(psgd + "--bucket-mb 1 --matrix 256x256 --iters 2 --warmup 1");
+  ASSERT_EQ(early.code, 0) << describe(early);
+  EXPECT_NE(early.err.find("compressed nothing"), std::string::npos) << describe(early);
+  EXPECT_NE(early.err.find("start_iter"), std::string::npos) << describe(early);
+  Result factored = ddph(psgd + "--bucket-mb 1 --matrix 256x256 --iters 2 --warmup 10");
+  ASSERT_EQ(factored.code, 0) << describe(factored);
+  EXPECT_EQ(factored.err.find("compressed nothing"), std::string::npos) << describe(factored);
+  auto rows = json_lines(factored.out);
+  ASSERT_EQ(rows.size(), 1u) << factored.out;
+  // 4 matrices of 256 x 256 at rank 2 (PowerSGD's config): P and Q are
+  // 2 x 256 x 2 floats each, 8 KiB a step, against 1 MiB handed in.
+  EXPECT_EQ(std::stoll(rows[0]["hook_bytes_in"]), 2 * (1 << 20));
+  EXPECT_EQ(std::stoll(rows[0]["hook_bytes_out"]), 2 * 4 * (256 * 2 + 256 * 2) * 4);
+  // allreduce is not meant to compress: no warning.
+  Result plain = ddph("bench --config " + kConfigs + "allreduce.yaml --world 2 --bucket-mb 1 "
+                      "--iters 2 --warmup 0");
+  ASSERT_EQ(plain.code, 0) << describe(plain);
+  EXPECT_EQ(plain.err.find("warning"), std::string::npos) << describe(plain);
+}
+
 TEST_F(ToolCli, BenchOnThreeRanksNamesTheWrapperChain) {
   Result r = ddph("bench --config " + kConfigs +
                   "fp16_wrapper.yaml --world 3 --bucket-mb 1 "
