@@ -209,11 +209,12 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
       std::printf(",\"machines\":%d,\"bytes_between_machines\":%.0f", o.machines,
                   r.cross_machine_bytes);
     if (o.link.rate_bits_per_s > 0)
-      std::printf(",\"link\":%s,\"link_bits_per_s\":%.0f,\"wire_bound_s\":%.9g,"
-                  "\"baseline_wire_bound_s\":%.9g",
-                  json_string(o.link.text).c_str(), o.link.rate_bits_per_s,
-                  wire_seconds(o.link, r.wire_bytes_per_rank),
-                  wire_seconds(o.link, r.baseline_wire_bytes_per_rank));
+      std::printf(
+          ",\"link\":%s,\"link_bits_per_s\":%.0f,\"wire_bound_s\":%.9g,"
+          "\"baseline_wire_bound_s\":%.9g",
+          json_string(o.link.text).c_str(), o.link.rate_bits_per_s,
+          wire_seconds(o.link, r.wire_bytes_per_rank),
+          wire_seconds(o.link, r.baseline_wire_bytes_per_rank));
     std::printf("}\n");
   } else {
     std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
@@ -432,8 +433,9 @@ int cmd_bench(int argc, char** argv) {
   }
   if (mpi.found) o.world = mpi.world;
   if (mpi.found && o.link.rate_bits_per_s > 0) {
-    std::fprintf(stderr, "ddph bench: --link runs local ranks; under an MPI launcher shape the "
-                         "links outside (see docs/lab.md)\n");
+    std::fprintf(stderr,
+                 "ddph bench: --link runs local ranks; under an MPI launcher shape the "
+                 "links outside (see docs/lab.md)\n");
     return 2;
   }
   std::string dir;
@@ -453,14 +455,9 @@ int cmd_bench(int argc, char** argv) {
     return rc;
   }
   std::unique_ptr<NetLab> lab;
-  if (o.link.rate_bits_per_s > 0) {
-    try {
-      lab.reset(new NetLab(o.world, o.link));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ddph bench: %s\n", e.what());
-      remove_tree(dir);
-      return 3;
-    }
+  if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph bench", o.world, o.link))) {
+    remove_tree(dir);
+    return kLabUnavailable;
   }
   // Forked, not exec'd: no thread exists yet in this process, and the
   // children need nothing but the parsed options.

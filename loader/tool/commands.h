@@ -8,7 +8,9 @@ int cmd_plugins(int argc, char** argv);   // list families, hooks, options
 int cmd_validate(int argc, char** argv);  // check a YAML file; non-zero on any problem
 int cmd_bench(int argc, char** argv);     // time hooks on N local ranks over Gloo
 int cmd_train(int argc, char** argv);     // the main job: data-parallel MLP training
-int cmd_validate_plugin(int argc, char** argv);  // the plugin contract on one .so; non-zero on a FAIL
-int cmd_lab(int argc, char** argv);  // any command per rank, each rank on its own shaped link
+// The plugin contract on one .so; non-zero on a FAIL.
+int cmd_validate_plugin(int argc, char** argv);
+// Any command once per rank, each rank on its own shaped link.
+int cmd_lab(int argc, char** argv);
 
 }  // namespace ddph_tool

@@ -83,13 +83,8 @@ int cmd_lab(int argc, char** argv) {
     std::fprintf(stderr, "ddph lab: %s\n%s", e.what(), kUsage);
     return 2;
   }
-  std::unique_ptr<NetLab> lab;
-  try {
-    lab.reset(new NetLab(o.world, link));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddph lab: %s\n", e.what());
-    return 3;
-  }
+  const std::unique_ptr<NetLab> lab = open_lab("ddph lab", o.world, link);
+  if (!lab) return kLabUnavailable;
   std::vector<RankExit> exits = run_local_ranks(
       o.world,
       [&](int r) {

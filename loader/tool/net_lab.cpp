@@ -41,7 +41,8 @@ void write_file(const std::string& path, const std::string& text) {
   bool ok = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
   const int err = errno;
   if (fd >= 0) ok = close(fd) == 0 && ok;
-  if (!ok) throw std::runtime_error("cannot write '" + text + "' to " + path + ": " + strerror(err));
+  if (!ok)
+    throw std::runtime_error("cannot write '" + text + "' to " + path + ": " + strerror(err));
 }
 
 std::string join(const std::vector<std::string>& argv) {
@@ -115,8 +116,7 @@ LinkSpec parse_link(const std::string& text) {
                                 "400gbit (e.g. 1gbit, 100mbit)");
   if (comma != std::string::npos) {
     const std::string latency = lower.substr(comma + 1);
-    if (!parse_quantity(latency, kTimeUnits, kTimeScale, 3, &link.latency_s) ||
-        link.latency_s > 10)
+    if (!parse_quantity(latency, kTimeUnits, kTimeScale, 3, &link.latency_s) || link.latency_s > 10)
       throw std::invalid_argument("--link '" + text +
                                   "': the latency after the comma is a number with us, ms or s, "
                                   "at most 10s (e.g. 1gbit,50us)");
@@ -135,8 +135,7 @@ std::string NetLab::address(int rank) {
 NetLab::NetLab(int world, const LinkSpec& link) : world_(world), link_(link) {
   if (world < 1 || world > kMaxWorld)
     throw std::invalid_argument("--link runs at most " + std::to_string(kMaxWorld) +
-                                " ranks (one loopback address each), not " +
-                                std::to_string(world));
+                                " ranks (one loopback address each), not " + std::to_string(world));
   const std::string why = "cannot make the network lab for --link: ";
   if (geteuid() != 0) {
     // A user namespace in which this process is root, so that it may make
@@ -173,15 +172,14 @@ void NetLab::run(int rank, const std::vector<std::string>& argv) const {
   const std::string err = in_child(fd, [&]() -> std::string {
     // iproute2 installs into /usr/sbin and /sbin, often not on a user's PATH.
     const char* path = std::getenv("PATH");
-    const std::string full = std::string(path != nullptr ? path : "/usr/bin:/bin") +
-                             ":/usr/sbin:/sbin";
+    const std::string full =
+        std::string(path != nullptr ? path : "/usr/bin:/bin") + ":/usr/sbin:/sbin";
     setenv("PATH", full.c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
-    return "'" + argv[0] + "' not found (" + strerror(errno) +
-           "; apt-get install -y iproute2)";
+    return "'" + argv[0] + "' not found (" + strerror(errno) + "; apt-get install -y iproute2)";
   });
   if (!err.empty()) throw std::runtime_error("`" + join(argv) + "` failed: " + err);
 }
@@ -218,8 +216,8 @@ void NetLab::build() {
     // Loopback keeps ::1 but gives up 127.0.0.0/8, which now leads out of
     // the card; route_localnet lets 127/8 cross it.
     run(r, {"ip", "addr", "del", "127.0.0.1/8", "dev", "lo"});
-    run(r, {"ip", "link", "add", kInterface, "type", "veth", "peer", "name", port, "netns",
-            hub_path});
+    run(r,
+        {"ip", "link", "add", kInterface, "type", "veth", "peer", "name", port, "netns", hub_path});
     const std::string err = in_child(netns_fds_[size_t(r)], [] {
       try {
         write_file("/proc/sys/net/ipv4/conf/all/route_localnet", "1");
@@ -232,14 +230,16 @@ void NetLab::build() {
     if (!err.empty()) throw std::runtime_error(err);
     run(r, {"ip", "addr", "add", address(r) + "/8", "dev", kInterface});
     run(r, {"ip", "link", "set", kInterface, "up"});
-    run(r, {"tc", "qdisc", "add", "dev", kInterface, "root", "handle", "1:", "htb", "default", "1"});
-    run(r, {"tc", "class", "add", "dev", kInterface, "parent", "1:", "classid", "1:1", "htb",
-            "rate", rate, "ceil", rate, "burst", burst, "cburst", burst, "quantum", "60000"});
+    run(r,
+        {"tc", "qdisc", "add", "dev", kInterface, "root", "handle", "1:", "htb", "default", "1"});
+    run(r, {"tc",      "class", "add",    "dev",  kInterface, "parent", "1:",
+            "classid", "1:1",   "htb",    "rate", rate,       "ceil",   rate,
+            "burst",   burst,   "cburst", burst,  "quantum",  "60000"});
     if (link_.latency_s > 0) {
       const std::string delay = std::to_string(int64_t(std::llround(link_.latency_s * 1e6))) + "us";
       try {
-        run(r, {"tc", "qdisc", "add", "dev", kInterface, "parent", "1:1", "handle", "10:",
-                "netem", "delay", delay, "limit", "100000"});
+        run(r, {"tc", "qdisc", "add", "dev", kInterface, "parent", "1:1", "handle", "10:", "netem",
+                "delay", delay, "limit", "100000"});
       } catch (const std::exception& e) {
         throw std::runtime_error(std::string("a latency needs the netem qdisc (kernel module "
                                              "sch_netem); ") +
@@ -248,6 +248,15 @@ void NetLab::build() {
     }
     run(-1, {"ip", "link", "set", port, "master", "ddph-hub"});
     run(-1, {"ip", "link", "set", port, "up"});
+  }
+}
+
+std::unique_ptr<NetLab> open_lab(const char* tool, int world, const LinkSpec& link) {
+  try {
+    return std::unique_ptr<NetLab>(new NetLab(world, link));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return nullptr;
   }
 }
 

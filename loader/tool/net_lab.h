@@ -12,6 +12,7 @@
 // rate (and netem, for a latency), set up with iproute2's `ip` and `tc`.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,13 @@ class NetLab {
   LinkSpec link_;
   std::vector<int> netns_fds_;  // one per rank, held open so each lives
 };
+
+// The exit code of a tool whose lab could not be made (the suite's lab tests
+// skip on it).
+constexpr int kLabUnavailable = 3;
+
+// The lab for a tool's --link, or NULL after printing "<tool>: <why>" in one
+// line.
+std::unique_ptr<NetLab> open_lab(const char* tool, int world, const LinkSpec& link);
 
 }  // namespace ddph_tool

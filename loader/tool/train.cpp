@@ -389,14 +389,9 @@ int launch_local(const TrainOptions& o) {
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe = n > 0 ? std::string(self, n) : std::string("ddph");
   std::unique_ptr<NetLab> lab;
-  if (o.link.rate_bits_per_s > 0) {
-    try {
-      lab.reset(new NetLab(o.world, o.link));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ddph train: %s\n", e.what());
-      remove_tree(dir);
-      return 3;
-    }
+  if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph train", o.world, o.link))) {
+    remove_tree(dir);
+    return kLabUnavailable;
   }
   auto body = [&](int r) {
     if (lab && !lab->enter(r)) return 1;
@@ -456,8 +451,9 @@ int cmd_train(int argc, char** argv) {
   }
   if (o.help) return std::printf("%s", kUsage), 0;
   if (o.rank >= 0 && o.link.rate_bits_per_s > 0) {
-    std::fprintf(stderr, "ddph train: --link starts the local ranks itself; it does not combine "
-                         "with --rank\n");
+    std::fprintf(stderr,
+                 "ddph train: --link starts the local ranks itself; it does not combine "
+                 "with --rank\n");
     return 2;
   }
   if (o.rank < 0) {
@@ -471,8 +467,9 @@ int cmd_train(int argc, char** argv) {
     }
     if (!mpi.found) return launch_local(o);
     if (o.link.rate_bits_per_s > 0) {
-      std::fprintf(stderr, "ddph train: --link runs local ranks; under an MPI launcher shape "
-                           "the links outside (see docs/lab.md)\n");
+      std::fprintf(stderr,
+                   "ddph train: --link runs local ranks; under an MPI launcher shape "
+                   "the links outside (see docs/lab.md)\n");
       return 2;
     }
     o.rank = mpi.rank;

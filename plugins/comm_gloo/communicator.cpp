@@ -29,10 +29,10 @@ Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous:
               [&] { device_ = ::gloo::transport::tcp::CreateDevice(attr); });
   } catch (const Error& e) {
     const std::string value = config_.iface.empty() ? config_.hostname : config_.iface;
-    const std::string source =
-        !config_.address_source.empty() ? "environment variable " + config_.address_source
-        : config_.iface.empty()         ? std::string("option 'hostname'")
-                                        : std::string("option 'iface'");
+    const std::string source = !config_.address_source.empty()
+                                   ? "environment variable " + config_.address_source
+                               : config_.iface.empty() ? std::string("option 'hostname'")
+                                                       : std::string("option 'iface'");
     DDPH_FAIL(DDPH_INVALID_ARGUMENT, "rank " << rank() << ": " << source << " ('" << value
                                              << "') cannot be used to listen: " << e.what());
   }

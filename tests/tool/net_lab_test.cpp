@@ -3,13 +3,14 @@
 // make namespaces, the calibration issue 22 asks for: on a 1 Gbit/s link a
 // raw TCP stream reaches 0.9-1.0 Gbit/s, and Gloo's raw fp32 allreduce of
 // 25 MB at world 2 takes between 1x and 1.15x its wire bound.
+#include "loader/tool/net_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <stdexcept>
 #include <string>
 
-#include "loader/tool/net_lab.h"
 #include "tests/tool/run_ddph.h"
 
 namespace {
@@ -43,8 +44,7 @@ TEST(LinkFlag, RejectsWhatTcWouldMisread) {
       parse_link(bad);
       ADD_FAILURE() << "'" << bad << "' was accepted";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("--link '" + std::string(bad) + "'"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("--link '" + std::string(bad) + "'"), std::string::npos)
           << e.what();
     }
   }
@@ -76,8 +76,8 @@ class Lab : public ::testing::Test {
 };
 
 TEST_F(Lab, ARawTcpStreamReachesTheLinkRateFromTheSendersOwnAddress) {
-  const Result r = ddph("lab --link 1gbit --port 29611 -- python3 " +
-                        std::string(DDPH_SOURCE_DIR) + "/tests/tool/lab_tcp_stream.py");
+  const Result r = ddph("lab --link 1gbit --port 29611 -- python3 " + std::string(DDPH_SOURCE_DIR) +
+                        "/tests/tool/lab_tcp_stream.py");
   ASSERT_EQ(r.code, 0) << describe(r);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("from (\\S+): ([0-9.]+) Gbit/s")))
@@ -96,8 +96,10 @@ double json_number(const std::string& line, const std::string& key) {
 }
 
 TEST_F(Lab, GloosRawAllreduceOf25MbTakesAtMost115xItsWireBound) {
-  const Result r = ddph("bench --link 1gbit --world 2 --bucket-mb 25 --iters 5 --warmup 1 "
-                        "--json --config " + kConfigs + "allreduce.yaml");
+  const Result r = ddph(
+      "bench --link 1gbit --world 2 --bucket-mb 25 --iters 5 --warmup 1 "
+      "--json --config " +
+      kConfigs + "allreduce.yaml");
   ASSERT_EQ(r.code, 0) << describe(r);
   const double median = json_number(r.out, "baseline_allreduce_median_s");
   const double bound = json_number(r.out, "baseline_wire_bound_s");

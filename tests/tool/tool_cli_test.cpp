@@ -182,7 +182,8 @@ TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
   EXPECT_EQ(std::stoll(rows[0]["hook_bytes_in"]), 2 * (1 << 20));
   EXPECT_EQ(std::stoll(rows[0]["hook_bytes_out"]), 2 * 4 * (256 * 2 + 256 * 2) * 4);
   // allreduce is not meant to compress: no warning.
-  Result plain = ddph("bench --config " + kConfigs + "allreduce.yaml --world 2 --bucket-mb 1 "
+  Result plain = ddph("bench --config " + kConfigs +
+                      "allreduce.yaml --world 2 --bucket-mb 1 "
                       "--iters 2 --warmup 0");
   ASSERT_EQ(plain.code, 0) << describe(plain);
   EXPECT_EQ(plain.err.find("warning"), std::string::npos) << describe(plain);
