@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -194,7 +196,12 @@ void NetLab::build() {
       close(hub);
       throw std::runtime_error(std::string("unshare(CLONE_NEWNET): ") + strerror(errno));
     }
-    netns_fds_.push_back(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+    const int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      close(hub);
+      throw std::runtime_error(std::string("open /proc/self/ns/net: ") + strerror(errno));
+    }
+    netns_fds_.push_back(fd);
   }
   const bool back = setns(hub, CLONE_NEWNET) == 0;
   close(hub);
