@@ -1,6 +1,6 @@
 """Tables and plots of the time-to-accuracy runs (runs.jsonl of run_matrix.py).
 
-    python3 benchmarks/time_to_accuracy/report.py [RESULTS_DIR]
+    python3 benchmarks/time_to_accuracy/report.py [RESULTS_DIR] [--write-docs]
 
 writes RESULTS_DIR/table.md and one PNG per model (tta_mlp.png,
 tta_cnn.png): test accuracy against training wall time, one line per hook,
@@ -12,6 +12,15 @@ import statistics
 import sys
 
 LINK_ORDER = ["100mbit", "1gbit", "10gbit"]
+# Rows and legend entries in this order: PyTorch's hooks, then ddph's.
+HOOK_ORDER = ["torch_allreduce", "torch_fp16", "torch_powersgd4", "ddph_allreduce", "ddph_fp16",
+              "ddph_bf16", "ddph_q8", "ddph_q4ef", "ddph_psgd1", "ddph_psgd4", "ddph_bpsgd",
+              "ddph_localsgd", "ddph_hier_q8"]
+
+
+def _order(hook):
+    """Position of a hook key in HOOK_ORDER; unknown ones last."""
+    return HOOK_ORDER.index(hook) if hook in HOOK_ORDER else len(HOOK_ORDER)
 
 
 def key(r):
@@ -46,7 +55,7 @@ def cell_table(recs):
             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     seed0 = [r for r in recs.values() if r["seed"] == 0]
     seed0.sort(key=lambda r: (r["model"] != "mlp", _link_rank(r["link"]), -r["world"],
-                              r["hook"].startswith("ddph"), r["hook"]))
+                              _order(r["hook"])))
     for r in seed0:
         where = "| %s | %s | %d | %s |" % (r["model"], r["link"], r["world"], _label(r))
         if r["status"] == "crash":
@@ -114,12 +123,14 @@ def plot(recs, model, path):
         return False
     links = sorted({r["link"] for r in runs}, key=_link_rank)
     worlds = sorted({r["world"] for r in runs}, reverse=True)
-    fig, axes = plt.subplots(len(worlds), len(links), figsize=(5.2 * len(links),
-                                                              4.0 * len(worlds)),
+    legend_in = 3.6  # inches on the right for the legend
+    width = 5.0 * len(links) + legend_in
+    fig, axes = plt.subplots(len(worlds), len(links), figsize=(width, 3.8 * len(worlds)),
                              squeeze=False)
-    hook_keys = sorted({r["hook"] for r in runs})
+    hook_keys = sorted({r["hook"] for r in runs}, key=_order)
     cmap = plt.get_cmap("tab20")
     colors = {h: cmap(i % 20) for i, h in enumerate(hook_keys)}
+    legend = {}  # hook -> (a line, its label)
     for i, world in enumerate(worlds):
         for j, link in enumerate(links):
             ax = axes[i][j]
@@ -129,8 +140,8 @@ def plot(recs, model, path):
                 secs = [c[1] for c in r["curve"]]
                 acc = [100 * c[2] for c in r["curve"]]
                 style = "--" if r["hook"].startswith("torch") else "-"
-                ax.plot(secs, acc, style, color=colors[r["hook"]],
-                        label=_label(r), linewidth=1.4)
+                line, = ax.plot(secs, acc, style, color=colors[r["hook"]], linewidth=1.4)
+                legend.setdefault(r["hook"], (line, _label(r)))
             if cell:
                 ax.axhline(100 * cell[0]["target"], color="grey", linewidth=0.8, linestyle=":")
             ax.set_title("%s, %s link, world %d" % (model.upper(), link, world), fontsize=10)
@@ -138,18 +149,26 @@ def plot(recs, model, path):
             ax.set_ylabel("test accuracy, %")
             ax.set_ylim(60 if model == "mlp" else 40, 92)
             ax.grid(alpha=0.3)
-    handles, labels = [], []
-    for row in axes:
-        for ax in row:
-            for hdl, lab in zip(*ax.get_legend_handles_labels()):
-                if lab not in labels:
-                    handles.append(hdl)
-                    labels.append(lab)
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
-    fig.tight_layout(rect=(0, 0.04 + 0.015 * (len(labels) // 4), 1, 1))
+    keys = [h for h in hook_keys if h in legend]
+    fig.legend([legend[h][0] for h in keys], [legend[h][1] for h in keys], loc="center right",
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1 - legend_in / width, 1))
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return True
+
+
+DOC_START = "<!-- time_to_accuracy tables: report.py --write-docs -->"
+DOC_END = "<!-- end time_to_accuracy tables -->"
+
+
+def write_docs(table_md, doc_path):
+    """Replaces the part of `doc_path` between DOC_START and DOC_END with the tables."""
+    with open(doc_path) as f:
+        doc = f.read()
+    start, end = doc.index(DOC_START) + len(DOC_START), doc.index(DOC_END)
+    with open(doc_path, "w") as f:
+        f.write(doc[:start] + "\n\n" + table_md.strip() + "\n\n" + doc[end:])
 
 
 def write(runs, out_dir):
@@ -161,13 +180,20 @@ def write(runs, out_dir):
     parts += ["### The matrix (seed 0)", "", cell_table(recs), ""]
     with open(os.path.join(out_dir, "table.md"), "w") as f:
         f.write("\n".join(parts))
+    return "\n".join(parts[2:])
     for model in ("mlp", "cnn"):
         plot(recs, model, os.path.join(out_dir, "tta_%s.png" % model))
 
 
 if __name__ == "__main__":
+    import argparse
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, here)
-    d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "results")
-    with open(os.path.join(d, "runs.jsonl")) as f:
-        write([json.loads(l) for l in f if l.strip()], d)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="?", default=os.path.join(here, "results"))
+    p.add_argument("--write-docs", action="store_true",
+                   help="also put the tables into docs/performance.md")
+    args = p.parse_args()
+    with open(os.path.join(args.results, "runs.jsonl")) as f:
+        tables = write([json.loads(l) for l in f if l.strip()], args.results)
+    if args.write_docs:
+        write_docs(tables, os.path.join(here, "..", "..", "docs", "performance.md"))

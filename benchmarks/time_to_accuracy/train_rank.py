@@ -221,6 +221,8 @@ def main():
                 result["final_accuracy"], args.target, result["steps_to_target"],
                 "%.1f" % result["secs_to_target"] if result["secs_to_target"] else None),
                 flush=True)
+    # Every rank done with its collectives before any tears its group down.
+    dist.barrier()
     dist.destroy_process_group()
 
 
