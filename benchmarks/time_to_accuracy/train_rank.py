@@ -209,7 +209,7 @@ def main():
     def emit(record):
         if rank == 0:
             with open(args.out, "a") as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(json.dumps(dict(record, unix_time=round(time.time(), 1))) + "\n")
 
     for key in keys:
         emit(dict(common, hook=key, label=hooks.label(key), status="started"))
