@@ -142,7 +142,10 @@ def plot(recs, model, path):
                 style = "--" if r["hook"].startswith("torch") else "-"
                 line, = ax.plot(secs, acc, style, color=colors[r["hook"]], linewidth=1.4)
                 legend.setdefault(r["hook"], (line, _label(r)))
-            if cell:
+            if not cell:
+                ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center",
+                        color="grey")
+            else:
                 ax.axhline(100 * cell[0]["target"], color="grey", linewidth=0.8, linestyle=":")
             ax.set_title("%s, %s link, world %d" % (model.upper(), link, world), fontsize=10)
             ax.set_xlabel("training wall time, s")
@@ -180,9 +183,9 @@ def write(runs, out_dir):
     parts += ["### The matrix (seed 0)", "", cell_table(recs), ""]
     with open(os.path.join(out_dir, "table.md"), "w") as f:
         f.write("\n".join(parts))
-    return "\n".join(parts[2:])
     for model in ("mlp", "cnn"):
         plot(recs, model, os.path.join(out_dir, "tta_%s.png" % model))
+    return "\n".join(parts[2:])
 
 
 if __name__ == "__main__":
