@@ -24,6 +24,7 @@ packages=(
   clang-14                                  # libFuzzer and sanitizers (tests/fuzz)
   libopenmpi-dev openmpi-bin                # MPI communicator (plugins/comm_mpi) and mpirun
   iproute2                                  # ip and tc: the network lab (ddph lab, --link)
+  dataset-fashion-mnist                     # Fashion-MNIST: benchmarks/time_to_accuracy and its smoke test
 )
 missing=()
 for p in "${packages[@]}"; do
