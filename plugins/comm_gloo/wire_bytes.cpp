@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -17,13 +18,18 @@ namespace ddph {
 namespace comm_gloo {
 namespace {
 
-// Reads the bytes sent on fd (a descriptor of ours, so it is the socket).
+// Reads the bytes sent on fd (a descriptor of ours, so it is the socket),
+// each byte once: retransmissions are left out. They depend on the
+// machine's load, not on what was sent (a tail-loss probe resends a whole
+// small message when the peer's ACK is late), and would make the same
+// collective count differently from run to run.
 bool read_bytes_sent(int fd, uint64_t* out) {
   struct tcp_info info {};
   socklen_t len = sizeof info;
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  if (len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof info.tcpi_bytes_sent) return false;
-  *out = info.tcpi_bytes_sent;
+  if (len < offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof info.tcpi_bytes_retrans)
+    return false;
+  *out = info.tcpi_bytes_sent - std::min(info.tcpi_bytes_sent, info.tcpi_bytes_retrans);
   return true;
 }
 
