@@ -19,6 +19,7 @@ using ddph_tool::LinkSpec;
 using ddph_tool::parse_link;
 using ddph_tool_test::ddph;
 using ddph_tool_test::describe;
+using ddph_tool_test::json_lines;
 using ddph_tool_test::kConfigs;
 using ddph_tool_test::Result;
 
@@ -88,26 +89,21 @@ TEST_F(Lab, ARawTcpStreamReachesTheLinkRateFromTheSendersOwnAddress) {
   EXPECT_LE(gbit, 1.0) << describe(r);  // above it, the link is not shaped
 }
 
-double json_number(const std::string& line, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(line, m, std::regex("\"" + key + "\":([-0-9.e+]+)")))
-    throw std::runtime_error("no " + key + " in " + line);
-  return std::stod(m[1].str());
-}
-
 TEST_F(Lab, GloosRawAllreduceOf25MbTakesAtMost115xItsWireBound) {
   const Result r = ddph(
       "bench --link 1gbit --world 2 --bucket-mb 25 --iters 5 --warmup 1 "
       "--json --config " +
       kConfigs + "allreduce.yaml");
   ASSERT_EQ(r.code, 0) << describe(r);
-  const double median = json_number(r.out, "baseline_allreduce_median_s");
-  const double bound = json_number(r.out, "baseline_wire_bound_s");
+  auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 1u) << describe(r);
+  const double median = std::stod(rows[0]["baseline_allreduce_median_s"]);
+  const double bound = std::stod(rows[0]["baseline_wire_bound_s"]);
   // A ring at world 2 sends the whole 25 MiB once.
   EXPECT_NEAR(bound, 0.2097152, 0.01) << describe(r);
   EXPECT_GE(median / bound, 1.0) << describe(r);  // below it, the link is not shaped
   EXPECT_LE(median / bound, 1.15) << describe(r);
-  EXPECT_NE(r.out.find("\"link\":\"1gbit\""), std::string::npos) << describe(r);
+  EXPECT_EQ(rows[0]["link"], "\"1gbit\"") << describe(r);
 }
 
 TEST_F(Lab, ALatencyIsAddedOrRefusedInOneLine) {

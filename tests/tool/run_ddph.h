@@ -1,12 +1,16 @@
 // The built `ddph` binary as a subprocess, for the tool's end-to-end tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/support/multiprocess.h"
 
@@ -44,6 +48,27 @@ inline Result ddph(const std::string& args) {
 
 inline std::string describe(const Result& r) {
   return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// One --json line: {"key":value,...} with string or number values.
+inline std::map<std::string, std::string> parse_json_line(const std::string& line) {
+  std::map<std::string, std::string> kv;
+  std::regex re(R"re("([a-z_]+)":("(?:[^"\\]|\\.)*"|[-+0-9.eE]+))re");
+  for (std::sregex_iterator it(line.begin(), line.end(), re), end; it != end; ++it)
+    kv[(*it)[1]] = (*it)[2];
+  return kv;
+}
+
+inline std::vector<std::map<std::string, std::string>> json_lines(const std::string& out) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    EXPECT_EQ(line.front(), '{') << line;
+    EXPECT_EQ(line.back(), '}') << line;
+    rows.push_back(parse_json_line(line));
+  }
+  return rows;
 }
 
 }  // namespace ddph_tool_test

@@ -20,6 +20,7 @@ namespace {
 
 using ddph_tool_test::ddph;
 using ddph_tool_test::describe;
+using ddph_tool_test::json_lines;
 using ddph_tool_test::kConfigs;
 using ddph_tool_test::kDdph;
 using ddph_tool_test::Result;
@@ -107,27 +108,6 @@ TEST_F(ToolCli, TrainRejectsBadFlags) {
   EXPECT_NE(ddph("train").code, 0);
   EXPECT_NE(ddph("train --config " + kConfigs + "allreduce.yaml --world 0").code, 0);
   EXPECT_NE(ddph("train --config " + kConfigs + "allreduce.yaml --bogus 1").code, 0);
-}
-
-// One --json line: {"key":value,...} with string or number values.
-std::map<std::string, std::string> parse_json_line(const std::string& line) {
-  std::map<std::string, std::string> kv;
-  std::regex re(R"re("([a-z_]+)":("(?:[^"\\]|\\.)*"|[-+0-9.eE]+))re");
-  for (std::sregex_iterator it(line.begin(), line.end(), re), end; it != end; ++it)
-    kv[(*it)[1]] = (*it)[2];
-  return kv;
-}
-
-std::vector<std::map<std::string, std::string>> json_lines(const std::string& out) {
-  std::vector<std::map<std::string, std::string>> rows;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    EXPECT_EQ(line.front(), '{') << line;
-    EXPECT_EQ(line.back(), '}') << line;
-    rows.push_back(parse_json_line(line));
-  }
-  return rows;
 }
 
 TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
