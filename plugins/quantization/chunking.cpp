@@ -22,5 +22,11 @@ std::vector<Chunk> split_chunks(size_t n, size_t channel_size, int world) {
   return chunks;
 }
 
+std::vector<Chunk> split_pieces(const Chunk& c, size_t channel_size, size_t parts) {
+  std::vector<Chunk> pieces = split_chunks(c.seg.n, channel_size, int(parts));
+  for (Chunk& p : pieces) p.begin += c.begin;
+  return pieces;
+}
+
 }  // namespace quantization
 }  // namespace ddph

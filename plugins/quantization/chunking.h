@@ -20,5 +20,10 @@ struct Chunk {
 // fewer channels than there are ranks.
 std::vector<Chunk> split_chunks(size_t n, size_t channel_size, int world);
 
+// Chunk c cut the same way into `parts` pieces of whole channels (per_channel
+// only: channel_size > 0, so that every channel keeps its scale and a piece's
+// codes are the codes the whole chunk would have).
+std::vector<Chunk> split_pieces(const Chunk& c, size_t channel_size, size_t parts);
+
 }  // namespace quantization
 }  // namespace ddph

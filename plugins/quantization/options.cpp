@@ -46,7 +46,12 @@ const ddph_option_spec_t* per_channel_specs(size_t* count) {
   static const ddph_option_spec_t specs[] = {
       DDPH_QUANT_COMMON_SPECS,
       spec_int("channel_size", "512",
-               "elements per channel, each with its own scale and zero point", 1, 1 << 30)};
+               "elements per channel, each with its own scale and zero point", 1, 1 << 30),
+      spec_int("slices", "0",
+               "protocol reduce_scatter on the host: pieces a bucket travels in, so that one is "
+               "on the wire while the next is quantized; 0: one per 8 MiB, at most 4. Any value "
+               "gives the same result",
+               0, 64)};
   *count = sizeof specs / sizeof specs[0];
   return specs;
 }
@@ -75,6 +80,7 @@ QuantOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool 
         c >= 1, DDPH_INVALID_ARGUMENT,
         "quantization/" << hook << ": option 'channel_size' is " << c << "; it must be >= 1");
     q.channel_size = size_t(c);
+    q.slices = size_t(o.get_int("slices"));
   }
   return q;
 }

@@ -24,6 +24,9 @@ struct QuantOptions {
   bool error_feedback = false;
   uint64_t min_bytes = 0;
   NonFinite nonfinite = NonFinite::kPropagate;
+  // reduce_scatter on the host, per_channel: slices a bucket travels in
+  // (protocol_reduce_scatter.cpp); 0 picks by the bucket's size.
+  size_t slices = 0;
 
   int qmax() const { return (1 << bits) - 1; }
 };
