@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -24,15 +25,19 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The two configs the comparison needs, derived from the overlap config:
-// its inner hook alone, and its optimizer around debugging/noop.
+bool steps_optimizer(const std::string& config) {
+  YAML::Node hook = YAML::LoadFile(config)["hook"];
+  return hook && hook["name"].as<std::string>("") == "hook_then_optimizer";
+}
+
+// The two configs the optimizer comparison needs, derived from the overlap
+// config: its inner hook alone, and its optimizer around debugging/noop.
 void derive_configs(const std::string& config, const std::string& inner_path,
                     const std::string& optimizer_path) {
   YAML::Node root = YAML::LoadFile(config);
   YAML::Node hook = root["hook"];
-  if (!hook || hook["name"].as<std::string>("") != "hook_then_optimizer" || !hook["wrap"])
-    throw std::runtime_error(config +
-                             ": --overlap times optimizer_overlap/hook_then_optimizer with a wrap");
+  if (!hook["wrap"])
+    throw std::runtime_error(config + ": --overlap needs hook_then_optimizer's `wrap`");
   YAML::Node inner = YAML::Clone(root);
   inner.remove("rules");
   inner["hook"] = YAML::Clone(hook["wrap"]);
@@ -51,12 +56,17 @@ void derive_configs(const std::string& config, const std::string& inner_path,
 OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
                             const std::string& work_dir, const std::string& url, int rank,
                             int64_t numel) {
+  OverlapResult r;
+  r.optimizer = steps_optimizer(config);
   const std::string inner_cfg = work_dir + "/inner.yaml", opt_cfg = work_dir + "/optimizer.yaml";
-  derive_configs(config, inner_cfg, opt_cfg);
+  if (r.optimizer) derive_configs(config, inner_cfg, opt_cfg);
   // Opened in the same order on every rank: each gets its own store prefix.
   Session overlap(config, rank, o.world, url);
-  Session inner(inner_cfg, rank, o.world, url);
-  Session optimizer(opt_cfg, rank, o.world, url);
+  std::unique_ptr<Session> inner, optimizer;
+  if (r.optimizer) {
+    inner = std::make_unique<Session>(inner_cfg, rank, o.world, url);
+    optimizer = std::make_unique<Session>(opt_cfg, rank, o.world, url);
+  }
 
   const int64_t per = std::max<int64_t>(1, numel / o.buckets);
   std::vector<std::vector<int64_t>> shapes(size_t(o.buckets), std::vector<int64_t>{per});
@@ -95,31 +105,46 @@ OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
     }
     s.flush();
   };
+  // The three variants of one iteration; a hook that counts steps sees
+  // each of its passes as a step of its own.
+  uint64_t step = 0;
+  auto variants = [&](double* a, double* b, double* c) {
+    if (r.optimizer) {
+      *a = timed([&] { pass(overlap, step, true); });
+      *b = timed([&] {
+        pass(*inner, step, true);
+        pass(*optimizer, step, false);
+      });
+      *c = timed([&] { pass(*optimizer, step, false); });
+      ++step;
+      return;
+    }
+    *a = timed([&] { pass(overlap, step++, true); });
+    *b = timed([&] {
+      std::this_thread::sleep_for(backward * o.buckets);
+      pass(overlap, step++, false);
+    });
+    *c = timed([&] { pass(overlap, step++, false); });
+  };
 
   // times[v * iters + it]: variant v of iteration it; one MAX allreduce at the end.
   std::vector<double> times(3 * size_t(o.iters));
-  uint64_t step = 0;
-  for (int it = -o.warmup; it < o.iters; ++it, ++step) {
-    const double a = timed([&] { pass(overlap, step, true); });
-    const double b = timed([&] {
-      pass(inner, step, true);
-      pass(optimizer, step, false);
-    });
-    const double c = timed([&] { pass(optimizer, step, false); });
+  for (int it = -o.warmup; it < o.iters; ++it) {
+    double a = 0, b = 0, c = 0;
+    variants(&a, &b, &c);
     if (it < 0) continue;
     times[size_t(it)] = a;
     times[size_t(o.iters + it)] = b;
     times[size_t(2 * o.iters + it)] = c;
   }
   overlap.allreduce(times.data(), int64_t(times.size()), DDPH_MAX);
-  OverlapResult r;
   auto med = [&](int v) {
     return median(
         std::vector<double>(times.begin() + v * o.iters, times.begin() + (v + 1) * o.iters));
   };
   r.overlap_s = med(0);
   r.separate_s = med(1);
-  r.optimizer_s = med(2);
+  r.work_s = med(2);
   return r;
 }
 
@@ -127,19 +152,25 @@ void print_overlap(const OverlapOptions& o, const std::string& label, int64_t nu
                    const OverlapResult& r) {
   if (o.json) {
     std::printf("{\"hook\":\"%s\",\"world\":%d,\"buckets\":%d,\"bucket_bytes\":%" PRId64
-                ",\"backward_ms_per_bucket\":%.3f,\"overlap_step_s\":%.9g,"
-                "\"separate_step_s\":%.9g,\"optimizer_pass_s\":%.9g,\"hidden_fraction\":%.4f,"
+                ",\"backward_ms_per_bucket\":%.3f,\"hidden_work\":\"%s\",\"overlap_step_s\":%.9g,"
+                "\"separate_step_s\":%.9g,\"%s\":%.9g,\"hidden_fraction\":%.4f,"
                 "\"iters\":%d}\n",
                 label.c_str(), o.world, o.buckets, numel / o.buckets * 4, o.backward_ms,
-                r.overlap_s, r.separate_s, r.optimizer_s, r.hidden(), o.iters);
+                r.optimizer ? "optimizer" : "reduction", r.overlap_s, r.separate_s,
+                r.optimizer ? "optimizer_pass_s" : "reduction_pass_s", r.work_s, r.hidden(),
+                o.iters);
   } else {
     std::printf("%s: world %d, %d buckets of %.2f MB, backward %.1f ms per bucket\n", label.c_str(),
                 o.world, o.buckets, numel / o.buckets * 4 / 1048576.0, o.backward_ms);
+    const char* work = r.optimizer ? "optimizer" : "reduction";
     std::printf("  step with overlap            %9.3f ms\n", r.overlap_s * 1e3);
-    std::printf("  inner hook, then optimizer   %9.3f ms\n", r.separate_s * 1e3);
-    std::printf("  optimizer pass alone         %9.3f ms\n", r.optimizer_s * 1e3);
-    std::printf("  optimizer hidden             %8.1f %%  (medians of %d steps, slowest rank)\n",
-                100 * r.hidden(), o.iters);
+    std::printf("  %-28s %9.3f ms\n",
+                r.optimizer ? "inner hook, then optimizer" : "backward, then reduction",
+                r.separate_s * 1e3);
+    std::printf("  %s pass alone %*s %9.3f ms\n", work, int(16 - std::strlen(work)), "",
+                r.work_s * 1e3);
+    std::printf("  %s hidden %*s %8.1f %%  (medians of %d steps, slowest rank)\n", work,
+                int(20 - std::strlen(work)), "", 100 * r.hidden(), o.iters);
   }
   std::fflush(stdout);
 }

@@ -1,17 +1,23 @@
-// `ddph bench --overlap N`: how much of the optimizer step
-// hook_then_optimizer hides, measured on a DDP-like step in one run.
+// `ddph bench --overlap N`: how much of a step's work a DDP-like step
+// hides behind the backward, measured in one run.
 //
 // A step is N buckets, each submitted after `backward_ms` of simulated
 // backward (a sleep: an accelerator's backward leaves the host's cores
-// free), then a flush. Three sessions per rank time three variants:
-//   overlap:  the config's hook_then_optimizer (inner hook, then the
-//             optimizer on each bucket as soon as it is reduced);
-//   separate: the inner hook alone, then after the flush one optimizer pass
-//             over every bucket (hook_then_optimizer around debugging/noop:
-//             the same optimizer code, without communication);
-//   optimizer: that optimizer pass alone.
-// hidden = (separate - overlap) / optimizer: the share of the optimizer
-// step that no longer adds to the step time.
+// free), then a flush. Three variants are timed:
+//   - a hook_then_optimizer config: what it hides is the optimizer step.
+//     overlap:  the config itself (inner hook, then the optimizer on each
+//               bucket as soon as it is reduced);
+//     separate: the inner hook alone, then after the flush one optimizer
+//               pass over every bucket (hook_then_optimizer around
+//               debugging/noop: the same optimizer code, without
+//               communication);
+//     hidden work: that optimizer pass alone.
+//   - any other config: what it hides is the reduction, as DDP overlaps it.
+//     overlap:  each bucket submitted as soon as its backward is done;
+//     separate: the whole backward, then every bucket;
+//     hidden work: every bucket, without backward.
+// hidden = (separate - overlap) / hidden work: the share of that work that
+// no longer adds to the step time.
 #pragma once
 
 #include <string>
@@ -27,14 +33,15 @@ struct OverlapOptions {
 };
 
 struct OverlapResult {
-  double overlap_s = 0, separate_s = 0, optimizer_s = 0;
-  double hidden() const { return optimizer_s > 0 ? (separate_s - overlap_s) / optimizer_s : 0; }
+  bool optimizer = true;  // what is hidden: the optimizer step, else the reduction
+  double overlap_s = 0, separate_s = 0, work_s = 0;
+  double hidden() const { return work_s > 0 ? (separate_s - overlap_s) / work_s : 0; }
 };
 
-// One rank's part (collective over all ranks). config names
-// hook_then_optimizer with a `wrap`; work_dir is a private folder of this
-// rank for the derived configs; url the rendezvous. numel: floats in all
-// buckets together. Throws std::runtime_error on a config of another hook.
+// One rank's part (collective over all ranks). work_dir is a private folder
+// of this rank for derived configs; url the rendezvous. numel: floats in all
+// buckets together. Throws std::runtime_error on a hook_then_optimizer
+// config without `wrap`.
 OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
                             const std::string& work_dir, const std::string& url, int rank,
                             int64_t numel);

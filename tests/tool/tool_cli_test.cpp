@@ -138,6 +138,29 @@ TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
   EXPECT_LE(fp32_share, 3.0) << r.out;
 }
 
+// --overlap on a plain hook times the reduction against the simulated
+// backward, as DDP overlaps them: every variant with a backward lasts at
+// least its sleeps, and the row says which work it hides.
+TEST_F(ToolCli, BenchOverlapTimesAnyHooksReductionAgainstTheBackward) {
+  Result r = ddph("bench --config " + kConfigs +
+                  "quantization_rs8.yaml --world 2 --bucket-mb 1 --overlap 4 --backward-ms 20 "
+                  "--iters 3 --warmup 1 --json");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  auto& row = rows[0];
+  EXPECT_EQ(row["hidden_work"], "\"reduction\"") << r.out;
+  EXPECT_EQ(row["buckets"], "4");
+  EXPECT_EQ(std::stoll(row["bucket_bytes"]), (1 << 20) / 4);
+  const double backward = 4 * 0.020;
+  EXPECT_GE(std::stod(row["overlap_step_s"]), backward) << r.out;
+  EXPECT_GE(std::stod(row["separate_step_s"]), backward) << r.out;
+  // Without backward the four buckets take far less than its 80 ms.
+  EXPECT_GT(std::stod(row["reduction_pass_s"]), 0) << r.out;
+  EXPECT_LT(std::stod(row["reduction_pass_s"]), backward) << r.out;
+  EXPECT_EQ(row.count("optimizer_pass_s"), 0u) << r.out;
+}
+
 // PowerSGD on a flat bucket, or before its start_iter, sends every byte:
 // the figure is plain allreduce's, and the tool says so. Once it factors
 // matrices, no warning, and it hands collectives less than it was given.
