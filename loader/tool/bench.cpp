@@ -27,6 +27,7 @@
 #include "loader/tool/bench_overlap.h"
 #include "loader/tool/bench_params.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/cpu_busy.h"
 #include "loader/tool/hook_needs.h"
 #include "loader/tool/mpi_launcher.h"
 #include "loader/tool/net_lab.h"
@@ -83,7 +84,9 @@ const char kUsage[] =
     "the GPU count), on a stream of their own; each time includes waiting for it.\n"
     "--link RATE[,LATENCY] (e.g. 1gbit, 10gbit, 100mbit): each rank in its own network\n"
     "namespace with one card of that rate (see `ddph lab --help`); also reports each\n"
-    "time against its wire bound, the bytes a rank sends at that rate.\n";
+    "time against its wire bound, the bytes a rank sends at that rate, and how busy\n"
+    "the machine's cores were (JSON: cores_busy, always), which tells a hook that\n"
+    "waits for the wire from one that waits for a core.\n";
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
@@ -142,6 +145,9 @@ struct Result {
   // the timed iterations on this rank (ddph_stats_t's bytes_in/bytes_out).
   uint64_t bytes_in = 0, bytes_out = 0;
   double cross_machine_bytes = -1;  // per bucket, all ranks; -1: not measured
+  // Share of the machine's cores busy while the hook (the baseline) ran,
+  // the mean of every rank's view; -1: not measured.
+  double busy = -1, baseline_busy = -1;
 };
 
 double median(std::vector<double> v) {
@@ -207,6 +213,8 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
                 json_string(label).c_str(), json_string(config).c_str(), o.world, bucket_bytes,
                 r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters, r.bytes_in,
                 r.bytes_out);
+    if (r.busy >= 0)
+      std::printf(",\"cores_busy\":%.3f,\"baseline_cores_busy\":%.3f", r.busy, r.baseline_busy);
     if (o.machines > 0)
       std::printf(",\"machines\":%d,\"bytes_between_machines\":%.0f", o.machines,
                   r.cross_machine_bytes);
@@ -232,6 +240,9 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
                   static_cast<int>(label_width), "", o.link.text.c_str(), hook_bound * 1e3,
                   hook_bound > 0 ? r.median_s / hook_bound : 0.0, base_bound * 1e3,
                   base_bound > 0 ? r.baseline_s / base_bound : 0.0);
+      if (r.busy >= 0)
+        std::printf("%-*s   cores busy: %.0f%% during the hook, %.0f%% during the raw allreduce\n",
+                    static_cast<int>(label_width), "", 100 * r.busy, 100 * r.baseline_busy);
     }
   }
   std::fflush(stdout);
@@ -289,6 +300,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   std::vector<double> times(2 * o.iters);
   ddph_stats_t timed_start{};
   double wire = 0, base_wire = 0, cross = 0;
+  BusyShare busy, base_busy;
   uint64_t step = 0;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
@@ -302,6 +314,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     uint64_t wire0 = s.stats().wire_bytes;
     const double cross0 =
         o.machines > 0 ? bytes_to_other_machines(s.comm(), rank, o.world, o.machines) : 0;
+    const CpuTicks c0 = cpu_ticks();
     auto t0 = now();
     if (gpu) {
       const ddph_bucket_t on_gpu = gpu->onto(*bucket.bucket(step, true));
@@ -313,6 +326,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
       s.flush();
     }
     auto t1 = now();
+    const CpuTicks c1 = cpu_ticks();
     uint64_t wire1 = s.stats().wire_bytes;
     // Ranks done early must not refill their buffer while the slowest one
     // is still being timed: that memcpy would steal its CPU.
@@ -328,17 +342,21 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
       std::memcpy(baseline.data(), pristine.data(), numel * sizeof(float));
     s.barrier();
     const uint64_t base_wire0 = s.stats().wire_bytes;
+    const CpuTicks c2 = cpu_ticks();
     auto t2 = now();
     if (gpu)
       gpu->allreduce(s.comm(), numel);
     else
       s.allreduce(baseline.data(), numel, DDPH_SUM);
     auto t3 = now();
+    const CpuTicks c3 = cpu_ticks();
     const uint64_t base_wire1 = s.stats().wire_bytes;
     s.barrier();
     if (it < 0) continue;
     times[it] = secs(t0, t1);
     times[o.iters + it] = secs(t2, t3);
+    busy.add(c0, c1);
+    base_busy.add(c2, c3);
     wire += static_cast<double>(wire1 - wire0);
     base_wire += static_cast<double>(base_wire1 - base_wire0);
     // A rank that cannot count per peer drives the sum over ranks negative,
@@ -349,7 +367,15 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   s.allreduce(&wire, 1, DDPH_SUM);
   s.allreduce(&base_wire, 1, DDPH_SUM);
   if (o.machines > 0) s.allreduce(&cross, 1, DDPH_SUM);
+  // Every rank's window sees the whole machine; summing the ticks of all
+  // windows averages the ranks' views.
+  double ticks[4] = {busy.busy, busy.total, base_busy.busy, base_busy.total};
+  s.allreduce(ticks, 4, DDPH_SUM);
   Result r;
+  if (ticks[1] > 0 && ticks[3] > 0) {
+    r.busy = ticks[0] / ticks[1];
+    r.baseline_busy = ticks[2] / ticks[3];
+  }
   r.median_s = median(std::vector<double>(times.begin(), times.begin() + o.iters));
   r.baseline_s = median(std::vector<double>(times.begin() + o.iters, times.end()));
   r.wire_bytes_per_rank = wire / (static_cast<double>(o.world) * o.iters);

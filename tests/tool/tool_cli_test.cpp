@@ -138,6 +138,22 @@ TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
   EXPECT_LE(fp32_share, 3.0) << r.out;
 }
 
+// How busy the cores were during the hook and the baseline: shares of the
+// whole machine, which the ranks' own copying keeps above zero. (The
+// timed windows must span many clock ticks: 16 MiB takes tens of ms.)
+TEST_F(ToolCli, BenchSaysHowBusyTheCoresWere) {
+  Result r = ddph("bench --config " + kConfigs +
+                  "allreduce.yaml --world 2 --bucket-mb 16 --iters 5 --warmup 1 --json");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  for (const char* key : {"cores_busy", "baseline_cores_busy"}) {
+    ASSERT_EQ(rows[0].count(key), 1u) << key << " missing in\n" << r.out;
+    EXPECT_GT(std::stod(rows[0][key]), 0) << key << " in\n" << r.out;
+    EXPECT_LE(std::stod(rows[0][key]), 1) << key << " in\n" << r.out;
+  }
+}
+
 // --overlap on a plain hook times the reduction against the simulated
 // backward, as DDP overlaps them: every variant with a backward lasts at
 // least its sleeps, and the row says which work it hides.
