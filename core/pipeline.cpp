@@ -90,4 +90,24 @@ void run_pipelined(size_t count, const PipelineStages& s) {
   if (std::exception_ptr e = p.error()) std::rethrow_exception(e);
 }
 
+void run_beside(const std::function<void()>& compute, const std::function<void()>& transfer) {
+  std::exception_ptr computed;
+  std::thread side([&] {
+    try {
+      compute();
+    } catch (...) {
+      computed = std::current_exception();
+    }
+  });
+  std::exception_ptr transferred;
+  try {
+    transfer();
+  } catch (...) {
+    transferred = std::current_exception();
+  }
+  side.join();
+  if (transferred) std::rethrow_exception(transferred);
+  if (computed) std::rethrow_exception(computed);
+}
+
 }  // namespace ddph

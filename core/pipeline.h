@@ -32,4 +32,9 @@ struct PipelineStages {
 // count 0 does nothing; count 1 runs the three stages inline on the caller.
 void run_pipelined(size_t count, const PipelineStages& stages);
 
+// One computing step beside one transfer that does not depend on it:
+// compute on the helper thread, transfer on the caller, both finished when
+// it returns. The first exception (transfer's if both throw) is rethrown.
+void run_beside(const std::function<void()>& compute, const std::function<void()>& transfer);
+
 }  // namespace ddph

@@ -1,7 +1,9 @@
 // powersgd: PyTorch's powerSGD_hook, one low-rank factorization per
 // gradient matrix of the bucket, step for step as PyTorch 1.13 computes it.
+#include <functional>
 #include <vector>
 
+#include "core/pipeline.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/hook_base.h"
 #include "plugins/powersgd/hooks.h"
@@ -11,6 +13,11 @@
 namespace ddph {
 namespace powersgd {
 namespace {
+
+// Uncompressed elements from which, on the host, they travel apart from P,
+// beside the passes over the matrices (256 KiB: about 2 ms at 1 Gbit/s,
+// against the few round trips the two extra collectives cost).
+constexpr size_t kRestApartMin = size_t(64) << 10;
 
 class LayerwiseHook : public PsgdHook {
  public:
@@ -59,40 +66,63 @@ class LayerwiseHook : public PsgdHook {
     // sends them in two, but a sum is a sum, and each collective costs a
     // round of messages. The uncompressed ones are scaled down by a power of
     // two first, so that their sum cannot overflow.
+    //
+    // On the host a large uncompressed rest travels apart instead, in three
+    // pieces, each beside one of the step's passes over the matrices
+    // (P = M Q, Q = M^T P, the reconstruction), so that its bytes are on the
+    // wire while the passes run (as PyTorch sends it while it computes P).
     const size_t u = size_t(plan.uncompressed_numel);
+    const size_t p_numel = size_t(plan.p_numel);
+    const bool rest_apart = !at_.cuda() && u >= kRestApartMin;
     const float down = uncompressed_scale(wire);
-    ScratchBuffers::Lease lease = send_.get(at_, 0, (u + size_t(plan.p_numel)) * sizeof(float));
+    ScratchBuffers::Lease lease = send_.get(at_, 0, (u + p_numel) * sizeof(float));
     float* send = static_cast<float*>(lease.data());
     float* at = send;
     for (const Segment& s : plan.uncompressed) {
       ops_->scaled_copy(at, m + s.offset, size_t(s.numel), down);
       at += s.numel;
     }
-    for (const MatrixSlot& s : plan.matrices) {
-      float* e = err == nullptr ? nullptr : err + s.offset;
-      if (last != nullptr)
-        ops_->multiply_mq_deferred(data + s.offset, e, s.rows, s.cols, f.q + s.q_offset, s.r,
-                                   send + u + s.p_offset, last->p.data() + s.p_offset,
-                                   last->q.data() + s.q_offset);
-      else
-        ops_->multiply_mq(data + s.offset, e, s.rows, s.cols, f.q + s.q_offset, s.r,
-                          send + u + s.p_offset);
-    }
+    auto rest_piece = [&](size_t k) {
+      allreduce_sum(send + u * k / 3, u * (k + 1) / 3 - u * k / 3, wire);
+    };
+    // Runs pass beside rest piece k where the rest travels apart.
+    auto beside_rest = [&](size_t k, const std::function<void()>& pass) {
+      if (!rest_apart) return pass();
+      run_beside(pass, [&] { rest_piece(k); });
+    };
+    beside_rest(0, [&] {
+      for (const MatrixSlot& s : plan.matrices) {
+        float* e = err == nullptr ? nullptr : err + s.offset;
+        if (last != nullptr)
+          ops_->multiply_mq_deferred(data + s.offset, e, s.rows, s.cols, f.q + s.q_offset, s.r,
+                                     send + u + s.p_offset, last->p.data() + s.p_offset,
+                                     last->q.data() + s.q_offset);
+        else
+          ops_->multiply_mq(data + s.offset, e, s.rows, s.cols, f.q + s.q_offset, s.r,
+                            send + u + s.p_offset);
+      }
+    });
     if (last != nullptr) forget_deferred(index);  // err holds this step's M now
-    ops_->poison_unusable(send + u, size_t(plan.p_numel), kFactorLimit);
-    allreduce_sum(send, u + size_t(plan.p_numel), wire);
-    divide_by_world(send, u);  // PyTorch: sum, then div_
+    ops_->poison_unusable(send + u, p_numel, kFactorLimit);
+    if (rest_apart) {
+      allreduce_sum(send + u, p_numel, wire);
+    } else {
+      allreduce_sum(send, u + p_numel, wire);
+      divide_by_world(send, u);  // PyTorch: sum, then div_
+    }
     const float* p_sum = send + u;
     ScratchBuffers::Lease flag = unusable_flag();
     float* unusable = static_cast<float*>(flag.data());
-    ops_->flag_unusable(p_sum, size_t(plan.p_numel), kFactorLimit, unusable);
-    ops_->copy(f.p, p_sum, size_t(plan.p_numel));
+    ops_->flag_unusable(p_sum, p_numel, kFactorLimit, unusable);
+    ops_->copy(f.p, p_sum, p_numel);
 
     for (const ShapeGroup& g : plan.groups)
       ops_->orthogonalize(f.p + plan.matrices[size_t(g.members.front())].p_offset,
                           int(g.members.size()), g.rows, g.r, opts_.orthogonalization_epsilon);
-    for (const MatrixSlot& s : plan.matrices)
-      ops_->multiply_mtp(m + s.offset, s.rows, s.cols, f.p + s.p_offset, s.r, f.q + s.q_offset);
+    beside_rest(1, [&] {
+      for (const MatrixSlot& s : plan.matrices)
+        ops_->multiply_mtp(m + s.offset, s.rows, s.cols, f.p + s.p_offset, s.r, f.q + s.q_offset);
+    });
     ops_->poison_unusable(f.q, q_numel, kFactorLimit);
     allreduce_sum(f.q, q_numel, wire);
     divide_by_world(f.q, q_numel);
@@ -103,16 +133,27 @@ class LayerwiseHook : public PsgdHook {
                                       : unusable_matrices(plan, p_sum, f.q);
 
     // The new error, M - P Q^T: formed here (eager), or by the next step.
+    // A matrix with unusable factors is averaged uncompressed, through a
+    // collective of its own: then the last rest piece goes first, alone.
     float* before = defer ? nullptr : err;
-    for (size_t k = 0; k < plan.matrices.size(); ++k) {
-      const MatrixSlot& s = plan.matrices[k];
-      if (!bad.empty() && bad[k]) {
-        average_unusable(s, f, q_start, data, err);
-        continue;
+    auto reconstruct = [&] {
+      for (size_t k = 0; k < plan.matrices.size(); ++k) {
+        const MatrixSlot& s = plan.matrices[k];
+        if (!bad.empty() && bad[k]) {
+          average_unusable(s, f, q_start, data, err);
+          continue;
+        }
+        ops_->reconstruct(f.p + s.p_offset, f.q + s.q_offset, s.rows, s.cols, s.r, data + s.offset,
+                          before == nullptr ? nullptr : before + s.offset);
       }
-      ops_->reconstruct(f.p + s.p_offset, f.q + s.q_offset, s.rows, s.cols, s.r, data + s.offset,
-                        before == nullptr ? nullptr : before + s.offset);
+    };
+    if (bad.empty()) {
+      beside_rest(2, reconstruct);
+    } else {
+      if (rest_apart) rest_piece(2);
+      reconstruct();
     }
+    if (rest_apart) divide_by_world(send, u);  // PyTorch: sum, then div_
     if (defer) defer_error(index, plan.matrices, f, size_t(plan.p_numel), q_numel);
     at = send;
     for (const Segment& s : plan.uncompressed) {

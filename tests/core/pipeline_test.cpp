@@ -1,6 +1,7 @@
 // core/pipeline.h: a slice's stages run in order, the next slice is
 // computed while one is in transfer, and the first failure stops the
-// pipeline and reaches the caller once no stage runs any more.
+// pipeline and reaches the caller once no stage runs any more; run_beside
+// computes while it transfers and waits for both.
 #include "core/pipeline.h"
 
 #include <gtest/gtest.h>
@@ -135,6 +136,49 @@ TEST(Pipeline, AFailingStageStopsTheRestAndReachesTheCaller) {
     // No stage runs after run_pipelined threw.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(log.events().size(), ev.size()) << which << ": a stage ran after the throw";
+  }
+}
+
+TEST(Beside, ComputeRunsWhileTheTransferRunsAndBothFinish) {
+  // The transfer returns only once compute has begun: run one after the
+  // other, it would wait 10 s and fail.
+  Log log;
+  bool overlapped = false, computed = false;
+  std::thread::id caller = std::this_thread::get_id(), transfer_thread;
+  ddph::run_beside(
+      [&] {
+        log.add("compute");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        computed = true;
+      },
+      [&] {
+        transfer_thread = std::this_thread::get_id();
+        overlapped = log.wait_for("compute");
+      });
+  EXPECT_TRUE(overlapped) << "compute did not run during the transfer";
+  EXPECT_TRUE(computed) << "run_beside returned before compute ended";
+  EXPECT_EQ(transfer_thread, caller);
+}
+
+TEST(Beside, EitherFailureReachesTheCallerAfterBothEnded) {
+  bool computed = false;
+  try {
+    ddph::run_beside(
+        [&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          computed = true;
+        },
+        [] { throw std::runtime_error("transfer failed"); });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "transfer failed");
+  }
+  EXPECT_TRUE(computed) << "the exception came before compute ended";
+  try {
+    ddph::run_beside([] { throw std::runtime_error("compute failed"); }, [] {});
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "compute failed");
   }
 }
 

@@ -39,6 +39,11 @@ std::vector<float> outer(int rank, int step, int rows, int cols) {
 // The layer-wise hook's test model: a conv-like weight, two same-shaped
 // matrices, a bias and a small matrix PyTorch leaves uncompressed.
 const std::vector<Shape> kShapes = {{48, 3, 4, 4}, {64}, {40, 40}, {40, 40}, {4, 5}};
+// The same with a 1-D parameter of 70,000 values: an uncompressed rest
+// large enough (>= 64 Ki values) to travel apart from P on the host, beside
+// the passes over the matrices.
+const std::vector<Shape> kShapesBigRest = {{48, 3, 4, 4}, {64},   {40, 40},
+                                           {40, 40},      {4, 5}, {70000}};
 
 std::vector<float> general(int rank, int step, size_t n) {
   std::vector<float> v(n);
@@ -61,9 +66,10 @@ std::vector<float> exact_mean(const std::function<std::vector<float>(int)>& of, 
 // Error feedback: over S steps, sum of the outputs + mean over ranks of the
 // final error = sum of the true means (every bit of compression error is
 // paid back eventually), and ranks agree bit for bit.
-void error_feedback_identity(const std::string& hook, int world) {
+void error_feedback_identity(const std::string& hook, int world,
+                             const std::vector<Shape>& shapes = kShapes) {
   const bool batched = hook == "batched_powersgd";
-  const size_t n = size_t(numel_of(kShapes));
+  const size_t n = size_t(numel_of(shapes));
   auto results = ddph_test::run_ranks(world, [&](int rank, int w, const std::string& dir) {
     ddph_session_t* s = ddph_test::open_session(
         yaml(hook, "rank: 2, start_iter: 3, error_feedback: true, warm_start: true"), rank, w, dir);
@@ -72,7 +78,7 @@ void error_feedback_identity(const std::string& hook, int world) {
     std::vector<double> out_sum(n, 0.0), truth(n, 0.0);
     for (int step = 0; step < kSteps; ++step) {
       std::vector<float> x = general(rank, step, n);
-      DDPH_CHILD_CHECK(run(s, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "step %d", step);
+      DDPH_CHILD_CHECK(run(s, x, shapes, 0, uint64_t(step), true) == DDPH_OK, "step %d", step);
       DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, x.data(), n * 4), "ranks differ, step %d",
                        step);
       const std::vector<float> mean = exact_mean([&](int r) { return general(r, step, n); }, w);
@@ -109,6 +115,46 @@ TEST(ErrorFeedback, LayerwiseTwoRanks) {
 TEST(ErrorFeedback, LayerwiseThreeRanks) {
   error_feedback_identity("powersgd", 3);
 }
+TEST(ErrorFeedback, LayerwiseWithALargeRestTwoRanks) {
+  error_feedback_identity("powersgd", 2, kShapesBigRest);
+}
+TEST(ErrorFeedback, LayerwiseWithALargeRestThreeRanks) {
+  error_feedback_identity("powersgd", 3, kShapesBigRest);
+}
+
+// A large uncompressed rest travels apart from P, in pieces beside the
+// passes over the matrices: at world 2 (where a sum of two is the same in
+// any order) the matrices keep the bits they have with a small rest, and
+// the rest is PyTorch's mean, (a + b) / 2 in float32.
+TEST(RestApart, MatricesKeepTheirBitsAndTheRestIsTheMean) {
+  const size_t small = size_t(numel_of(kShapes)), big = size_t(numel_of(kShapesBigRest));
+  auto results = ddph_test::run_ranks(2, [&](int rank, int w, const std::string& dir) {
+    // Without error feedback, which would add last step's error to the rest.
+    const std::string y = yaml("powersgd", "rank: 2, start_iter: 2, error_feedback: false");
+    ddph_session_t* whole = ddph_test::open_session(y, rank, w, dir);
+    ddph_session_t* apart = ddph_test::open_session(y, rank, w, dir);
+    DDPH_CHILD_CHECK(whole != nullptr && apart != nullptr, "open failed");
+    for (int step = 0; step < 6; ++step) {
+      std::vector<float> a = general(rank, step, small), b = general(rank, step, big);
+      DDPH_CHILD_CHECK(run(whole, a, kShapes, 0, uint64_t(step), true) == DDPH_OK, "whole");
+      DDPH_CHILD_CHECK(run(apart, b, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "apart");
+      for (size_t i = 0; i < small; ++i)
+        DDPH_CHILD_CHECK(std::memcmp(&a[i], &b[i], 4) == 0, "step %d: x[%zu] = %.9g, %.9g apart",
+                         step, i, a[i], b[i]);
+      const std::vector<float> r0 = general(0, step, big), r1 = general(1, step, big);
+      for (size_t i = small; i < big; ++i) {
+        const float mean = (r0[i] + r1[i]) / 2.0f;
+        DDPH_CHILD_CHECK(std::memcmp(&b[i], &mean, 4) == 0, "step %d: rest[%zu] = %.9g, mean %.9g",
+                         step, i - small, b[i], mean);
+      }
+    }
+    ddph_session_close(apart);
+    ddph_session_close(whole);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 TEST(ErrorFeedback, BatchedTwoRanks) {
   error_feedback_identity("batched_powersgd", 2);
 }
