@@ -4,6 +4,7 @@
 // bf16_wrapper, zero gradients, statistics, and the option errors.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -150,6 +151,53 @@ TEST(RestApart, MatricesKeepTheirBitsAndTheRestIsTheMean) {
     }
     ddph_session_close(apart);
     ddph_session_close(whole);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// The same, with huge values in the first 40 x 40 matrix: its factors are
+// unusable, so it is averaged uncompressed, through a collective of its
+// own after the last piece of the rest. Every rank ends with allreduce's
+// bits there (x0 / 2 + x1 / 2) and the mean in the rest.
+TEST(RestApart, AMatrixWithHugeValuesIsAveragedAfterTheRest) {
+  const size_t n = size_t(numel_of(kShapesBigRest));
+  const size_t first = 2304 + 64, last = first + 1600;  // the first 40 x 40 matrix
+  const size_t rest = 2304 + 64 + 2 * 1600 + 20;        // the 70,000 values
+  const std::vector<float> plain[2] = {general(0, 2, n), general(1, 2, n)};
+  auto huge = [&](int rank, size_t i) {
+    const float x = plain[rank][i];
+    if (i < first || i >= last) return x;
+    if ((i - first) % 7 == 0) return 3e38f;
+    return i == first + 3 ? FLT_MAX : x;
+  };
+  auto results = ddph_test::run_ranks(2, [&](int rank, int w, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(
+        yaml("powersgd", "rank: 2, start_iter: 2, error_feedback: false"), rank, w, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    for (int step = 0; step < 2; ++step) {
+      std::vector<float> x = general(rank, step, n);
+      DDPH_CHILD_CHECK(run(s, x, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "warm-up");
+    }
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = huge(rank, i);
+    std::string msg;
+    DDPH_CHILD_CHECK(run(s, x, kShapesBigRest, 0, 2, true, &msg) == DDPH_OK, "step 2: %s",
+                     msg.c_str());
+    DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, x.data(), n * 4), "ranks differ");
+    for (size_t i = 0; i < n; ++i) {
+      DDPH_CHILD_CHECK(std::isfinite(x[i]), "x[%zu] = %g", i, x[i]);
+      if (i >= first && i < last) {
+        const float ref = huge(0, i) / 2.0f + huge(1, i) / 2.0f;
+        DDPH_CHILD_CHECK(std::memcmp(&x[i], &ref, 4) == 0, "x[%zu] = %.9g, allreduce %.9g", i, x[i],
+                         ref);
+      } else if (i >= rest) {
+        const float mean = (huge(0, i) + huge(1, i)) / 2.0f;
+        DDPH_CHILD_CHECK(std::memcmp(&x[i], &mean, 4) == 0, "rest[%zu] = %.9g, mean %.9g", i - rest,
+                         x[i], mean);
+      }
+    }
+    ddph_session_close(s);
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
