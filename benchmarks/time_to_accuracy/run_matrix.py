@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the time-to-accuracy matrix through `ddph lab` and writes the results.
 
-    python3 benchmarks/time_to_accuracy/run_matrix.py              # everything, <= 60 min
+    python3 benchmarks/time_to_accuracy/run_matrix.py              # everything, about 67 min on 2 cores
     python3 benchmarks/time_to_accuracy/run_matrix.py --phases headline
     python3 benchmarks/time_to_accuracy/run_matrix.py --report      # tables and plot only
 
