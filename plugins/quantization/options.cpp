@@ -47,11 +47,12 @@ const ddph_option_spec_t* per_channel_specs(size_t* count) {
       DDPH_QUANT_COMMON_SPECS,
       spec_int("channel_size", "512",
                "elements per channel, each with its own scale and zero point", 1, 1 << 30),
-      spec_int("slices", "0",
-               "protocol reduce_scatter on the host: pieces a bucket travels in, so that one is "
-               "on the wire while the next is quantized; 0: one per 8 MiB, at most 4. Any value "
-               "gives the same result",
-               0, 64)};
+      spec_int(
+          "slices", "0",
+          "protocol reduce_scatter on the host: pieces a bucket travels in, so that one is "
+          "on the wire while the next is quantized; 0: one per full 8 MiB, at most 4. Any value "
+          "gives the same result",
+          0, 64)};
   *count = sizeof specs / sizeof specs[0];
   return specs;
 }
