@@ -71,9 +71,11 @@ class LayerwiseHook : public PsgdHook {
     // pieces, each beside one of the step's passes over the matrices
     // (P = M Q, Q = M^T P, the reconstruction), so that its bytes are on the
     // wire while the passes run (as PyTorch sends it while it computes P).
+    // That needs a spare core for the passes while the collective runs, so
+    // option overlap_rest turns it on (docs/powersgd.md has the figures).
     const size_t u = size_t(plan.uncompressed_numel);
     const size_t p_numel = size_t(plan.p_numel);
-    const bool rest_apart = !at_.cuda() && u >= kRestApartMin;
+    const bool rest_apart = opts_.overlap_rest && !at_.cuda() && u >= kRestApartMin;
     const float down = uncompressed_scale(wire);
     ScratchBuffers::Lease lease = send_.get(at_, 0, (u + p_numel) * sizeof(float));
     float* send = static_cast<float*>(lease.data());

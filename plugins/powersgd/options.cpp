@@ -37,7 +37,11 @@ const ddph_option_spec_t* layerwise_specs(size_t* count) {
                  0, 1e30),
       DDPH_PSGD_STATE_SPECS,
       spec_bool("batch_same_shape", "false",
-                "batch_tensors_with_same_shape: draw and multiply same-shaped matrices together")};
+                "batch_tensors_with_same_shape: draw and multiply same-shaped matrices together"),
+      spec_bool("overlap_rest", "false",
+                "host buckets: 64 Ki or more uncompressed values travel in pieces, each on the "
+                "wire while a pass over the matrices runs on a second thread; pays where each "
+                "rank has a spare core and a slow link")};
   *count = sizeof specs / sizeof specs[0];
   return specs;
 }
@@ -63,6 +67,7 @@ PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool l
   if (layerwise) {
     p.min_compression_rate = o.get_float("min_compression_rate");
     p.batch_same_shape = o.get_bool("batch_same_shape");
+    p.overlap_rest = o.get_bool("overlap_rest");
   }
   DDPH_CHECK(p.rank >= 1, DDPH_INVALID_ARGUMENT,
              "powersgd/" << hook << ": option 'rank' is " << p.rank << "; it must be >= 1");

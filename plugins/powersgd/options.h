@@ -20,6 +20,7 @@ struct PsgdOptions {
   float orthogonalization_epsilon = 0;
   uint64_t seed = 0;              // random_seed
   bool batch_same_shape = false;  // batch_tensors_with_same_shape (layer-wise hook only)
+  bool overlap_rest = false;      // layer-wise hook only: layerwise_hook.cpp
 };
 
 // Both hooks share one schema, except that min_compression_rate and

@@ -68,12 +68,14 @@ std::vector<float> exact_mean(const std::function<std::vector<float>(int)>& of, 
 // final error = sum of the true means (every bit of compression error is
 // paid back eventually), and ranks agree bit for bit.
 void error_feedback_identity(const std::string& hook, int world,
-                             const std::vector<Shape>& shapes = kShapes) {
+                             const std::vector<Shape>& shapes = kShapes,
+                             const std::string& more_options = "") {
   const bool batched = hook == "batched_powersgd";
   const size_t n = size_t(numel_of(shapes));
   auto results = ddph_test::run_ranks(world, [&](int rank, int w, const std::string& dir) {
     ddph_session_t* s = ddph_test::open_session(
-        yaml(hook, "rank: 2, start_iter: 3, error_feedback: true, warm_start: true"), rank, w, dir);
+        yaml(hook, "rank: 2, start_iter: 3, error_feedback: true, warm_start: true" + more_options),
+        rank, w, dir);
     DDPH_CHILD_CHECK(s != nullptr, "open failed");
     constexpr int kSteps = 30;
     std::vector<double> out_sum(n, 0.0), truth(n, 0.0);
@@ -117,36 +119,38 @@ TEST(ErrorFeedback, LayerwiseThreeRanks) {
   error_feedback_identity("powersgd", 3);
 }
 TEST(ErrorFeedback, LayerwiseWithALargeRestTwoRanks) {
-  error_feedback_identity("powersgd", 2, kShapesBigRest);
+  error_feedback_identity("powersgd", 2, kShapesBigRest, ", overlap_rest: true");
 }
 TEST(ErrorFeedback, LayerwiseWithALargeRestThreeRanks) {
-  error_feedback_identity("powersgd", 3, kShapesBigRest);
+  error_feedback_identity("powersgd", 3, kShapesBigRest, ", overlap_rest: true");
 }
 
 // A large uncompressed rest travels apart from P, in pieces beside the
 // passes over the matrices: at world 2 (where a sum of two is the same in
-// any order) the matrices keep the bits they have with a small rest, and
-// the rest is PyTorch's mean, (a + b) / 2 in float32.
-TEST(RestApart, MatricesKeepTheirBitsAndTheRestIsTheMean) {
-  const size_t small = size_t(numel_of(kShapes)), big = size_t(numel_of(kShapesBigRest));
+// any order) every value has the bits it has with overlap_rest off (the
+// default), where the rest rides with P, and the rest is PyTorch's mean,
+// (a + b) / 2 in float32.
+TEST(RestApart, EveryValueKeepsItsBitsAndTheRestIsTheMean) {
+  const size_t n = size_t(numel_of(kShapesBigRest));
+  const size_t rest = size_t(numel_of(kShapes));  // where the 70,000 values begin
   auto results = ddph_test::run_ranks(2, [&](int rank, int w, const std::string& dir) {
     // Without error feedback, which would add last step's error to the rest.
-    const std::string y = yaml("powersgd", "rank: 2, start_iter: 2, error_feedback: false");
-    ddph_session_t* whole = ddph_test::open_session(y, rank, w, dir);
-    ddph_session_t* apart = ddph_test::open_session(y, rank, w, dir);
+    const std::string opts = "rank: 2, start_iter: 2, error_feedback: false";
+    ddph_session_t* whole = ddph_test::open_session(yaml("powersgd", opts), rank, w, dir);
+    ddph_session_t* apart =
+        ddph_test::open_session(yaml("powersgd", opts + ", overlap_rest: true"), rank, w, dir);
     DDPH_CHILD_CHECK(whole != nullptr && apart != nullptr, "open failed");
     for (int step = 0; step < 6; ++step) {
-      std::vector<float> a = general(rank, step, small), b = general(rank, step, big);
-      DDPH_CHILD_CHECK(run(whole, a, kShapes, 0, uint64_t(step), true) == DDPH_OK, "whole");
+      std::vector<float> a = general(rank, step, n), b = a;
+      DDPH_CHILD_CHECK(run(whole, a, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "whole");
       DDPH_CHILD_CHECK(run(apart, b, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "apart");
-      for (size_t i = 0; i < small; ++i)
-        DDPH_CHILD_CHECK(std::memcmp(&a[i], &b[i], 4) == 0, "step %d: x[%zu] = %.9g, %.9g apart",
-                         step, i, a[i], b[i]);
-      const std::vector<float> r0 = general(0, step, big), r1 = general(1, step, big);
-      for (size_t i = small; i < big; ++i) {
+      DDPH_CHILD_CHECK(std::memcmp(a.data(), b.data(), n * 4) == 0,
+                       "step %d: the values differ with the rest apart", step);
+      const std::vector<float> r0 = general(0, step, n), r1 = general(1, step, n);
+      for (size_t i = rest; i < n; ++i) {
         const float mean = (r0[i] + r1[i]) / 2.0f;
         DDPH_CHILD_CHECK(std::memcmp(&b[i], &mean, 4) == 0, "step %d: rest[%zu] = %.9g, mean %.9g",
-                         step, i - small, b[i], mean);
+                         step, i - rest, b[i], mean);
       }
     }
     ddph_session_close(apart);
@@ -173,7 +177,8 @@ TEST(RestApart, AMatrixWithHugeValuesIsAveragedAfterTheRest) {
   };
   auto results = ddph_test::run_ranks(2, [&](int rank, int w, const std::string& dir) {
     ddph_session_t* s = ddph_test::open_session(
-        yaml("powersgd", "rank: 2, start_iter: 2, error_feedback: false"), rank, w, dir);
+        yaml("powersgd", "rank: 2, start_iter: 2, error_feedback: false, overlap_rest: true"), rank,
+        w, dir);
     DDPH_CHILD_CHECK(s != nullptr, "open failed");
     for (int step = 0; step < 2; ++step) {
       std::vector<float> x = general(rank, step, n);
