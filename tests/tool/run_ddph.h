@@ -71,4 +71,17 @@ inline std::vector<std::map<std::string, std::string>> json_lines(const std::str
   return rows;
 }
 
+// Runs `ddph <args>` (a --json command that prints one line) and returns
+// that line's keys; empty, with the failure recorded, when it exits
+// non-zero or prints another number of lines. *out gets the output.
+inline std::map<std::string, std::string> one_json_row(const std::string& args, std::string* out) {
+  const Result r = ddph(args);
+  *out = describe(r);
+  EXPECT_EQ(r.code, 0) << *out;
+  if (r.code != 0) return {};
+  std::vector<std::map<std::string, std::string>> rows = json_lines(r.out);
+  EXPECT_EQ(rows.size(), 1u) << *out;
+  return rows.size() == 1 ? rows[0] : std::map<std::string, std::string>{};
+}
+
 }  // namespace ddph_tool_test

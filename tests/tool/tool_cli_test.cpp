@@ -23,6 +23,7 @@ using ddph_tool_test::describe;
 using ddph_tool_test::json_lines;
 using ddph_tool_test::kConfigs;
 using ddph_tool_test::kDdph;
+using ddph_tool_test::one_json_row;
 using ddph_tool_test::Result;
 using ddph_tool_test::slurp;
 
@@ -142,15 +143,15 @@ TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
 // whole machine, which the ranks' own copying keeps above zero. (The
 // timed windows must span many clock ticks: 16 MiB takes tens of ms.)
 TEST_F(ToolCli, BenchSaysHowBusyTheCoresWere) {
-  Result r = ddph("bench --config " + kConfigs +
-                  "allreduce.yaml --world 2 --bucket-mb 16 --iters 5 --warmup 1 --json");
-  ASSERT_EQ(r.code, 0) << describe(r);
-  auto rows = json_lines(r.out);
-  ASSERT_EQ(rows.size(), 1u) << r.out;
+  std::string out;
+  auto row = one_json_row(
+      "bench --config " + kConfigs + "allreduce.yaml --world 2 --bucket-mb 16 --iters 5 --json",
+      &out);
+  ASSERT_FALSE(row.empty());
   for (const char* key : {"cores_busy", "baseline_cores_busy"}) {
-    ASSERT_EQ(rows[0].count(key), 1u) << key << " missing in\n" << r.out;
-    EXPECT_GT(std::stod(rows[0][key]), 0) << key << " in\n" << r.out;
-    EXPECT_LE(std::stod(rows[0][key]), 1) << key << " in\n" << r.out;
+    ASSERT_EQ(row.count(key), 1u) << key << " missing in\n" << out;
+    EXPECT_GT(std::stod(row[key]), 0) << key << " in\n" << out;
+    EXPECT_LE(std::stod(row[key]), 1) << key << " in\n" << out;
   }
 }
 
@@ -158,23 +159,22 @@ TEST_F(ToolCli, BenchSaysHowBusyTheCoresWere) {
 // backward, as DDP overlaps them: every variant with a backward lasts at
 // least its sleeps, and the row says which work it hides.
 TEST_F(ToolCli, BenchOverlapTimesAnyHooksReductionAgainstTheBackward) {
-  Result r = ddph("bench --config " + kConfigs +
-                  "quantization_rs8.yaml --world 2 --bucket-mb 1 --overlap 4 --backward-ms 20 "
-                  "--iters 3 --warmup 1 --json");
-  ASSERT_EQ(r.code, 0) << describe(r);
-  auto rows = json_lines(r.out);
-  ASSERT_EQ(rows.size(), 1u) << r.out;
-  auto& row = rows[0];
-  EXPECT_EQ(row["hidden_work"], "\"reduction\"") << r.out;
+  std::string out;
+  auto row = one_json_row("bench --config " + kConfigs +
+                              "quantization_rs8.yaml --world 2 --bucket-mb 1 --overlap 4 "
+                              "--backward-ms 20 --iters 3 --warmup 1 --json",
+                          &out);
+  ASSERT_FALSE(row.empty());
+  EXPECT_EQ(row["hidden_work"], "\"reduction\"") << out;
   EXPECT_EQ(row["buckets"], "4");
   EXPECT_EQ(std::stoll(row["bucket_bytes"]), (1 << 20) / 4);
   const double backward = 4 * 0.020;
-  EXPECT_GE(std::stod(row["overlap_step_s"]), backward) << r.out;
-  EXPECT_GE(std::stod(row["separate_step_s"]), backward) << r.out;
+  EXPECT_GE(std::stod(row["overlap_step_s"]), backward) << out;
+  EXPECT_GE(std::stod(row["separate_step_s"]), backward) << out;
   // Without backward the four buckets take far less than its 80 ms.
-  EXPECT_GT(std::stod(row["reduction_pass_s"]), 0) << r.out;
-  EXPECT_LT(std::stod(row["reduction_pass_s"]), backward) << r.out;
-  EXPECT_EQ(row.count("optimizer_pass_s"), 0u) << r.out;
+  EXPECT_GT(std::stod(row["reduction_pass_s"]), 0) << out;
+  EXPECT_LT(std::stod(row["reduction_pass_s"]), backward) << out;
+  EXPECT_EQ(row.count("optimizer_pass_s"), 0u) << out;
 }
 
 // PowerSGD on a flat bucket, or before its start_iter, sends every byte:
@@ -209,15 +209,15 @@ TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
 }
 
 TEST_F(ToolCli, BenchOnThreeRanksNamesTheWrapperChain) {
-  Result r = ddph("bench --config " + kConfigs +
-                  "fp16_wrapper.yaml --world 3 --bucket-mb 1 "
-                  "--iters 3 --warmup 1 --json");
-  ASSERT_EQ(r.code, 0) << describe(r);
-  auto rows = json_lines(r.out);
-  ASSERT_EQ(rows.size(), 1u) << r.out;
-  EXPECT_EQ(rows[0]["hook"], "\"default/fp16_wrapper(default/allreduce)\"");
-  EXPECT_EQ(rows[0]["world"], "3");
-  EXPECT_GT(std::stod(rows[0]["wire_bytes_per_rank"]), 0);
+  std::string out;
+  auto row = one_json_row("bench --config " + kConfigs +
+                              "fp16_wrapper.yaml --world 3 --bucket-mb 1 --iters 3 --warmup 1 "
+                              "--json",
+                          &out);
+  ASSERT_FALSE(row.empty());
+  EXPECT_EQ(row["hook"], "\"default/fp16_wrapper(default/allreduce)\"") << out;
+  EXPECT_EQ(row["world"], "3");
+  EXPECT_GT(std::stod(row["wire_bytes_per_rank"]), 0);
 }
 
 TEST_F(ToolCli, BenchHumanTableNamesEveryConfig) {
