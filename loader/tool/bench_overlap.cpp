@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -167,10 +166,9 @@ void print_overlap(const OverlapOptions& o, const std::string& label, int64_t nu
     std::printf("  %-28s %9.3f ms\n",
                 r.optimizer ? "inner hook, then optimizer" : "backward, then reduction",
                 r.separate_s * 1e3);
-    std::printf("  %s pass alone %*s %9.3f ms\n", work, int(16 - std::strlen(work)), "",
-                r.work_s * 1e3);
-    std::printf("  %s hidden %*s %8.1f %%  (medians of %d steps, slowest rank)\n", work,
-                int(20 - std::strlen(work)), "", 100 * r.hidden(), o.iters);
+    std::printf("  %-28s %9.3f ms\n", (std::string(work) + " pass alone").c_str(), r.work_s * 1e3);
+    std::printf("  %-28s %8.1f %%  (medians of %d steps, slowest rank)\n",
+                (std::string(work) + " hidden").c_str(), 100 * r.hidden(), o.iters);
   }
   std::fflush(stdout);
 }
