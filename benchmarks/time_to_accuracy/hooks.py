@@ -41,18 +41,23 @@ def _powersgd(name, rank):
                                     "error_feedback": True, "warm_start": True})
 
 
+def _torch_powersgd(rank):
+    """(state(world), hook) of PyTorch's powerSGD_hook with the settings of ddph's rows."""
+    return (lambda world: powerSGD_hook.PowerSGDState(
+        process_group=None, matrix_approximation_rank=rank, start_powerSGD_iter=POWERSGD_START,
+        use_error_feedback=True, warm_start=True),
+        powerSGD_hook.powerSGD_hook)
+
+
 # key -> (label, "torch" or "ddph", config(world) for ddph / (state(world), hook) for torch)
 HOOKS = {
     "torch_allreduce": ("PyTorch allreduce_hook", "torch",
                         (lambda world: None, default_hooks.allreduce_hook)),
     "torch_fp16": ("PyTorch fp16_compress_hook", "torch",
                    (lambda world: None, default_hooks.fp16_compress_hook)),
-    "torch_powersgd4": ("PyTorch powerSGD_hook rank 4", "torch",
-                        (lambda world: powerSGD_hook.PowerSGDState(
-                            process_group=None, matrix_approximation_rank=4,
-                            start_powerSGD_iter=POWERSGD_START, use_error_feedback=True,
-                            warm_start=True),
-                         powerSGD_hook.powerSGD_hook)),
+    "torch_powersgd4": ("PyTorch powerSGD_hook rank 4", "torch", _torch_powersgd(4)),
+    # Not in the matrix: it shows that rank 1's stall is PowerSGD's, not ddph's.
+    "torch_powersgd1": ("PyTorch powerSGD_hook rank 1", "torch", _torch_powersgd(1)),
     "ddph_allreduce": ("ddph allreduce", "ddph",
                        lambda world: _ddph("default", "allreduce")),
     "ddph_fp16": ("ddph fp16_compress", "ddph",

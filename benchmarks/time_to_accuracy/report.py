@@ -9,7 +9,6 @@ one panel per link rate (a row per world size).
 import json
 import os
 import statistics
-import sys
 
 LINK_ORDER = ["100mbit", "1gbit", "10gbit"]
 # Rows and legend entries in this order: PyTorch's hooks, then ddph's.
