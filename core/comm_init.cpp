@@ -28,9 +28,13 @@ void check_comm_init(const ddph_comm_init_t* init, const char* who, Rendezvous r
     return;
   }
   const bool has_url = init->rendezvous != nullptr && init->rendezvous[0] != '\0';
-  if (rendezvous == Rendezvous::kRequired)
+  // A world of one meets nobody (open_init_store gives it a store in memory).
+  if (rendezvous == Rendezvous::kRequired && init->world_size > 1)
     DDPH_CHECK(has_url, DDPH_INVALID_ARGUMENT,
-               who << ": neither init.rendezvous nor init.store is set");
+               who << ": " << init->world_size
+                   << " ranks need a rendezvous: set comm.rendezvous in the YAML "
+                      "(file:///dir or redis://host:port), or lend the host's store "
+                      "(comm.rendezvous: host); neither init.rendezvous nor init.store is set");
   if (has_url) parse_rendezvous_url(init->rendezvous);
 }
 

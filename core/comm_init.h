@@ -7,7 +7,7 @@
 namespace ddph {
 
 enum class Rendezvous {
-  kRequired,  // init.store or a file:// / redis:// init.rendezvous must be set (Gloo, NCCL)
+  kRequired,  // above one rank, init.store or a file:// / redis:// init.rendezvous (Gloo, NCCL)
   kNone,      // the engine finds its peers itself (MPI); both may be unset
 };
 

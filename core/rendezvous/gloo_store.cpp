@@ -60,6 +60,8 @@ void GlooStore::wait(const std::vector<std::string>& keys, const std::chrono::mi
 
 std::shared_ptr<KvStore> open_init_store(const ddph_comm_init_t& init) {
   if (init.store != nullptr) return host_store(init.store);
+  if (init.world_size == 1 && (init.rendezvous == nullptr || init.rendezvous[0] == '\0'))
+    return memory_store();
   return open_url_store(init.rendezvous, init.rank, std::chrono::milliseconds(0));
 }
 

@@ -39,8 +39,8 @@ class GlooStore : public ::gloo::rendezvous::Store {
 };
 
 // The store init names: the host's store (which the loader also uses to
-// pass its job-scoped store) wins over a URL. init must have passed
-// check_comm_init.
+// pass its job-scoped store) wins over a URL; a world of one with neither
+// gets a store in memory. init must have passed check_comm_init.
 std::shared_ptr<KvStore> open_init_store(const ddph_comm_init_t& init);
 
 }  // namespace rendezvous

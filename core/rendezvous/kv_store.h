@@ -63,5 +63,9 @@ std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank,
 // A host's ddph_store_t as a KvStore. store outlives the result.
 std::unique_ptr<KvStore> host_store(const ddph_store_t* store);
 
+// A store in this process's memory, for a world of one, which needs no
+// rendezvous: a session of one rank without comm.rendezvous uses it.
+std::unique_ptr<KvStore> memory_store();
+
 }  // namespace rendezvous
 }  // namespace ddph

@@ -99,7 +99,10 @@ TEST_F(CreateMisuse, RankWorldTimeout) {
 
 TEST_F(CreateMisuse, RendezvousAndStore) {
   init_.rendezvous = nullptr;
-  EXPECT_ERR(create(), DDPH_INVALID_ARGUMENT, "neither init.rendezvous nor init.store");
+  init_.world_size = 2;
+  EXPECT_ERR(create(), DDPH_INVALID_ARGUMENT,
+             "2 ranks need a rendezvous: set comm.rendezvous in the YAML");
+  init_.world_size = 1;
   init_.rendezvous = "ftp://example";
   EXPECT_ERR(create(), DDPH_INVALID_ARGUMENT, "init.rendezvous 'ftp://example'");
   init_.rendezvous = "file://relative/dir";

@@ -30,6 +30,14 @@ def test_version_and_library():
     assert os.path.isfile(ddphooks.library_path())
 
 
+def test_a_world_of_one_needs_no_rendezvous():
+    with ddphooks.Session(ALLREDUCE, rank=0, world_size=1) as s:
+        a = np.linspace(-3, 3, 101, dtype=np.float32)
+        want = a.copy()
+        s.run(a)
+        np.testing.assert_array_equal(a, want)
+
+
 def test_numpy_run_in_place_world_1(store_dir):
     with solo(ALLREDUCE, store_dir) as s:
         a = np.linspace(-3, 3, 1001, dtype=np.float32)

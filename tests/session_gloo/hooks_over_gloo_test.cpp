@@ -217,4 +217,44 @@ TEST(FaultTolerance, KilledRankGivesSurvivorsAnErrorWithinTheTimeout) {
   EXPECT_EQ(results[1].exit_code, 0) << ddph_test::describe(results);
 }
 
+// Opens an allreduce session of `world` ranks as rank 0, with neither a
+// rendezvous nor a store.
+ddph_error_t* open_without_rendezvous(int world, ddph_session_t** s) {
+  const std::string yaml = yaml_for("hook: {family: default, name: allreduce}\n");
+  ddph_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.yaml_text = yaml.c_str();
+  o.rank = 0;
+  o.world_size = world;
+  return ddph_session_open(&o, s);
+}
+
+// A world of one meets nobody: it opens without comm.rendezvous or a store,
+// and its allreduce returns the bucket (the mean of one value).
+TEST(WorldOfOne, NeedsNoRendezvous) {
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = open_without_rendezvous(1, &s);
+  ASSERT_EQ(e, nullptr) << ddph_error_message(e);
+  std::vector<float> a(1000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = grad_value(0, i);
+  const std::vector<float> before = a;
+  FloatBucket b(a, 0, 0, true);
+  EXPECT_EQ(ddph_test::run_bucket(s, b), DDPH_OK);
+  EXPECT_EQ(a, before);
+  ddph_session_close(s);
+}
+
+// Two ranks without a rendezvous: the error names the YAML key to set.
+TEST(WorldOfOne, TwoRanksWithoutARendezvousAreToldWhichKeyToSet) {
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = open_without_rendezvous(2, &s);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_EQ(ddph_error_code(e), DDPH_INVALID_ARGUMENT);
+  const std::string message = ddph_error_message(e);
+  EXPECT_NE(message.find("2 ranks need a rendezvous: set comm.rendezvous in the YAML"),
+            std::string::npos)
+      << message;
+  ddph_error_free(e);
+}
+
 }  // namespace
