@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -133,9 +134,17 @@ class Parser {
       }
       root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      problems_.add(at(e.mark), "", DDPH_INVALID_ARGUMENT, "malformed YAML: " + e.msg);
+      // yaml-cpp's words for a tab in the indentation ("illegal map value")
+      // do not say what is wrong.
+      const Location tab = indentation_tab(text);
+      if (tab.line > 0)
+        problems_.add(tab, "", DDPH_INVALID_ARGUMENT,
+                      "malformed YAML: a tab in the indentation; YAML indents with spaces only");
+      else
+        problems_.add(at(e.mark), "", DDPH_INVALID_ARGUMENT, "malformed YAML: " + e.msg);
       return config;
     }
+    duplicate_keys(root, "");
     if (!root.IsDefined() || root.IsNull()) {
       problems_.add(Location{source_}, "", DDPH_INVALID_ARGUMENT,
                     "the file is empty; it needs at least a 'hook' section");
@@ -176,6 +185,47 @@ class Parser {
     return Location{source_, mark.line + 1, mark.column + 1};
   }
   Location at(const YAML::Node& node) const { return at(node.Mark()); }
+
+  // The first tab among a line's leading whitespace; line 0 if none.
+  Location indentation_tab(const std::string& text) const {
+    int line = 1, column = 1;
+    bool leading = true;
+    for (char c : text) {
+      if (c == '\n') {
+        ++line;
+        column = 1;
+        leading = true;
+        continue;
+      }
+      if (leading && c == '\t') return Location{source_, line, column};
+      leading = leading && c == ' ';
+      ++column;
+    }
+    return Location{source_};
+  }
+
+  // YAML lets a map repeat a key and yaml-cpp keeps every pair, so the walk
+  // below would let the last one win silently: each repeat is a problem.
+  // (check_yaml_limits has bounded the tree, aliases expanded.)
+  void duplicate_keys(const YAML::Node& node, const std::string& path) {
+    if (node.IsMap()) {
+      std::map<std::string, int> first_line;
+      for (const auto& kv : node) {
+        const std::string key = key_text(kv.first);
+        const std::string where = path.empty() ? key : path + "." + key;
+        auto seen = first_line.emplace(key, kv.first.Mark().line + 1);
+        if (!seen.second)
+          problem(kv.first, where,
+                  "duplicate key '" + key + "' (first at line " +
+                      std::to_string(seen.first->second) +
+                      "); YAML would keep only the last one: remove one of them");
+        duplicate_keys(kv.second, where);
+      }
+    } else if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i)
+        duplicate_keys(node[i], path + "[" + std::to_string(i) + "]");
+    }
+  }
 
   void problem(const YAML::Node& node, const std::string& key, const std::string& message,
                ddph_code_t code = DDPH_INVALID_ARGUMENT) {

@@ -39,10 +39,11 @@ bool resolve_yaml_options(const ddph_option_spec_t* specs, size_t num_specs,
       ok = false;
       continue;
     }
+    // The config reader has already named a repeated key (as it does any
+    // key repeated in a YAML map); the repeat is only left out here.
     bool repeated = false;
     for (size_t h = 0; h < g; ++h) repeated |= given[h].name == v.name;
     if (repeated) {
-      problems.add(v.key_at, key, DDPH_INVALID_ARGUMENT, "given twice");
       ok = false;
       continue;
     }

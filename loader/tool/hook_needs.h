@@ -23,6 +23,10 @@ struct HookNeeds {
   bool grads_there = false;  // ... with the fp32 gradient (else the parameter)
   bool steps = false;        // a hook of the chain steps the optimizer
   bool steps_optimizer() const { return steps; }
+  // The hook reads and writes the parameters but neither steps nor leaves
+  // gradients there: it averages them (model averaging, local SGD), so the
+  // replicas may differ between its averages.
+  bool averages_parameters() const { return params && !grads_there && !steps; }
 };
 
 // Loads the job's plugins (connects nothing). Every chain (the hook and each

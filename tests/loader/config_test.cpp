@@ -63,6 +63,29 @@ TEST(Config, MalformedYamlNamesTheLine) {
   EXPECT_GE(line, 3) << problems[0];
 }
 
+// yaml-cpp says "illegal map value" for a tab; the problem names the tab.
+TEST(Config, ATabInTheIndentationIsNamedWithItsLine) {
+  auto problems = problems_of("comm: {backend: fake}\nhook:\n  family: default\n\tname: x\n");
+  ASSERT_EQ(problems.size(), 1u) << joined(problems);
+  EXPECT_EQ(problems[0],
+            "<yaml text>:4:1: malformed YAML: a tab in the indentation; YAML indents with "
+            "spaces only");
+}
+
+// A repeated key would silently win over the first (yaml-cpp keeps both).
+TEST(Config, ADuplicateKeyIsAProblemAtEveryLevel) {
+  auto problems = problems_of(
+      with_plugins("hook:\n  family: fixture_sum\n  name: sum\n  options: {add: 1, add: 2}\n"
+                   "hook: {family: fixture_sum, name: sum}\n"));
+  ASSERT_EQ(problems.size(), 2u) << joined(problems);
+  EXPECT_NE(problems[0].find(":6:21: hook.options.add: duplicate key 'add' (first at line 6)"),
+            std::string::npos)
+      << joined(problems);
+  EXPECT_NE(problems[1].find(":7:1: hook: duplicate key 'hook' (first at line 3)"),
+            std::string::npos)
+      << joined(problems);
+}
+
 TEST(Config, ProblemInAFileNamesTheFileLineAndColumn) {
   std::string path = ddph_test::write_temp_file(
       "bad_type.yaml", with_plugins("hook:\n  family: fixture_sum\n  name: sum\n"

@@ -94,6 +94,22 @@ TEST_F(ToolCli, TrainFailsWhenRanksDiverge) {
   EXPECT_NE(r.out.find("parameters DIFFER"), std::string::npos) << describe(r);
 }
 
+// Local SGD's replicas differ between averages by design: the shipped config
+// reports their distance and succeeds; averaged at the end they agree.
+TEST_F(ToolCli, TrainWithLocalSgdReportsTheDriftAndSucceeds) {
+  const std::string train = "train --config " + kConfigs + "local_sgd_averaging.yaml --steps 150";
+  Result r = ddph(train);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("parameters differ across ranks, as the replicas of a "
+                       "parameter-averaging hook do between averages"),
+            std::string::npos)
+      << describe(r);
+  Result averaged = ddph(train + " --final-average");
+  EXPECT_EQ(averaged.code, 0) << describe(averaged);
+  EXPECT_NE(averaged.out.find("bit-identical on all 2 ranks"), std::string::npos)
+      << describe(averaged);
+}
+
 TEST_F(ToolCli, TrainFailsAndNamesTheRankWhenTheHookIsUnknown) {
   std::string dir = ddph_test::make_temp_dir("ddph-cli-bad");
   std::string bad = dir + "/bad.yaml";
