@@ -3,7 +3,7 @@
 
     python3 examples/python/torch_ddp.py                          # 2 ranks, PyTorch's fp16 hook
     python3 examples/python/torch_ddp.py --ddph configs/fp16.yaml # the same through ddph
-    torchrun --nproc_per_node 2 --redirects 2 --tee 1 examples/python/torch_ddp.py --ddph configs/powersgd.yaml
+    torchrun --nproc_per_node 2 --redirects 2 --tee 2 examples/python/torch_ddp.py --ddph configs/powersgd.yaml
 
 (Debian's torchrun 1.13 on Python 3.11 fails with "'NoneType' object has no
 attribute 'get'" unless --redirects and --tee are 1 or 2: Python 3.11 no
@@ -11,8 +11,9 @@ longer iterates the 0 and 3 members of its Std flag.)
 
 Trains a small MLP on a synthetic regression task on CPU/Gloo (CUDA/NCCL
 when --cuda and GPUs are there), prints the loss, and saves a checkpoint:
-with ddph the hook's state (PowerSGD's error feedback, say) rides in
-ddp.state_dict(). Without torchrun it starts --world processes itself.
+with ddph the hook's state (PowerSGD's error feedback, say) beside
+ddp.state_dict(), which stays the model's alone, so it loads into a plain
+model. Without torchrun it starts --world processes itself.
 """
 import argparse
 import os
@@ -30,11 +31,15 @@ sys.path.insert(0, os.path.join(ROOT, "python"))  # a source checkout; an instal
 import ddphooks.torch  # noqa: E402
 
 
+def make_model():
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 1))
+
+
 def train(rank, world, args):
     device = torch.device("cuda", rank) if args.cuda else torch.device("cpu")
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 1)).to(device)
+    model = make_model().to(device)
     ddp = DDP(model, device_ids=[rank] if args.cuda else None)
 
     if args.ddph:
@@ -56,12 +61,17 @@ def train(rank, world, args):
             print("step %4d  loss %.5f" % (step, loss.item()), flush=True)
 
     checkpoint = {"model": ddp.state_dict(), "optimizer": opt.state_dict()}
+    if args.ddph:
+        checkpoint["ddph"] = hook.state_dict()  # resume with hook.load_state_dict()
     if rank == 0:
         path = args.checkpoint or os.path.join(tempfile.gettempdir(), "torch_ddp_example.pt")
         torch.save(checkpoint, path)
-        extra = " (with the ddph hook state, %s)" % ddphooks.torch.STATE_KEY \
-            if ddphooks.torch.STATE_KEY in checkpoint["model"] else ""
-        print("checkpoint saved to %s%s" % (path, extra))
+        print("checkpoint saved to %s%s" % (path, " (and the ddph hook state)" if args.ddph else ""))
+        # The model's part loads into a plain model, without DDP or ddphooks.
+        state = torch.load(path)["model"]
+        nn.modules.utils.consume_prefix_in_state_dict_if_present(state, "module.")
+        make_model().load_state_dict(state)  # strict: an extra key would raise
+        print("the checkpoint's model loads into a plain model")
         if args.ddph:
             print("ddph stats:", hook.stats())
 

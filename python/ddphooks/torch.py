@@ -25,7 +25,9 @@ from .session import Session
 
 __all__ = ["register", "DDPHook", "ProcessGroupComm"]
 
-STATE_KEY = "_ddph_hook_state"
+# Where versions before the checkpoint change put the hook state inside
+# ddp.state_dict(); such checkpoints still load (the key is taken out).
+LEGACY_STATE_KEY = "_ddph_hook_state"
 
 
 # --------------------------------------------------------------------------
@@ -284,8 +286,10 @@ class DDPHook:
 
     ``step``: synchronized steps so far (buckets with is_last; no_sync()
     steps do not count, as in PyTorch's hooks). ``state_dict()`` /
-    ``load_state_dict()`` checkpoint the step and the hooks' state; the DDP
-    module's own state_dict() carries them too, under ``_ddph_hook_state``.
+    ``load_state_dict()`` checkpoint the step and the hooks' state: save it
+    beside ``ddp.state_dict()``, which stays the model's alone (so it loads
+    into a plain model), e.g. ``{"model": ddp.state_dict(), "ddph":
+    hook.state_dict()}``.
     """
 
     def __init__(self, session, process_group, comm, param_index):
@@ -347,16 +351,14 @@ class DDPHook:
         self.session.load_state_dict(state["state"])
         self.step = int(state["step"])
 
-    def _as_tensor(self):
-        blob = int(self.step).to_bytes(8, "little") + self.session.state_dict()
-        return torch.frombuffer(bytearray(blob), dtype=torch.uint8)
-
-    def _from_tensor(self, t):
+    def _from_legacy_tensor(self, t):
+        """Restores the uint8 tensor older versions saved under LEGACY_STATE_KEY:
+        the step (8 bytes, little-endian), then the session's state."""
         blob = t.detach().cpu().contiguous().numpy().tobytes()
         if len(blob) < 8:
             raise errors.DDPHError(errors.Code.INVALID_ARGUMENT,
                                    "%s holds %d bytes, fewer than its 8-byte step" %
-                                   (STATE_KEY, len(blob)))
+                                   (LEGACY_STATE_KEY, len(blob)))
         self.session.load_state_dict(blob[8:])
         self.step = int.from_bytes(blob[:8], "little")
 
@@ -433,6 +435,12 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
 
     Collective: every rank of the group must call it. Replaces any hook
     already registered (DDP allows one).
+
+    Checkpoints: ``ddp_model.state_dict()`` holds the model only; save the
+    returned hook's ``state_dict()`` beside it and give it back with
+    ``load_state_dict()``. A checkpoint of an older version, whose
+    ``ddp_model.state_dict()`` held the hook state under
+    ``_ddph_hook_state``, still loads into a registered model.
     """
     if "mixed_precision" in _families(config):
         # allreduce_upcast writes fp32 gradients into ddph_param_t.data, which
@@ -457,17 +465,12 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
     param_index = {p.data_ptr(): i for i, p in enumerate(ddp_model.module.parameters())}
     hook = DDPHook(session, pg, comm, param_index)
 
-    def save_hook(module, state_dict, prefix, local_metadata):
-        state_dict[prefix + STATE_KEY] = hook._as_tensor()
-        return state_dict
-
-    def load_pre_hook(state_dict, prefix, local_metadata, strict, missing_keys,
-                      unexpected_keys, error_msgs):
-        t = state_dict.pop(prefix + STATE_KEY, None)
+    def load_legacy_state(state_dict, prefix, local_metadata, strict, missing_keys,
+                          unexpected_keys, error_msgs):
+        t = state_dict.pop(prefix + LEGACY_STATE_KEY, None)
         if t is not None:
-            hook._from_tensor(t)
+            hook._from_legacy_tensor(t)
 
-    ddp_model._register_state_dict_hook(save_hook)
-    ddp_model._register_load_state_dict_pre_hook(load_pre_hook)
+    ddp_model._register_load_state_dict_pre_hook(load_legacy_state)
     ddp_model.register_comm_hook(hook, _ddph_comm_hook)
     return hook

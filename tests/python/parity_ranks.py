@@ -51,8 +51,9 @@ def train(rank, register, *, bucket_view=False, step_optimizer=True, no_sync_eve
           bucket_cap_mb=0.01, resume_at=0, find_unused=False, bias=True, drop_state=False,
           nan_at=-1):
     """Trains STEPS steps; register(ddp) installs a hook (or nothing). With
-    resume_at, the run stops there, saves ddp.state_dict() (the ddph hook state
-    rides along), and goes on with a fresh model, DDP and hook loaded from it."""
+    resume_at, the run stops there, saves ddp.state_dict() and the ddph hook's
+    state_dict() beside it, and goes on with a fresh model, DDP and hook
+    loaded from them."""
     model = make_model(bias)
     # A small bucket cap: several buckets per step once DDP rebuilds them.
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=bucket_view,
@@ -61,19 +62,23 @@ def train(rank, register, *, bucket_view=False, step_optimizer=True, no_sync_eve
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     for i, (x, y) in enumerate(batches(rank)):
         if resume_at and i == resume_at:
-            checkpoint = ddp.state_dict()
+            checkpoint = {"model": ddp.state_dict()}
+            restored = None
             if isinstance(extra, ddphooks.torch.DDPHook):
+                # Through pickle, as torch.save writes it.
+                hook_state = pickle.loads(pickle.dumps(extra.state_dict()))
                 extra.close()
-                restored = None  # the hook state rides in the DDP state_dict
-                if drop_state:  # a control: resuming without it must show
-                    del checkpoint[ddphooks.torch.STATE_KEY]
+                if not drop_state:  # the control resumes without it, which must show
+                    checkpoint["ddph"] = hook_state
             else:  # PyTorch's PowerSGDState pickles itself (its documented checkpoint)
                 restored = pickle.loads(pickle.dumps(extra))
             model = make_model(bias)
             ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=bucket_view,
               find_unused_parameters=find_unused)
             extra = register(ddp, restored)
-            ddp.load_state_dict(checkpoint)
+            ddp.load_state_dict(checkpoint["model"])
+            if "ddph" in checkpoint:
+                extra.load_state_dict(checkpoint["ddph"])
             opt = torch.optim.SGD(model.parameters(), lr=LR)
         if i == nan_at:
             x = x * float("nan")
@@ -298,7 +303,7 @@ CASES = {
     "powersgd_r2_cold": powersgd_case(2, False),
     "hook_then_optimizer": hto_case(),
     # Checkpoint at step 10 and resume in a fresh DDP: PyTorch pickles its
-    # PowerSGDState, ddph's state rides in ddp.state_dict(). One bucket of
+    # PowerSGDState, ddph's hook.state_dict() is saved beside ddp.state_dict(). One bucket of
     # bias-free layers: a fresh DDP's first-step layout (reverse parameter
     # order) then equals the rebuilt one (gradient-ready order), so the saved
     # per-bucket state fits the resumed run for PyTorch and ddph alike.

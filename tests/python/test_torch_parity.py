@@ -104,8 +104,9 @@ def test_powersgd_matches_powerSGD_hook(runs, case):
     assert_close(runs, case, **FP32)
 
 
-def test_powersgd_state_in_ddp_state_dict_resumes_like_pytorch(runs):
-    """Checkpoint at step 10 through ddp.state_dict(), resume in a fresh DDP:
+def test_powersgd_state_beside_ddp_state_dict_resumes_like_pytorch(runs):
+    """Checkpoint at step 10 (ddp.state_dict() and the hook's state_dict()
+    beside it), resume in a fresh DDP:
     equal to PyTorch's PowerSGD resumed from its pickled state; and the
     control without the hook state is visibly off."""
     assert_close(runs, "powersgd_resume", **FP32)
