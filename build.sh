@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # The one set-up script, for users and CI alike: installs the Debian packages
 # that are missing, configures and builds into build/.
-#   ./build.sh          install dependencies and build
-#   ./build.sh test     ... then run the whole test suite (CTest), the
-#                       fuzzers (DDPH_FUZZ_SECONDS each, default 60; 0 skips)
+#   ./build.sh          install what building and running need, and build
+#   ./build.sh test     ... also what the tests need, then run the whole
+#                       test suite (CTest), the fuzzers
+#                       (DDPH_FUZZ_SECONDS each, default 60; 0 skips)
 #                       and the suite under sanitizers (DDPH_SANITIZE_RUNS,
 #                       default "asan tsan"; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# What building and running need ...
 packages=(
   cmake ninja-build g++ pkg-config          # toolchain
   libgloo-dev libyaml-cpp-dev libdlpack-dev # Gloo engine, YAML config, DLPack tensors
   libhiredis-dev libssl-dev                 # Redis rendezvous store; HMAC for a job's secret
-  libgtest-dev libbenchmark-dev             # tests and benchmarks
   libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
+  iproute2                                  # ip and tc: the network lab (ddph lab, --link)
+)
+# ... and what only the tests add (the MPI communicator is built whenever
+# Open MPI is installed: `apt-get install libopenmpi-dev openmpi-bin`).
+test_packages=(
+  libgtest-dev libbenchmark-dev             # tests and benchmarks
   redis-server                              # Redis rendezvous tests
   python3-torch python3-numpy               # PyTorch reference for parity tests
   python3-pytest                            # tests/python (the ddphooks package)
@@ -23,12 +30,13 @@ packages=(
   abigail-tools                             # abidiff, for the ABI stability test
   clang-14                                  # libFuzzer and sanitizers (tests/fuzz)
   libopenmpi-dev openmpi-bin                # MPI communicator (plugins/comm_mpi) and mpirun
-  iproute2                                  # ip and tc: the network lab (ddph lab, --link)
   dataset-fashion-mnist                     # Fashion-MNIST: benchmarks/time_to_accuracy and its smoke test
 )
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+[ "${1:-}" = "test" ] && packages+=("${test_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
@@ -38,8 +46,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
 fi
 
+# The test suite is built when GoogleTest is there (always after `test`).
+tests=OFF
+installed libgtest-dev && tests=ON
+
 build_dir=${DDPH_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo} \
+  -DDDPH_BUILD_TESTS=$tests
 cmake --build "$build_dir" -j2
 
 if [ "${1:-}" = "test" ]; then

@@ -26,5 +26,14 @@ install(FILES ${PROJECT_BINARY_DIR}/ddphooksConfig.cmake ${PROJECT_BINARY_DIR}/d
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddphooks)
 
 file(RELATIVE_PATH DDPH_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+# DLPack has no pkg-config file to name in Requires: its include directory
+# goes into Cflags, unless it is one the compiler searches anyway.
+get_target_property(ddph_dlpack_includes dlpack::dlpack INTERFACE_INCLUDE_DIRECTORIES)
+set(DDPH_PC_DLPACK_CFLAGS "")
+foreach(dir ${ddph_dlpack_includes})
+  if(NOT dir IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES AND NOT dir STREQUAL "/usr/include")
+    string(APPEND DDPH_PC_DLPACK_CFLAGS " -I${dir}")
+  endif()
+endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ddphooks.pc.in ${PROJECT_BINARY_DIR}/ddphooks.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ddphooks.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -17,6 +17,14 @@ for f in include/ddph/ddph.h lib/libddph.so lib/libddph.so.1 bin/ddph \
   [ -e "$prefix/$f" ] || { echo "FAIL: $f was not installed"; exit 1; }
 done
 
+# The CMake package finds DLPack itself (find_dependency) instead of naming
+# the build machine's include directory.
+targets=$prefix/lib/cmake/ddphooks/ddphooksTargets.cmake
+grep -q 'dlpack::dlpack' "$targets" || { echo "FAIL: ddph_abi does not link dlpack::dlpack"; exit 1; }
+if grep -q '"/usr/include' "$targets"; then echo "FAIL: $targets names /usr/include"; exit 1; fi
+grep -q 'find_dependency(dlpack)' "$prefix/lib/cmake/ddphooks/ddphooksConfig.cmake" ||
+  { echo "FAIL: ddphooksConfig.cmake does not find DLPack"; exit 1; }
+
 # pkg-config: a program linked against the installed loader.
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 cat > "$work/version.c" <<'C'
