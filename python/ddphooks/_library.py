@@ -3,7 +3,8 @@
 Search order (the first that exists wins):
   1. $DDPH_LIBRARY (a file; when set, nothing else is tried);
   2. libddph.so beside this package (a relocated or bundled install);
-  3. the library directory `cmake --install` recorded in _install_paths.py;
+  3. the library directory `cmake --install` or `pip install` recorded in
+     _install_paths.py;
   4. a build tree above a source checkout (build-py/, build/: <dir>/lib);
   5. <sys.prefix>/lib, /usr/local/lib, and the dynamic loader's own search
      (ctypes.util.find_library).
@@ -33,7 +34,7 @@ def candidates():
         out.append(env)
     out += [os.path.join(here, n) for n in _NAMES]
     try:
-        from . import _install_paths  # written by `cmake --install`
+        from . import _install_paths  # written by `cmake --install` or `pip install`
         out += [os.path.join(_install_paths.LIBDIR, n) for n in _NAMES]
     except ImportError:
         pass

@@ -42,26 +42,29 @@ def test_cmake_install_puts_package_in_site_dir(tmp_path):
     assert pkg.startswith(str(prefix)) and lib.startswith(str(prefix))
 
 
-def test_pip_install_works_offline(tmp_path):
+def test_pip_install_works_offline_and_finds_the_build(tmp_path):
+    """pip install records where the build put libddph.so: the package then
+    finds it with no environment variable at import time."""
     pytest.importorskip("numpy", reason="NumPy (Debian python3-numpy) is not installed")
     if subprocess.run([sys.executable, "-m", "pip", "--version"],
                       capture_output=True).returncode != 0:
         pytest.skip("pip is not installed (Debian python3-pip); use cmake --install")
+    if not BUILD:
+        pytest.skip("DDPH_BUILD_DIR is not set (ctest sets it)")
     src = tmp_path / "src"
     shutil.copytree(os.path.join(ROOT, "python"), src,
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = tmp_path / "site"
+    # The copy has no build beside it: DDPH_BUILD_DIR names the build at
+    # install time (from a checkout, build/ beside python/ is found alone).
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
                         "--disable-pip-version-check", "--target", str(target), str(src)],
-                       env=clean_env(PIP_NO_INPUT="1"), capture_output=True, text=True,
-                       cwd=str(tmp_path))
+                       env=clean_env(PIP_NO_INPUT="1", DDPH_BUILD_DIR=BUILD),
+                       capture_output=True, text=True, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
-    # Installed without the library: DDPH_LIBRARY points at the build's.
-    lib = os.environ.get("DDPH_LIBRARY")
-    if not lib:
-        pytest.skip("DDPH_LIBRARY is not set (ctest sets it)")
-    r = subprocess.run([sys.executable, "-c", CHECK],
-                       env=clean_env(PYTHONPATH=str(target), DDPH_LIBRARY=lib),
+    r = subprocess.run([sys.executable, "-c", CHECK], env=clean_env(PYTHONPATH=str(target)),
                        cwd=str(tmp_path), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split()[0].startswith(str(target))
+    pkg, lib = r.stdout.split()
+    assert pkg.startswith(str(target))
+    assert os.path.realpath(lib) == os.path.realpath(os.path.join(BUILD, "lib", "libddph.so")), lib
