@@ -213,8 +213,9 @@ class Parser {
       for (const auto& kv : node) {
         const std::string key = key_text(kv.first);
         const std::string where = path.empty() ? key : path + "." + key;
+        // Only scalar keys compare by their text; the walk names others.
         auto seen = first_line.emplace(key, kv.first.Mark().line + 1);
-        if (!seen.second)
+        if (!seen.second && kv.first.IsScalar())
           problem(kv.first, where,
                   "duplicate key '" + key + "' (first at line " +
                       std::to_string(seen.first->second) +

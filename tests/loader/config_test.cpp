@@ -86,6 +86,14 @@ TEST(Config, ADuplicateKeyIsAProblemAtEveryLevel) {
       << joined(problems);
 }
 
+// Keys that are maps or lists do not compare by text: two are no repeat.
+TEST(Config, TwoNonScalarKeysAreNoDuplicate) {
+  auto problems = problems_of(
+      with_plugins("hook: {family: fixture_sum, name: sum, options: {[a]: 1, [b]: 2}}\n"));
+  EXPECT_FALSE(problems.empty());  // such keys are unknown options
+  for (const auto& p : problems) EXPECT_EQ(p.find("duplicate key"), std::string::npos) << p;
+}
+
 TEST(Config, ProblemInAFileNamesTheFileLineAndColumn) {
   std::string path = ddph_test::write_temp_file(
       "bad_type.yaml", with_plugins("hook:\n  family: fixture_sum\n  name: sum\n"
