@@ -146,14 +146,25 @@ class Session:
             _completion.cancel(key)
             errors.check(self._lib, err)
 
-    def run(self, buffer, *, index=0, is_last=True, step=None, stream=None):
+    def run(self, buffer, *, index=0, is_last=True, step=None, stream=None, params=None,
+            param_ids=None):
         """Reduces `buffer` across ranks in place through the session's hook and
         returns it. `buffer`: a NumPy array, or any object with __dlpack__
         (torch.Tensor, CuPy, JAX), contiguous and writable. Blocks until done
         (on CUDA: until the result is ordered on `stream`, a cudaStream_t as an
         int, e.g. torch.cuda.current_stream().cuda_stream; None is the legacy
         default stream). Every rank must call run with equally sized buffers
-        in the same order."""
+        in the same order.
+
+        params: the parameters whose gradients the buffer holds, in order, each
+        the next block of the buffer: a shape (a tuple of ints), or the
+        parameter itself (an array as above, float32 and contiguous) when the
+        hook reads or writes it (hook_then_optimizer, model_averaging).
+        Layer-wise PowerSGD compresses each parameter of two or more
+        dimensions as a matrix; without params the bucket is one flat vector.
+        param_ids: optional stable ids of those parameters (e.g. their index
+        in the model), so per-parameter state follows a parameter whichever
+        bucket it is in."""
         view = _tensors.view_of(buffer)
         with self._lock:
             s = self._step if step is None else int(step)
@@ -161,8 +172,11 @@ class Session:
                 self._step += 1
         bucket = _abi.new(_abi.Bucket, index=index, step=s, is_last=1 if is_last else 0,
                           buffer=view.tensor, num_params=0, stream=stream)
+        keep = [view, bucket]
+        if params:
+            _describe_params(bucket, view.numel, params, param_ids, keep)
         waiter = _completion.Waiter()
-        self.submit(bucket, waiter, (view, bucket))
+        self.submit(bucket, waiter, keep)
         waiter.wait()
         return buffer
 
@@ -196,6 +210,43 @@ class Session:
         data = bytes(state)
         buf = ctypes.create_string_buffer(data, len(data))
         errors.check(self._lib, self._lib.ddph_session_load_state(self._h(), buf, len(data)))
+
+
+def _describe_params(bucket, numel, params, param_ids, keep):
+    """Fills bucket.params (and param_ids) from run()'s params: shapes or
+    arrays, each the next block of a buffer of numel elements."""
+    n = len(params)
+    if param_ids is not None and len(param_ids) != n:
+        raise ValueError("param_ids has %d entries for %d params" % (len(param_ids), n))
+    array = (_abi.Param * n)()
+    offset = 0
+    for i, p in enumerate(params):
+        shape = tuple(int(d) for d in (p if isinstance(p, (tuple, list)) else p.shape))
+        count = 1
+        for d in shape:
+            count *= d
+        if offset + count > numel:
+            raise ValueError("params[%d] (shape %s) ends at element %d, past the buffer's %d"
+                             % (i, shape, offset + count, numel))
+        dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        d = array[i]
+        d.struct_size = ctypes.sizeof(_abi.Param)
+        d.offset = offset
+        d.ndim = len(shape)
+        d.shape = ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
+        keep.append(dims)
+        if not isinstance(p, (tuple, list)):
+            data = _tensors.view_of(p)
+            d.data = data.tensor
+            keep.append(data)
+        offset += count
+    bucket.num_params = n
+    bucket.params = ctypes.cast(array, ctypes.POINTER(_abi.Param))
+    keep.append(array)
+    if param_ids is not None:
+        ids = (ctypes.c_int64 * n)(*[int(x) for x in param_ids])
+        bucket.param_ids = ctypes.cast(ids, ctypes.POINTER(ctypes.c_int64))
+        keep.append(ids)
 
 
 def version():

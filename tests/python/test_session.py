@@ -38,6 +38,50 @@ def test_a_world_of_one_needs_no_rendezvous():
         np.testing.assert_array_equal(a, want)
 
 
+def test_run_with_parameter_shapes_gives_layerwise_powersgd_its_matrices():
+    """With params, PowerSGD sees a 64 x 32 matrix and sends its rank-1
+    approximation; without, the bucket is one flat vector it cannot compress."""
+    config = {"hook": {"family": "powersgd", "name": "powersgd",
+                       "options": {"rank": 1, "start_iter": 0, "error_feedback": False,
+                                   "warm_start": False}}}
+    rng = np.random.default_rng(3)
+    grad = rng.standard_normal(64 * 32 + 10).astype(np.float32)
+    with ddphooks.Session(config, rank=0, world_size=1) as s:
+        flat = grad.copy()
+        s.run(flat)
+        np.testing.assert_array_equal(flat, grad)  # nothing to compress
+        layered = grad.copy()
+        s.run(layered, params=[(64, 32), (10,)])
+        matrix = layered[:64 * 32].reshape(64, 32)
+        assert not np.allclose(matrix, grad[:64 * 32].reshape(64, 32))
+        singular = np.linalg.svd(matrix, compute_uv=False)
+        assert singular[1] < 1e-4 * singular[0], singular[:3]  # rank 1
+        np.testing.assert_array_equal(layered[64 * 32:], grad[64 * 32:])  # a vector travels whole
+
+
+def test_run_with_parameter_arrays_lets_hook_then_optimizer_step_them():
+    config = {"hook": {"family": "optimizer_overlap", "name": "hook_then_optimizer",
+                       "options": {"optimizer": "sgd", "lr": 0.5},
+                       "wrap": {"family": "default", "name": "allreduce"}}}
+    w1 = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+    w2 = np.full(3, 2.0, dtype=np.float32)
+    grad = np.linspace(-1, 1, 9, dtype=np.float32) * 4  # steps of 1: exact in float32
+    want1 = w1 - 0.5 * grad[:6].reshape(2, 3)
+    want2 = w2 - 0.5 * grad[6:]
+    with ddphooks.Session(config, rank=0, world_size=1) as s:
+        s.run(grad.copy(), params=[w1, w2], param_ids=[0, 1])
+    np.testing.assert_array_equal(w1, want1)
+    np.testing.assert_array_equal(w2, want2)
+
+
+def test_run_refuses_params_past_the_buffer():
+    with ddphooks.Session(ALLREDUCE, rank=0, world_size=1) as s:
+        with pytest.raises(ValueError, match=r"params\[1\] \(shape \(5,\)\) ends at element 9"):
+            s.run(np.zeros(8, np.float32), params=[(4,), (5,)])
+        with pytest.raises(ValueError, match="param_ids has 1 entries for 2 params"):
+            s.run(np.zeros(8, np.float32), params=[(4,), (4,)], param_ids=[0])
+
+
 def test_numpy_run_in_place_world_1(store_dir):
     with solo(ALLREDUCE, store_dir) as s:
         a = np.linspace(-3, 3, 1001, dtype=np.float32)
