@@ -86,10 +86,12 @@ std::unique_ptr<JobStore> open_job_store(const ddph_session_options_t& opts, con
     if (opts.store == nullptr) return nullptr;
     kv = rendezvous::host_store(opts.store);
   } else {
+    // The YAML's value was checked with the config; this one is the host's
+    // (ddph train --rendezvous, Session(rendezvous=...)).
     DDPH_CHECK(url.rfind("file://", 0) == 0 || url.rfind("redis://", 0) == 0, DDPH_INVALID_ARGUMENT,
-               "ddph_session_options.rendezvous '" << url
-                                                   << "' is not file:///dir, redis://host:port "
-                                                      "or host");
+               "the rendezvous '" << url
+                                  << "' the program gave (it overrides comm.rendezvous) is not "
+                                     "file:///dir, redis://host:port or host");
     // Keys of a run that crashed expire in Redis once no rank of it can
     // still be waiting for them.
     kv = rendezvous::open_url_store(url, placement.rank, 2 * timeout + std::chrono::seconds(60));

@@ -82,6 +82,12 @@ def test_run_refuses_params_past_the_buffer():
             s.run(np.zeros(8, np.float32), params=[(4,), (4,)], param_ids=[0])
 
 
+def test_a_bad_rendezvous_from_the_program_is_named_as_such():
+    with pytest.raises(ddphooks.DDPHError, match="the rendezvous 'ftp://x' the program gave "
+                                                  r"\(it overrides comm.rendezvous\) is not"):
+        ddphooks.Session(ALLREDUCE, rank=0, world_size=1, rendezvous="ftp://x")
+
+
 def test_numpy_run_in_place_world_1(store_dir):
     with solo(ALLREDUCE, store_dir) as s:
         a = np.linspace(-3, 3, 1001, dtype=np.float32)
