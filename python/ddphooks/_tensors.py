@@ -111,6 +111,34 @@ def view_of(obj):
                     "or __dlpack__)" % type(obj).__name__)
 
 
+def describe_params(bucket, entries, ids, keep):
+    """Fills bucket.params from entries, one (offset, shape, data) per
+    parameter: its gradient's first element in the buffer, its shape, and a
+    DLTensor of the parameter itself or None; and bucket.param_ids from ids
+    unless it is None. The arrays made here go into `keep`, which must live
+    as long as the bucket (as must whatever `data` points at)."""
+    n = len(entries)
+    if n == 0:
+        return
+    array = (_abi.Param * n)()
+    for d, (offset, shape, data) in zip(array, entries):
+        dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        d.struct_size = ctypes.sizeof(_abi.Param)
+        d.offset = offset
+        d.ndim = len(shape)
+        d.shape = ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
+        if data is not None:
+            d.data = data
+        keep.append(dims)
+    bucket.num_params = n
+    bucket.params = ctypes.cast(array, ctypes.POINTER(_abi.Param))
+    keep.append(array)
+    if ids is not None:
+        id_array = (ctypes.c_int64 * n)(*[int(x) for x in ids])
+        bucket.param_ids = ctypes.cast(id_array, ctypes.POINTER(ctypes.c_int64))
+        keep.append(id_array)
+
+
 # --- torch tensors, straight from a data pointer (the PyTorch adapter) ------
 
 _TORCH_DTYPES = None

@@ -215,10 +215,9 @@ class Session:
 def _describe_params(bucket, numel, params, param_ids, keep):
     """Fills bucket.params (and param_ids) from run()'s params: shapes or
     arrays, each the next block of a buffer of numel elements."""
-    n = len(params)
-    if param_ids is not None and len(param_ids) != n:
-        raise ValueError("param_ids has %d entries for %d params" % (len(param_ids), n))
-    array = (_abi.Param * n)()
+    if param_ids is not None and len(param_ids) != len(params):
+        raise ValueError("param_ids has %d entries for %d params" % (len(param_ids), len(params)))
+    entries = []
     offset = 0
     for i, p in enumerate(params):
         shape = tuple(int(d) for d in (p if isinstance(p, (tuple, list)) else p.shape))
@@ -228,25 +227,14 @@ def _describe_params(bucket, numel, params, param_ids, keep):
         if offset + count > numel:
             raise ValueError("params[%d] (shape %s) ends at element %d, past the buffer's %d"
                              % (i, shape, offset + count, numel))
-        dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-        d = array[i]
-        d.struct_size = ctypes.sizeof(_abi.Param)
-        d.offset = offset
-        d.ndim = len(shape)
-        d.shape = ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
-        keep.append(dims)
+        data = None
         if not isinstance(p, (tuple, list)):
-            data = _tensors.view_of(p)
-            d.data = data.tensor
-            keep.append(data)
+            view = _tensors.view_of(p)
+            keep.append(view)
+            data = view.tensor
+        entries.append((offset, shape, data))
         offset += count
-    bucket.num_params = n
-    bucket.params = ctypes.cast(array, ctypes.POINTER(_abi.Param))
-    keep.append(array)
-    if param_ids is not None:
-        ids = (ctypes.c_int64 * n)(*[int(x) for x in param_ids])
-        bucket.param_ids = ctypes.cast(ids, ctypes.POINTER(ctypes.c_int64))
-        keep.append(ids)
+    _tensors.describe_params(bucket, entries, param_ids, keep)
 
 
 def version():

@@ -234,36 +234,26 @@ class _BucketDesc:
 
     def __init__(self, key, buf, grads, params, ids):
         self.key = key
-        n = len(params)
-        param_array = (_abi.Param * n)() if n else None
-        keep = [param_array]
+        keep = []
         elem = buf.element_size()
         base = buf.data_ptr()
-        for i, (g, p) in enumerate(zip(grads, params)):
-            d = param_array[i]
-            d.struct_size = ctypes.sizeof(_abi.Param)
-            d.offset = (g.data_ptr() - base) // elem
-            gshape = (ctypes.c_int64 * max(g.dim(), 1))(*g.shape)
-            d.ndim = g.dim()
-            d.shape = ctypes.cast(gshape, ctypes.POINTER(ctypes.c_int64))
-            keep.append(gshape)
+        entries = []
+        for g, p in zip(grads, params):
+            data = None
             if p.is_contiguous():
+                data = _abi.DLTensor()
                 pshape = (ctypes.c_int64 * max(p.dim(), 1))(*p.shape)
-                _tensors.fill_from_torch(d.data, p, pshape)
-                d.data.ndim = p.dim()
+                _tensors.fill_from_torch(data, p, pshape)
+                data.ndim = p.dim()
                 keep.append(pshape)
+            entries.append(((g.data_ptr() - base) // elem, tuple(g.shape), data))
         bshape = (ctypes.c_int64 * 1)(buf.numel())
         keep.append(bshape)
         b = _abi.new(_abi.Bucket)
         _tensors.fill_from_torch(b.buffer, buf, bshape)
-        b.num_params = n
-        if n:
-            b.params = ctypes.cast(param_array, ctypes.POINTER(_abi.Param))
-            # Each parameter's index in the model: per-parameter state
-            # (hook_then_optimizer) follows it when DDP rebuilds its buckets.
-            id_array = (ctypes.c_int64 * n)(*ids)
-            keep.append(id_array)
-            b.param_ids = ctypes.cast(id_array, ctypes.POINTER(ctypes.c_int64))
+        # Each parameter's index in the model as its id: per-parameter state
+        # (hook_then_optimizer) follows it when DDP rebuilds its buckets.
+        _tensors.describe_params(b, entries, ids, keep)
         self.bucket = b
         self.keep = keep
 
