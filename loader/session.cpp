@@ -70,16 +70,14 @@ struct Completion {
 };
 
 // The job-scoped store the communicator rendezvouses through: the URL's
-// (options, then YAML) or the host's; for a world of one without either,
-// one in memory (nobody else is to be met); otherwise NULL.
+// (options, then YAML) or the host's; NULL when there is neither (a world
+// of one then meets nobody: its communicator keeps a store in memory).
 std::unique_ptr<JobStore> open_job_store(const ddph_session_options_t& opts, const CommSpec& spec,
                                          const Placement& placement) {
   const std::string url = opts.rendezvous != nullptr ? opts.rendezvous : spec.rendezvous;
   const std::chrono::milliseconds timeout(spec.timeout_ms);
   std::unique_ptr<rendezvous::KvStore> kv;
-  if (url.empty() && opts.store == nullptr && placement.world_size == 1) {
-    kv = rendezvous::memory_store();
-  } else if (url.empty() || url == "host") {
+  if (url.empty() || url == "host") {
     DDPH_CHECK(url.empty() || opts.store != nullptr, DDPH_INVALID_ARGUMENT,
                "comm.rendezvous is 'host' but the host lent no store "
                "(ddph_session_options.store is NULL)");

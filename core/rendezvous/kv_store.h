@@ -64,7 +64,8 @@ std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank,
 std::unique_ptr<KvStore> host_store(const ddph_store_t* store);
 
 // A store in this process's memory, for a world of one, which needs no
-// rendezvous: a session of one rank without comm.rendezvous uses it.
+// rendezvous: a communicator of one rank given neither a store nor a URL
+// uses it (open_init_store).
 std::unique_ptr<KvStore> memory_store();
 
 }  // namespace rendezvous
