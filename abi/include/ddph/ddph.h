@@ -1,5 +1,5 @@
 /*
- * ddph.h: the stable C ABI of ddphooks, version 1 (minor 3).
+ * ddph.h: the stable C ABI of ddphooks, version 1 (minor 5).
  *
  * One header for both sides of the boundary:
  *   - plugins (hook families and communicators) export ddph_plugin_entry();
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 4 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 5 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -256,6 +256,34 @@ typedef struct ddph_comm {
 #define DDPH_COMM_SIZE_V1_1 DDPH_SIZE_THROUGH(ddph_comm_t, alltoallv)
 #define DDPH_COMM_SIZE_V1_2 DDPH_SIZE_THROUGH(ddph_comm_t, bytes_sent_to)
 
+/* ABI 1.5: what the optional check() of a hook or a communicator receives
+ * and fills. check() judges the options as a whole (a value allowed alone
+ * but not with another: PowerSGD's start_iter 1 with error feedback) with no
+ * communicator and no peers, so that `ddph validate` and ddph_session_open
+ * refuse such a job before connecting. Each option already lies in its
+ * spec's range and choices. check() must not refuse what create() accepts;
+ * create() may still refuse what only run time shows. Everything is
+ * borrowed for the duration of the call. */
+typedef struct ddph_check {
+  size_t struct_size;
+  const ddph_host_t *host;
+  const ddph_option_t *options; /* complete with defaults */
+  size_t num_options;
+  /* Hooks: the dtype of the buckets the hook will be given, when a wrapper
+   * fixes it (fp16_wrapper hands its inner hook float16); bits == 0 when not
+   * known. Communicators: bits == 0. */
+  DLDataType bucket_dtype;
+  /* --- filled by check() --- */
+  /* On error: the name of the option at fault (static storage, such as an
+   * option spec's name), or NULL; the loader points at that key's line. */
+  const char *bad_option;
+  /* Wrappers: the dtype of the buckets they hand their inner hook; left
+   * bits == 0 for "the dtype it was given". The loader then checks the
+   * inner hook with it. */
+  DLDataType inner_bucket_dtype;
+} ddph_check_t;
+#define DDPH_CHECK_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_check_t, inner_bucket_dtype)
+
 /* What a comm plugin's create() receives. Everything is borrowed for the
  * duration of create() unless stated otherwise. */
 typedef struct ddph_comm_init {
@@ -285,8 +313,14 @@ typedef struct ddph_comm_factory {
   /* Collective over all ranks: connects to the peers (rendezvous) and fills
    * *out with a table owned by the caller until (*out)->destroy. [thread-safe] */
   ddph_error_t *(*create)(const ddph_comm_init_t *init, ddph_comm_t **out);
+  /* --- ABI 1.5 --- */
+  /* Optional: checks the options as a whole, without peers (see
+   * ddph_check_t). Read only when struct_size >= DDPH_COMM_FACTORY_SIZE_V1_5.
+   * [thread-safe] */
+  ddph_error_t *(*check)(ddph_check_t *c);
 } ddph_comm_factory_t;
 #define DDPH_COMM_FACTORY_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_comm_factory_t, create)
+#define DDPH_COMM_FACTORY_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_comm_factory_t, check)
 
 /* ======================================================================
  * Bucket: the flat gradient buffer of some parameters, as DDP forms it.
@@ -428,8 +462,14 @@ typedef struct ddph_hook {
   /* Optional: fills the fields of *out it knows; out->struct_size is set by
    * the caller. [thread-safe] */
   ddph_error_t *(*stats)(void *state, ddph_stats_t *out);
+  /* --- ABI 1.5 --- */
+  /* Optional: checks the options as a whole, without a communicator (see
+   * ddph_check_t). Read only when struct_size >= DDPH_HOOK_SIZE_V1_5.
+   * [thread-safe] */
+  ddph_error_t *(*check)(ddph_check_t *c);
 } ddph_hook_t;
 #define DDPH_HOOK_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_t, stats)
+#define DDPH_HOOK_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_hook_t, check)
 
 /* ======================================================================
  * The one exported symbol of every plugin (file libddph_<family>.so).
@@ -516,6 +556,29 @@ DDPH_EXPORT ddph_error_t *ddph_session_flush(ddph_session_t *s);
 /* Fills *out (out->struct_size set by the caller). [thread-safe] */
 DDPH_EXPORT ddph_error_t *ddph_session_stats(ddph_session_t *s, ddph_stats_t *out);
 
+/* ABI 1.5: the figures of one completed bucket, measured by the session
+ * around its hook chain, so that every family that fills stats() has them. */
+typedef struct ddph_bucket_metrics {
+  size_t struct_size;
+  uint64_t step;       /* counted from 0 at open; a step ends with an is_last bucket */
+  uint32_t bucket;     /* index within its step, in submission order */
+  int32_t is_last;     /* 1 for the step's last bucket */
+  uint64_t bytes_in;   /* gradient bytes handed to the hook chain */
+  uint64_t bytes_out;  /* payload bytes the hooks gave to collectives; 0 if no stats() */
+  uint64_t wire_bytes; /* bytes this rank put on the wire for it; 0 if unknown */
+  double queue_seconds; /* from ddph_session_submit to the worker starting it */
+  double hook_seconds;  /* from the worker starting it to its completion */
+  int32_t ok;           /* 1 when it completed without error */
+} ddph_bucket_metrics_t;
+#define DDPH_BUCKET_METRICS_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_bucket_metrics_t, ok)
+
+/* ABI 1.5: takes the oldest record not taken yet into *out
+ * (out->struct_size set by the caller) and sets *taken to 1, or sets *taken
+ * to 0 when there is none. The session keeps the latest 65536 records;
+ * older ones are dropped. [thread-safe] */
+DDPH_EXPORT ddph_error_t *ddph_session_take_metrics(ddph_session_t *s, ddph_bucket_metrics_t *out,
+                                                    int32_t *taken);
+
 /* Checkpointing of every hook's state in the session. Both wait for
  * in-flight buckets first. The blob is portable across ranks. */
 DDPH_EXPORT ddph_error_t *ddph_session_save_state(ddph_session_t *s, ddph_write_fn write,
@@ -540,6 +603,19 @@ DDPH_EXPORT void ddph_error_free(ddph_error_t *e);
 DDPH_EXPORT const ddph_host_t *ddph_host(void);
 /* "1.0" etc.: the loader's ABI version as text. Static. */
 DDPH_EXPORT const char *ddph_version(void);
+
+/* ABI 1.5: where log lines go. rank is the rank of the session whose
+ * thread logged, or -1 when none is known; family is "loader", a plugin
+ * family, or NULL. Strings are borrowed for the call. May be called from
+ * any thread, several at once. [any-thread] */
+typedef void (*ddph_log_fn)(void *user, ddph_log_level_t level, const char *family, int32_t rank,
+                            const char *message);
+/* Sends every log line of the loader and its plugins with level <=
+ * max_level to fn(user, ...) instead of stderr; fn == NULL restores stderr
+ * and the level of DDPH_LOG_LEVEL. user is borrowed until the next call.
+ * Lines already being delivered may still reach the previous sink.
+ * [thread-safe] */
+DDPH_EXPORT void ddph_set_log_sink(ddph_log_fn fn, void *user, ddph_log_level_t max_level);
 
 #ifdef __cplusplus
 } /* extern "C" */
