@@ -17,6 +17,7 @@ packages=(
   libhiredis-dev libssl-dev                 # Redis rendezvous store; HMAC for a job's secret
   libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
   iproute2                                  # ip and tc: the network lab (ddph lab, --link)
+  libcli11-dev                              # the ddph tool's command line
 )
 # ... and what only the tests add (the MPI communicator is built whenever
 # Open MPI is installed: `apt-get install libopenmpi-dev openmpi-bin`).

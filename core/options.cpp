@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -39,7 +40,8 @@ void check_range(const ddph_option_spec_t& spec, double v, const std::string& te
   if (spec.min_value > spec.max_value) return;
   DDPH_CHECK(v >= spec.min_value && v <= spec.max_value, DDPH_INVALID_ARGUMENT,
              "option '" << spec.name << "' is " << text << ", outside its range ["
-                        << spec.min_value << ", " << spec.max_value << "]");
+                        << format_number(spec.min_value) << ", " << format_number(spec.max_value)
+                        << "]");
 }
 
 }  // namespace
@@ -58,6 +60,15 @@ ddph_option_spec_t spec_float(const char* name, const char* def, const char* doc
 ddph_option_spec_t spec_string(const char* name, const char* def, const char* doc,
                                const char* choices) {
   return make_spec(name, DDPH_STRING, def, doc, 1, 0, choices);
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.3e18)
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  else
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
 }
 
 const char* type_name(ddph_type_t type) {

@@ -22,6 +22,10 @@ ddph_option_spec_t spec_string(const char* name, const char* default_value, cons
                                const char* choices = nullptr);
 
 const char* type_name(ddph_type_t type);
+// An option bound or value as people read it, the same in every message:
+// integers in full (1048576, 9007199254740992), others with up to 6
+// significant digits (0.001, 1e+300).
+std::string format_number(double v);
 
 // A complete, owned list of option values, in schema order.
 class OptionList {

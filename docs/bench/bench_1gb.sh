@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The 1 GiB bucket benchmark of docs/benchmarks.md: `ddph bench --bucket-mb
-# 1024` at world 2 for allreduce, fp16_compress, quantization rs8 and
+# The 1 GiB bucket benchmark of docs/benchmarks.md: `ddph bench --bucket-size
+# 1024MiB` at world 2 for allreduce, fp16_compress, quantization rs8 and
 # powersgd (rank 2, compressing from step 2, 4096 x 4096 matrices), each
 # config RUNS times in its own process under /usr/bin/time -v. Prints one
 # markdown row per config: median over runs of the per-run median time per
@@ -25,7 +25,7 @@ for name in allreduce fp16_compress quantization_rs8 powersgd; do
   for run in $(seq "$runs"); do
     # shellcheck disable=SC2086
     /usr/bin/time -v -o "$out/$name.$run.time" "$build/bin/ddph" bench --config "${config[$name]}" \
-      --world 2 --bucket-mb 1024 --iters 3 --warmup 2 ${extra[$name]:-} --json >> "$out/$name.jsonl"
+      --world 2 --bucket-size 1024MiB --iters 3 --warmup 2 ${extra[$name]:-} --json >> "$out/$name.jsonl"
   done
   /usr/bin/python3 - "$out" "$name" "$runs" <<'PY'
 import json, re, statistics, sys

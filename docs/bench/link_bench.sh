@@ -13,10 +13,10 @@ for link in 1gbit 10gbit none; do
   flag=(--link $link)
   [ $link = none ] && flag=()
   for world in 2 4; do
-    "$ddph" bench "${flag[@]}" --world $world --bucket-mb 25 --iters 7 --warmup 2 --json \
+    "$ddph" bench "${flag[@]}" --world $world --bucket-size 25MiB --iters 7 --warmup 2 --json \
       --config configs/allreduce.yaml --config configs/fp16.yaml --config configs/bf16.yaml \
       --config configs/quantization_rs8.yaml --config configs/quantization_rs4_ef.yaml
-    "$ddph" bench "${flag[@]}" --world $world --bucket-mb 25 --matrix 1024x1024 --iters 7 \
+    "$ddph" bench "${flag[@]}" --world $world --bucket-size 25MiB --matrix 1024x1024 --iters 7 \
       --warmup 3 --json --config configs/allreduce.yaml --config $psgd/psgd1.yaml \
       --config $psgd/psgd4.yaml
   done

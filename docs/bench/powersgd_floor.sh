@@ -22,7 +22,7 @@ for round in $(seq "$rounds"); do
   passes "$tmp/a.$round.json" &
   passes "$tmp/b.$round.json"
   wait
-  "$build/bin/ddph" bench --config configs/allreduce.yaml --world 2 --bucket-mb 100 \
+  "$build/bin/ddph" bench --config configs/allreduce.yaml --world 2 --bucket-size 100MiB \
     --matrix 1024x1024 --iters 5 --warmup 3 --json > "$tmp/allreduce.$round.json" 2> /dev/null
 done
 /usr/bin/python3 - "$tmp" "$rounds" "$build" << 'EOF'

@@ -25,7 +25,7 @@ write powersgd_rank4_no_ef "rank: 4, start_iter: 2, error_feedback: false"
 cp configs/allreduce.yaml "$out/allreduce.yaml"
 for run in $(seq "$runs"); do
   for c in allreduce powersgd_rank1 powersgd_rank4 powersgd_rank1_no_ef powersgd_rank4_no_ef; do
-    "$build/bin/ddph" bench --config "$out/$c.yaml" --world 2 --bucket-mb 100 --matrix 1024x1024 \
+    "$build/bin/ddph" bench --config "$out/$c.yaml" --world 2 --bucket-size 100MiB --matrix 1024x1024 \
       --iters 5 --warmup 3 --json >> "$out/bench.jsonl" 2> "$out/$c.$run.log"
   done
   /usr/bin/python3 docs/bench/powersgd_torch.py --world 2 --matrices 25 --rows 1024 --cols 1024 \

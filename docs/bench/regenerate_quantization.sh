@@ -18,7 +18,7 @@ for world in 2 3 4; do
   for run in $(seq "$runs"); do
     args=()
     for c in "${configs[@]}"; do args+=(--config "$c"); done
-    "$build/bin/ddph" bench "${args[@]}" --world "$world" --bucket-mb 25 --iters 10 --json >> "$results"
+    "$build/bin/ddph" bench "${args[@]}" --world "$world" --bucket-size 25MiB --iters 10 --json >> "$results"
   done
 done
 /usr/bin/python3 docs/bench/quantization_report.py "$results" docs/benchmarks.md \

@@ -26,13 +26,13 @@
 #include "loader/tool/bench_machines.h"
 #include "loader/tool/bench_overlap.h"
 #include "loader/tool/bench_params.h"
+#include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/cpu_busy.h"
 #include "loader/tool/hook_needs.h"
 #include "loader/tool/mpi_launcher.h"
 #include "loader/tool/net_lab.h"
 #include "loader/tool/train_buckets.h"
-#include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
 #include "loader/tool/train_session.h"
 
@@ -41,30 +41,28 @@ namespace {
 
 struct BenchOptions {
   std::vector<std::string> configs;
+  std::vector<std::string> config_args;  // positional, the same as --config
   int world = 2;
-  double bucket_mb = 25;  // PyTorch DDP's default bucket_cap_mb
+  std::string bucket_size = "25MiB";  // PyTorch DDP's default bucket_cap_mb
+  int64_t bucket_bytes = 0;           // bucket_size, parsed
   int iters = 10;
   int warmup = 2;
   bool json = false;
   double timeout_s = 600;
+  std::string matrix;                        // --matrix ROWSxCOLS
   int64_t matrix_rows = 0, matrix_cols = 0;  // --matrix; 0: one flat parameter
   std::string dtype = "f32";                 // of the bucket (--dtype)
   int overlap_buckets = 0;                   // --overlap N; 0: the plain bench
   double backward_ms = 5;                    // --backward-ms, with --overlap
   int machines = 0;                          // --machines M; 0: no simulated machines
   std::string device = "cpu";                // --device: where the bucket lives
+  std::string link_text;                     // --link
   LinkSpec link;                             // --link; rate 0: plain loopback
-  bool help = false;
 };
 
-const char kUsage[] =
-    "usage: ddph bench --config FILE.yaml [--config FILE2.yaml ...] [--world N]\n"
-    "                  [--bucket-mb M] [--iters K] [--warmup W] [--json] [--timeout SECONDS]\n"
-    "                  [--matrix ROWSxCOLS] [--dtype f32|bf16|f16]\n"
-    "                  [--overlap N [--backward-ms MS]] [--machines M] [--device cpu|cuda]\n"
-    "                  [--link RATE[,LATENCY]]\n"
+const char kDescription[] =
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
-    "config's hook on one M MiB fp32 bucket (default 25), median of K iterations\n"
+    "config's hook on one bucket of SIZE (default 25MiB) of fp32, median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
     "buffer on the config's own communicator (Gloo, MPI...). --json prints one\n"
     "object per config per line. --matrix tiles the bucket with ROWS x COLS\n"
@@ -86,54 +84,24 @@ const char kUsage[] =
     "namespace with one card of that rate (see `ddph lab --help`); also reports each\n"
     "time against its wire bound, the bytes a rank sends at that rate, and how busy\n"
     "the machine's cores were (JSON: cores_busy, always), which tells a hook that\n"
-    "waits for the wire from one that waits for a core.\n";
+    "waits for the wire from one that waits for a core.";
 
-BenchOptions parse(int argc, char** argv) {
-  BenchOptions o;
-  Flags f(argc, argv);
-  while (f.next()) {
-    if (f.is("--help"))
-      return o.help = true, o;
-    else if (f.is("--config"))
-      o.configs.push_back(f.value());
-    else if (f.is("--world"))
-      o.world = static_cast<int>(f.int_value(1, 256));
-    else if (f.is("--bucket-mb"))
-      o.bucket_mb = f.double_value(1e-6, 4096);
-    else if (f.is("--iters"))
-      o.iters = static_cast<int>(f.int_value(1, 1000000));
-    else if (f.is("--warmup"))
-      o.warmup = static_cast<int>(f.int_value(0, 1000000));
-    else if (f.is("--json"))
-      o.json = true;
-    else if (f.is("--timeout"))
-      o.timeout_s = f.double_value(1, 1e6);
-    else if (f.is("--matrix"))
-      parse_matrix(f.value(), &o.matrix_rows, &o.matrix_cols);
-    else if (f.is("--dtype"))
-      o.dtype = f.value(), parse_bucket_dtype(o.dtype, "--dtype");
-    else if (f.is("--overlap"))
-      o.overlap_buckets = static_cast<int>(f.int_value(1, 4096));
-    else if (f.is("--backward-ms"))
-      o.backward_ms = f.double_value(0, 1e5);
-    else if (f.is("--device"))
-      o.device = f.value();
-    else if (f.is("--machines"))
-      o.machines = static_cast<int>(f.int_value(1, 256));
-    else if (f.is("--link"))
-      o.link = parse_link(f.value());
-    else
-      throw std::invalid_argument("unknown flag " + f.name());
-  }
-  if (o.configs.empty()) throw std::invalid_argument("at least one --config is required");
-  if (o.device != "cpu" && o.device != "cuda")
-    throw std::invalid_argument("--device is cpu or cuda, not '" + o.device + "'");
+// What CLI11 cannot check alone: the values that need parsing, and the
+// flags that exclude each other. Throws std::invalid_argument.
+void finish_options(BenchOptions& o) {
+  o.configs.insert(o.configs.end(), o.config_args.begin(), o.config_args.end());
+  if (o.configs.empty())
+    throw std::invalid_argument("no config given (ddph bench --config FILE.yaml)");
+  o.bucket_bytes = parse_size(o.bucket_size, "--bucket-size");
+  if (o.bucket_bytes < 4) throw std::invalid_argument("--bucket-size must be at least 4B");
+  if (!o.matrix.empty()) parse_matrix(o.matrix, &o.matrix_rows, &o.matrix_cols);
+  parse_bucket_dtype(o.dtype, "--dtype");
+  if (!o.link_text.empty()) o.link = parse_link(o.link_text);
   if (o.device == "cuda" && o.overlap_buckets > 0)
     throw std::invalid_argument("--device cuda does not combine with --overlap");
   if (o.machines > 0 && o.world % o.machines != 0)
     throw std::invalid_argument("--machines " + std::to_string(o.machines) +
                                 " does not divide --world " + std::to_string(o.world));
-  return o;
 }
 
 struct Result {
@@ -154,23 +122,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 void print_header(size_t label_width) {
@@ -287,7 +238,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   fill(pristine, rank);
   const size_t bucket_bytes = static_cast<size_t>(numel) * ddph::dtype_size(dtype);
   // An fp32 bucket is refilled from `pristine` itself: a second copy would
-  // cost every rank another GiB at --bucket-mb 1024.
+  // cost every rank another GiB at --bucket-size 1GiB.
   std::vector<char> converted;
   const void* pristine_bucket = pristine.data();
   if (dtype != ddph::DType::F32) {
@@ -389,7 +340,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
 
 int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, const std::string& dir,
              int rank) {
-  const int64_t bucket_bytes = static_cast<int64_t>(std::llround(o.bucket_mb * 1048576.0)) / 4 * 4;
+  const int64_t bucket_bytes = o.bucket_bytes / 4 * 4;
   const int64_t numel = std::max<int64_t>(1, bucket_bytes / 4);
   size_t width = 4;
   for (const std::string& l : labels) width = std::max(width, l.size());
@@ -424,17 +375,13 @@ int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, cons
   return 0;
 }
 
-}  // namespace
-
-int cmd_bench(int argc, char** argv) {
-  BenchOptions o;
+int run_bench(BenchOptions& o) {
   try {
-    o = parse(argc, argv);
+    finish_options(o);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddph bench: %s\n%s", e.what(), kUsage);
-    return 2;
+    std::fprintf(stderr, "ddph bench: %s\n", e.what());
+    return kExitUsage;
   }
-  if (o.help) return std::printf("%s", kUsage), 0;
   std::vector<std::string> labels;
   for (const std::string& config : o.configs) {
     try {
@@ -497,7 +444,59 @@ int cmd_bench(int argc, char** argv) {
       },
       o.timeout_s, 10.0);
   remove_tree(dir);
-  return report_ranks("ddph bench", exits) ? 0 : 1;
+  return report_ranks("ddph bench", exits) ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& root, int* exit_code) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd =
+      add_command(root, "bench", "time hooks on N local ranks beside the raw allreduce", &o->json);
+  cmd->footer(kDescription);
+  cmd->add_option("configs", o->config_args, "YAML job files (the same as --config)")
+      ->type_name("FILE.yaml");
+  cmd->add_option("--config", o->configs, "a YAML job file (repeatable)")->type_name("FILE.yaml");
+  cmd->add_option("--world", o->world, "local ranks")
+      ->type_name("N")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--bucket-size", o->bucket_size, "the bucket, e.g. 25MiB, 512KiB")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed iterations")
+      ->type_name("K")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed iterations first")
+      ->type_name("W")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds before the ranks are killed")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--matrix", o->matrix, "tile the bucket with ROWS x COLS parameter views")
+      ->type_name("ROWSxCOLS");
+  cmd->add_option("--dtype", o->dtype, "the bucket's dtype")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
+  cmd->add_option("--overlap", o->overlap_buckets, "a step of N buckets overlapped with backward")
+      ->type_name("N")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--backward-ms", o->backward_ms, "simulated backward before each bucket")
+      ->type_name("MS")
+      ->check(CLI::Range(0.0, 1e5))
+      ->capture_default_str();
+  cmd->add_option("--device", o->device, "where the bucket lives")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--machines", o->machines, "the ranks as M simulated machines")
+      ->type_name("M")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--link", o->link_text, "each rank on its own link, e.g. 1gbit,50us")
+      ->type_name("RATE[,LATENCY]");
+  cmd->callback([o, exit_code] { *exit_code = run_bench(*o); });
 }
 
 }  // namespace ddph_tool

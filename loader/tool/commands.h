@@ -1,16 +1,19 @@
-// The ddph tool's subcommands. Each takes the arguments after its own name
-// (argv[0] is the subcommand) and returns the process exit code.
+// The ddph tool's sub-commands. Each adds itself to the root CLI11 app;
+// when it is the one chosen, its callback runs it and stores the process
+// exit code (loader/tool/cli.h) in *exit_code.
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 namespace ddph_tool {
 
-int cmd_plugins(int argc, char** argv);   // list families, hooks, options
-int cmd_validate(int argc, char** argv);  // check a YAML file; non-zero on any problem
-int cmd_bench(int argc, char** argv);     // time hooks on N local ranks over Gloo
-int cmd_train(int argc, char** argv);     // the main job: data-parallel MLP training
-// The plugin contract on one .so; non-zero on a FAIL.
-int cmd_validate_plugin(int argc, char** argv);
+void add_plugins_command(CLI::App& root, int* exit_code);   // families, hooks, options
+void add_validate_command(CLI::App& root, int* exit_code);  // YAML job files, no connection
+void add_bench_command(CLI::App& root, int* exit_code);     // time hooks on N local ranks
+void add_train_command(CLI::App& root, int* exit_code);     // the data-parallel demo job
+// The plugin contract on one .so.
+void add_validate_plugin_command(CLI::App& root, int* exit_code);
 // Any command once per rank, each rank on its own shaped link.
-int cmd_lab(int argc, char** argv);
+void add_lab_command(CLI::App& root, int* exit_code);
 
 }  // namespace ddph_tool

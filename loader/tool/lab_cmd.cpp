@@ -12,17 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/net_lab.h"
-#include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
 
 namespace ddph_tool {
 namespace {
 
-const char kUsage[] =
-    "usage: ddph lab --link RATE[,LATENCY] [--world N] [--port P] [--timeout SECONDS]\n"
-    "                -- COMMAND [ARGS...]\n"
+const char kDescription[] =
     "Runs COMMAND once per rank (default 2 ranks), each in its own network\n"
     "namespace with one card of RATE (e.g. 1gbit, 100mbit; LATENCY e.g. 50us\n"
     "needs the kernel's netem), rank r at 127.0.0.(r+1). Each rank gets RANK,\n"
@@ -30,7 +28,9 @@ const char kUsage[] =
     "MASTER_PORT (default 29500), GLOO_SOCKET_IFNAME (ddph0) and\n"
     "DDPH_GLOO_HOSTNAME, as torchrun and ddphooks read them. Needs root, or\n"
     "unprivileged user namespaces, and iproute2. Exits 0 when every rank did;\n"
-    "ranks still running past the timeout (default 3600) are killed.\n";
+    "ranks still running past the timeout are killed. --json: after the ranks,\n"
+    "one object with each rank's exit.\n"
+    "Example: ddph lab --link 1gbit --world 2 -- python3 train.py";
 
 struct LabOptions {
   std::string link;
@@ -38,50 +38,29 @@ struct LabOptions {
   int port = 29500;
   double timeout_s = 3600;
   std::vector<std::string> command;
-  bool help = false;
+  bool json = false;
 };
 
-LabOptions parse(int argc, char** argv) {
-  LabOptions o;
-  int flags_end = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--") == 0) {
-      flags_end = i;
-      break;
-    }
-  Flags f(flags_end, argv);
-  while (f.next()) {
-    if (f.is("--help") || f.is("-h"))
-      return o.help = true, o;
-    else if (f.is("--link"))
-      o.link = f.value();
-    else if (f.is("--world"))
-      o.world = int(f.int_value(1, NetLab::kMaxWorld));
-    else if (f.is("--port"))
-      o.port = int(f.int_value(1024, 65535));
-    else if (f.is("--timeout"))
-      o.timeout_s = f.double_value(1, 1e6);
-    else
-      throw std::invalid_argument("unknown flag " + f.name());
+std::string exits_json(const std::vector<RankExit>& exits) {
+  std::string out = "[";
+  for (size_t i = 0; i < exits.size(); ++i) {
+    const RankExit& e = exits[i];
+    out += std::string(i ? ", " : "") + "{\"rank\": " + std::to_string(e.rank) +
+           ", \"ok\": " + (e.ok() ? "true" : "false") +
+           ", \"exit\": " + (e.exited ? std::to_string(e.code) : "null") +
+           ", \"signal\": " + std::to_string(e.signal) +
+           ", \"killed\": " + (e.killed ? "true" : "false") + "}";
   }
-  for (int i = flags_end + 1; i < argc; ++i) o.command.push_back(argv[i]);
-  if (o.link.empty()) throw std::invalid_argument("--link is required");
-  if (o.command.empty()) throw std::invalid_argument("no command after --");
-  return o;
+  return out + "]";
 }
 
-}  // namespace
-
-int cmd_lab(int argc, char** argv) {
-  LabOptions o;
+int run_lab(LabOptions& o) {
   LinkSpec link;
   try {
-    o = parse(argc, argv);
-    if (o.help) return std::printf("%s", kUsage), 0;
     link = parse_link(o.link);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddph lab: %s\n%s", e.what(), kUsage);
-    return 2;
+    std::fprintf(stderr, "ddph lab: %s\n", e.what());
+    return kExitUsage;
   }
   const std::unique_ptr<NetLab> lab = open_lab("ddph lab", o.world, link);
   if (!lab) return kLabUnavailable;
@@ -104,7 +83,40 @@ int cmd_lab(int argc, char** argv) {
         return 127;
       },
       o.timeout_s, 10.0);
-  return report_ranks("ddph lab", exits) ? 0 : 1;
+  const bool all_ok = report_ranks("ddph lab", exits);
+  if (o.json)
+    std::printf("{\"link\": %s, \"world\": %d, \"ok\": %s, \"ranks\": %s}\n",
+                json_string(link.text).c_str(), o.world, all_ok ? "true" : "false",
+                exits_json(exits).c_str());
+  return all_ok ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void add_lab_command(CLI::App& root, int* exit_code) {
+  auto o = std::make_shared<LabOptions>();
+  CLI::App* cmd = add_command(
+      root, "lab", "run a command per rank, each on its own shaped network link", &o->json);
+  cmd->footer(kDescription);
+  cmd->add_option("--link", o->link, "each rank's link: RATE[,LATENCY], e.g. 1gbit,50us")
+      ->type_name("RATE[,LATENCY]")
+      ->required();
+  cmd->add_option("--world", o->world, "ranks")
+      ->type_name("N")
+      ->check(CLI::Range(1, NetLab::kMaxWorld))
+      ->capture_default_str();
+  cmd->add_option("--port", o->port, "MASTER_PORT")
+      ->type_name("PORT")
+      ->check(CLI::Range(1024, 65535))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds before running ranks are killed")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("command", o->command, "the command each rank runs, after --")
+      ->type_name("COMMAND [ARGS...]")
+      ->required();
+  cmd->callback([o, exit_code] { *exit_code = run_lab(*o); });
 }
 
 }  // namespace ddph_tool

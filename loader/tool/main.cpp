@@ -1,48 +1,56 @@
-// ddph: the command-line tool. Dispatches to one subcommand per file.
+// ddph: the command-line tool. One CLI11 app; each sub-command lives in its
+// own file and adds itself (loader/tool/commands.h).
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
+#include <string>
 
+#include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 
 namespace {
 
-struct Command {
-  const char* name;
-  int (*run)(int, char**);
-  const char* summary;
-};
-
-const Command kCommands[] = {
-    {"plugins", &ddph_tool::cmd_plugins, "list plugin families, their hooks and options"},
-    {"validate", &ddph_tool::cmd_validate, "check YAML job files without connecting"},
-    {"bench", &ddph_tool::cmd_bench, "time hooks on N local ranks over Gloo"},
-    {"train", &ddph_tool::cmd_train, "run the data-parallel training job"},
-    {"validate-plugin", &ddph_tool::cmd_validate_plugin, "check a plugin .so against the contract"},
-    {"lab", &ddph_tool::cmd_lab, "run a command per rank, each on its own shaped network link"},
-};
-
-void usage(FILE* out) {
-  std::fprintf(out, "usage: ddph <command> [options]   (ddph <command> --help for details)\n\n");
-  std::fprintf(out, "commands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-15s %s\n", c.name, c.summary);
-}
+const char kExitCodes[] =
+    "Exit status of every command: 0 success; 1 the command failed; 2 a usage error "
+    "(nothing ran);\n3 a partial answer (validate: families left unchecked; train: "
+    "replicas differ;\nlab and --link: no network lab on this machine).";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
+  CLI::App app("ddph: gradient communication hooks for data-parallel training", "ddph");
+  app.set_version_flag("--version", ddph_tool::version_text(), "print the package and ABI version");
+  app.require_subcommand(1);
+  app.footer(kExitCodes);
+  int exit_code = ddph_tool::kExitOk;
+  ddph_tool::add_plugins_command(app, &exit_code);
+  ddph_tool::add_validate_command(app, &exit_code);
+  ddph_tool::add_bench_command(app, &exit_code);
+  ddph_tool::add_train_command(app, &exit_code);
+  ddph_tool::add_validate_plugin_command(app, &exit_code);
+  ddph_tool::add_lab_command(app, &exit_code);
+  std::string names;
+  bool known = argc < 2 || argv[1][0] == '-';
+  for (CLI::App* cmd : app.get_subcommands({})) {
+    cmd->footer(cmd->get_footer() + "\n\n" + kExitCodes);
+    names += (names.empty() ? "" : ", ") + cmd->get_name();
+    known = known || cmd->get_name() == argv[1];
   }
-  const char* name = argv[1];
-  if (std::strcmp(name, "--help") == 0 || std::strcmp(name, "-h") == 0 ||
-      std::strcmp(name, "help") == 0) {
-    usage(stdout);
-    return 0;
+  if (argc > 1 && std::string(argv[1]) == "help") {
+    std::printf("%s", app.help().c_str());
+    return ddph_tool::kExitOk;
   }
-  for (const Command& c : kCommands)
-    if (std::strcmp(name, c.name) == 0) return c.run(argc - 1, argv + 1);
-  std::fprintf(stderr, "ddph: unknown command '%s'\n\n", name);
-  usage(stderr);
-  return 2;
+  // CLI11 would call a misspelt command "an argument not expected".
+  if (!known) {
+    std::fprintf(stderr, "ddph: unknown command '%s' (commands: %s; ddph --help)\n", argv[1],
+                 names.c_str());
+    return ddph_tool::kExitUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" that succeed; every other parse
+    // error is a usage error, whatever CLI11's own code for it.
+    return app.exit(e) == 0 ? ddph_tool::kExitOk : ddph_tool::kExitUsage;
+  }
+  return exit_code;
 }

@@ -21,14 +21,15 @@
 #include "core/kernels/cast.h"
 #include "loader/job_id.h"
 #include "loader/tool/bench_label.h"
+#include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/hook_needs.h"
 #include "loader/tool/mpi_launcher.h"
 #include "loader/tool/net_lab.h"
 #include "loader/tool/train_buckets.h"
-#include "loader/tool/train_flags.h"
 #include "loader/tool/train_launch.h"
 #include "loader/tool/train_model.h"
+#include "loader/tool/train_report.h"
 #include "loader/tool/train_session.h"
 
 namespace ddph_tool {
@@ -42,12 +43,15 @@ using ddph_train::Mlp;
 
 struct TrainOptions {
   std::string config;
+  std::string config_arg;  // positional, the same as --config
   int world = 2;
   int rank = -1;  // -1: launch all ranks locally
   std::string rendezvous;
   std::string job;  // --job: the session's job id ("" leaves it to YAML/environment)
   int steps = 1000;
-  int64_t bucket_kb = 4;  // small enough that the 2-64-64-3 model makes 3 buckets
+  // Small enough that the 2-64-64-3 model makes 3 buckets.
+  std::string bucket_size = "4KiB";
+  int64_t bucket_bytes = 0;  // bucket_size, parsed
   int log_every = 100;
   uint64_t seed = 1;
   int batch = 32;  // per rank
@@ -60,34 +64,30 @@ struct TrainOptions {
   // Local SGD leaves ranks with different parameters; this averages them
   // once after the last step, as a local-SGD run is finished in practice.
   bool final_average = false;
-  LinkSpec link;  // --link; rate 0: plain loopback
-  bool help = false;
+  std::string link_text;  // --link
+  LinkSpec link;          // --link; rate 0: plain loopback
+  std::string metrics;    // --metrics FILE.csv: one row per logged step (rank 0)
+  bool json = false;
 };
 
-const char kUsage[] =
-    "usage: ddph train --config FILE.yaml [--world N] [--steps S] [--bucket-kb B]\n"
-    "                  [--log-every K] [--seed X] [--batch B] [--lr LR] [--momentum M]\n"
-    "                  [--hidden H] [--dtype f32|bf16|f16] [--final-average]\n"
-    "                  [--timeout SECONDS] [--job ID] [--rank R --rendezvous URL]\n"
-    "                  [--link RATE[,LATENCY]]\n"
+const char kDescription[] =
     "Trains a 2-H-H-3 ReLU MLP (H = 64 by default) on 3-class spirals, data-parallel\n"
-    "over N ranks\n"
-    "(default 2 local processes over a temporary file store), reducing gradients\n"
-    "through the config's hook. With --rank it runs only that rank of a job.\n"
+    "over N ranks (default 2 local processes over a temporary file store), reducing\n"
+    "gradients through the config's hook. With --rank it runs only that rank of a job.\n"
     "--dtype: gradients travel in bf16/f16 buckets while parameters stay fp32\n"
     "(mixed precision). A hook that takes the parameters (hook_then_optimizer)\n"
     "steps them itself, with its own optimizer options, instead of --lr/--momentum.\n"
-    "--final-average: average the parameters over the ranks after the last step\n"
-    "(local SGD, where the ranks' parameters drift apart between averages).\n"
     "At the end the ranks' parameters must be bit-identical, else it exits 3; with a\n"
-    "hook that averages parameters (model_averaging) it prints how far apart they are.\n"
+    "hook that averages parameters (local SGD, model averaging) it prints how far\n"
+    "apart they are and exits 0 (--final-average averages them after the last step).\n"
     "A config with comm.backend mpi under mpirun runs one rank per process, rank\n"
     "and world from the launcher (--world is then ignored).\n"
     "--job ID: the job id every store key lives under (it overrides comm.job).\n"
     "Without it, a local launch gives its ranks a fresh one (DDPH_JOB_ID) unless\n"
     "the YAML or the environment names one.\n"
-    "--link RATE[,LATENCY] (e.g. 1gbit, 100mbit): the local ranks each in its own\n"
-    "network namespace with one card of that rate (see `ddph lab --help`).\n";
+    "--metrics FILE.csv: rank 0 writes one row per logged step (docs/metrics.md);\n"
+    "`python3 -m ddphooks.plot FILE.csv -o FILE.png` draws it.\n"
+    "--json: the progress lines and the summary as JSON objects, one per line.";
 
 // Model and task sizes: tiny enough for plain loops, hard enough (spirals are
 // not linearly separable) that the accuracy curve shows real learning.
@@ -101,57 +101,26 @@ constexpr int kTrainPerClass = 1000;
 constexpr int kTestPerClass = 300;
 constexpr double kNoise = 0.15;
 
-TrainOptions parse(int argc, char** argv) {
-  TrainOptions o;
-  Flags f(argc, argv);
-  bool rank_given = false;
-  while (f.next()) {
-    if (f.is("--help") || f.is("-h"))
-      return o.help = true, o;
-    else if (f.is("--config"))
-      o.config = f.value();
-    else if (f.is("--world"))
-      o.world = static_cast<int>(f.int_value(1, 1024));
-    else if (f.is("--rank"))
-      o.rank = static_cast<int>(f.int_value(0, 1023)), rank_given = true;
-    else if (f.is("--rendezvous"))
-      o.rendezvous = f.value();
-    else if (f.is("--job"))
-      o.job = f.value();
-    else if (f.is("--steps"))
-      o.steps = static_cast<int>(f.int_value(1, 100000000));
-    else if (f.is("--bucket-kb"))
-      o.bucket_kb = f.int_value(0, 1 << 30);
-    else if (f.is("--log-every"))
-      o.log_every = static_cast<int>(f.int_value(1, 100000000));
-    else if (f.is("--seed"))
-      o.seed = static_cast<uint64_t>(f.int_value(0, INT64_MAX));
-    else if (f.is("--batch"))
-      o.batch = static_cast<int>(f.int_value(1, 1 << 20));
-    else if (f.is("--lr"))
-      o.lr = f.double_value(0, 100);
-    else if (f.is("--momentum"))
-      o.momentum = f.double_value(0, 1);
-    else if (f.is("--timeout"))
-      o.timeout_s = f.double_value(1, 1e6);
-    else if (f.is("--hidden"))
-      o.hidden = static_cast<int>(f.int_value(1, 1 << 14));
-    else if (f.is("--dtype"))
-      o.dtype = f.value(), parse_bucket_dtype(o.dtype, "--dtype");
-    else if (f.is("--link"))
-      o.link = parse_link(f.value());
-    else if (f.is("--final-average"))
-      o.final_average = true;
-    else
-      throw std::invalid_argument("unknown flag " + f.name());
-  }
-  if (o.config.empty()) throw std::invalid_argument("--config is required");
+// What CLI11 cannot check alone: the values that need parsing, and the
+// flags that go together. Throws std::invalid_argument.
+void finish_options(TrainOptions& o, bool rank_given) {
+  if (o.config.empty()) o.config = o.config_arg;
+  if (o.config.empty())
+    throw std::invalid_argument("no config given (ddph train --config FILE.yaml)");
+  if (!o.config_arg.empty() && o.config_arg != o.config)
+    throw std::invalid_argument("two configs given (" + o.config + " and " + o.config_arg + ")");
+  o.bucket_bytes = parse_size(o.bucket_size, "--bucket-size");
+  parse_bucket_dtype(o.dtype, "--dtype");
+  if (!o.link_text.empty()) o.link = parse_link(o.link_text);
   if (rank_given && o.rank >= o.world)
     throw std::invalid_argument("--rank " + std::to_string(o.rank) + " is not below --world " +
                                 std::to_string(o.world));
   if (!rank_given && !o.rendezvous.empty())
     throw std::invalid_argument("--rendezvous goes with --rank (a local launch makes its own)");
-  return o;
+  if (rank_given && o.link.rate_bits_per_s > 0)
+    throw std::invalid_argument(
+        "--link starts the local ranks itself; it does not combine "
+        "with --rank");
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -238,12 +207,6 @@ class Reducer {
   uint64_t step_ = 0;
 };
 
-std::string mb(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  return buf;
-}
-
 // How far the ranks' parameters are apart: the largest |p - mean over the
 // ranks| of any parameter value, over the largest |mean|. Collective.
 double replica_drift(Session& session, const std::vector<ddph_train::Param>& params) {
@@ -275,26 +238,26 @@ int run_rank(const TrainOptions& o) {
   Mlp model(layers(o.hidden), o.seed * 7919 + 17);
   ddph_train::Sgd sgd(o.lr, o.momentum);
   const HookNeeds needs = hook_needs(o.config);
-  Reducer reducer(model.params(), o.bucket_kb * 1024, session,
-                  parse_bucket_dtype(o.dtype, "--dtype"), needs);
+  Reducer reducer(model.params(), o.bucket_bytes, session, parse_bucket_dtype(o.dtype, "--dtype"),
+                  needs);
   ddph_train::Rng sampler(o.seed ^ (0x5851f42d4c957f2dull * (o.rank + 1)));
 
+  // Only rank 0 reports; the others write no file.
+  TrainReport report(o.json, lead ? o.metrics : std::string());
   if (lead) {
-    std::printf(
-        "ddph train: %s on %d rank%s, %d steps, batch %d per rank, %zu bucket%s of <= %" PRId64
-        " KB (%" PRId64 " params)\n",
-        label.c_str(), o.world, o.world == 1 ? "" : "s", o.steps, o.batch, reducer.num_buckets(),
-        reducer.num_buckets() == 1 ? "" : "s", o.bucket_kb, [&] {
-          int64_t n = 0;
-          for (const auto& p : model.params()) n += p.numel();
-          return n;
-        }());
-    if (o.dtype != "f32")
-      std::printf("gradient buckets in %s, parameters in f32\n", o.dtype.c_str());
-    if (needs.steps_optimizer())
-      std::printf("the hook steps the optimizer (its own options; --lr/--momentum unused)\n");
-    std::fflush(stdout);
+    TrainHeader h;
+    h.hook = label;
+    h.world = o.world;
+    h.steps = o.steps;
+    h.batch = o.batch;
+    h.buckets = reducer.num_buckets();
+    h.bucket_bytes = o.bucket_bytes;
+    for (const auto& p : model.params()) h.params += p.numel();
+    h.dtype = o.dtype;
+    h.hook_steps_optimizer = needs.steps_optimizer();
+    report.header(h);
   }
+  ddph_stats_t interval_start = session.stats();
 
   std::vector<float> x(static_cast<size_t>(o.batch) * train.dim);
   std::vector<int> y(o.batch);
@@ -328,18 +291,27 @@ int run_rank(const TrainOptions& o) {
 
     bool log = step == 0 || (step + 1) % o.log_every == 0 || step + 1 == o.steps;
     if (!log) continue;
-    uint64_t sent = session.stats().wire_bytes;  // before our own allreduce adds to it
+    // Before our own allreduce adds to the counts.
+    const ddph_stats_t now = session.stats();
     double totals[3] = {loss_sum, correct_sum, count};
     session.allreduce(totals, 3, DDPH_SUM);
     last_loss = totals[0] / totals[2];
     if (lead) {
       last_acc = model.accuracy(test);
-      std::printf(
-          "step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s\n",
-          step + 1, last_loss, 100.0 * totals[1] / totals[2], 100.0 * last_acc,
-          step_ms / steps_in_interval, mb(sent).c_str());
-      std::fflush(stdout);
+      TrainProgress p;
+      p.step = step + 1;
+      p.loss = last_loss;
+      p.train_accuracy = totals[1] / totals[2];
+      p.test_accuracy = last_acc;
+      p.ms_per_step = step_ms / steps_in_interval;
+      p.wire_bytes_total = now.wire_bytes;
+      p.bytes_in = double(now.bytes_in - interval_start.bytes_in) / steps_in_interval;
+      p.bytes_out = double(now.bytes_out - interval_start.bytes_out) / steps_in_interval;
+      p.wire_bytes = double(now.wire_bytes - interval_start.wire_bytes) / steps_in_interval;
+      p.hook_seconds = session.take_hook_seconds() / steps_in_interval;
+      report.progress(p);
     }
+    interval_start = session.stats();
     loss_sum = correct_sum = count = step_ms = 0;
     steps_in_interval = 0;
   }
@@ -361,30 +333,24 @@ int run_rank(const TrainOptions& o) {
   const bool drift_expected = needs.averages_parameters();
   const double drift = !same && drift_expected ? replica_drift(session, model.params()) : 0;
   if (lead) {
-    ddph_stats_t st = session.stats();
-    std::printf(
-        "summary: %d steps in %.2f s (%.3f ms/step), final loss %.4f, test accuracy %.1f%% "
-        "(chance %.1f%%), %s sent per rank, %" PRIu64 " buckets reduced\n",
-        o.steps, total_ms / 1000, total_ms / o.steps, last_loss, 100.0 * last_acc, 100.0 / kClasses,
-        mb(st.wire_bytes).c_str(), st.buckets);
-    std::printf("train-set loss %.6f (whole training set, final parameters)\n",
-                model.mean_loss(train));
-    if (same) {
-      std::printf("parameters bit-identical on all %d ranks: fnv1a %016" PRIx64 "\n", o.world,
-                  hash);
-    } else if (drift_expected) {
-      std::printf(
-          "parameters differ across ranks, as the replicas of a parameter-averaging hook do "
-          "between averages: largest distance from their mean %.3g of the largest parameter "
-          "(--final-average averages them after the last step)\n",
-          drift);
-    } else {
-      std::printf("parameters DIFFER across ranks:");
-      for (int r = 0; r < o.world; ++r)
-        std::printf(" rank %d %016" PRIx64, r, static_cast<uint64_t>(hashes[r]));
-      std::printf("\n");
-    }
-    std::fflush(stdout);
+    const ddph_stats_t st = session.stats();
+    TrainSummary sum;
+    sum.steps = o.steps;
+    sum.world = o.world;
+    sum.seconds = total_ms / 1000;
+    sum.final_loss = last_loss;
+    sum.test_accuracy = last_acc;
+    sum.chance = 1.0 / kClasses;
+    sum.train_set_loss = model.mean_loss(train);
+    sum.wire_bytes = st.wire_bytes;
+    sum.buckets = st.buckets;
+    sum.identical = same;
+    sum.drift_expected = drift_expected;
+    sum.drift = drift;
+    sum.hash = hash;
+    if (!same)
+      for (int64_t h : hashes) sum.hashes.push_back(static_cast<uint64_t>(h));
+    report.summary(sum);
   }
   if (!same && !drift_expected) {
     std::fprintf(stderr, "ddph train: rank %d: parameters differ from another rank's\n", o.rank);
@@ -439,8 +405,8 @@ int launch_local(const TrainOptions& o) {
                                      url,
                                      "--steps",
                                      std::to_string(o.steps),
-                                     "--bucket-kb",
-                                     std::to_string(o.bucket_kb),
+                                     "--bucket-size",
+                                     o.bucket_size,
                                      "--log-every",
                                      std::to_string(o.log_every),
                                      "--seed",
@@ -456,6 +422,8 @@ int launch_local(const TrainOptions& o) {
                                      "--dtype",
                                      o.dtype};
     if (o.final_average) args.push_back("--final-average");
+    if (o.json) args.push_back("--json");
+    if (!o.metrics.empty()) args.insert(args.end(), {"--metrics", o.metrics});
     if (!o.job.empty()) args.insert(args.end(), {"--job", o.job});
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -469,22 +437,12 @@ int launch_local(const TrainOptions& o) {
   return report_ranks("ddph train", exits) ? 0 : 1;
 }
 
-}  // namespace
-
-int cmd_train(int argc, char** argv) {
-  TrainOptions o;
+int run_train(TrainOptions& o, bool rank_given) {
   try {
-    o = parse(argc, argv);
+    finish_options(o, rank_given);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddph train: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (o.help) return std::printf("%s", kUsage), 0;
-  if (o.rank >= 0 && o.link.rate_bits_per_s > 0) {
-    std::fprintf(stderr,
-                 "ddph train: --link starts the local ranks itself; it does not combine "
-                 "with --rank\n");
-    return 2;
+    std::fprintf(stderr, "ddph train: %s\n", e.what());
+    return kExitUsage;
   }
   if (o.rank < 0) {
     // An MPI job under mpirun: this process is one rank, placed by the launcher.
@@ -509,8 +467,68 @@ int cmd_train(int argc, char** argv) {
     return run_rank(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddph train: rank %d: %s\n", o.rank, e.what());
-    return 1;
+    return kExitFailed;
   }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& root, int* exit_code) {
+  auto o = std::make_shared<TrainOptions>();
+  CLI::App* cmd = add_command(root, "train", "run the data-parallel training demo job", &o->json);
+  cmd->footer(kDescription);
+  cmd->add_option("config_file", o->config_arg, "the YAML job file (the same as --config)")
+      ->type_name("FILE.yaml");
+  cmd->add_option("--config", o->config, "the YAML job file")->type_name("FILE.yaml");
+  cmd->add_option("--world", o->world, "ranks")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  CLI::Option* rank = cmd->add_option("--rank", o->rank, "run only this rank of the job")
+                          ->type_name("R")
+                          ->check(CLI::Range(0, 1023));
+  cmd->add_option("--rendezvous", o->rendezvous, "with --rank: the job's rendezvous URL")
+      ->type_name("URL");
+  cmd->add_option("--job", o->job, "the job id (overrides comm.job)")->type_name("ID");
+  cmd->add_option("--steps", o->steps, "training steps")
+      ->type_name("S")
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--bucket-size", o->bucket_size, "gradient bucket cap, e.g. 4KiB, 25MiB")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  cmd->add_option("--log-every", o->log_every, "print every K steps")
+      ->type_name("K")
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "data, model and sampling seed")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "examples per rank per step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--lr", o->lr, "learning rate (cosine-annealed)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--momentum", o->momentum, "SGD momentum")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--hidden", o->hidden, "width of both hidden layers")
+      ->type_name("H")
+      ->check(CLI::Range(1, 1 << 14))
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "the gradient buckets' dtype")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
+  cmd->add_flag("--final-average", o->final_average,
+                "average the parameters over the ranks after the last step");
+  cmd->add_option("--timeout", o->timeout_s, "seconds before the local ranks are killed")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--link", o->link_text, "each local rank on its own link, e.g. 1gbit")
+      ->type_name("RATE[,LATENCY]");
+  cmd->add_option("--metrics", o->metrics, "write per-step figures to a CSV file (rank 0)")
+      ->type_name("FILE.csv");
+  cmd->callback([o, rank, exit_code] { *exit_code = run_train(*o, rank->count() > 0); });
 }
 
 }  // namespace ddph_tool

@@ -77,6 +77,18 @@ ddph_stats_t Session::stats() {
   return st;
 }
 
+double Session::take_hook_seconds() {
+  double total = 0;
+  for (;;) {
+    ddph_bucket_metrics_t m{};
+    m.struct_size = sizeof(m);
+    int32_t taken = 0;
+    check(ddph_session_take_metrics(s_, &m, &taken), "reading metrics");
+    if (!taken) return total;
+    total += m.hook_seconds;
+  }
+}
+
 ddph_comm_t* Session::comm() {
   return ddph_session_comm(s_);
 }

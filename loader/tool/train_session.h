@@ -38,6 +38,9 @@ class Session {
   void submit(const ddph_bucket_t* bucket);
   void flush();
   ddph_stats_t stats();
+  // The time the hooks took (ddph_bucket_metrics_t.hook_seconds) summed over
+  // the buckets completed since the last call.
+  double take_hook_seconds();
   ddph_comm_t* comm();
 
   // Collectives on the session's communicator, for the tool's own

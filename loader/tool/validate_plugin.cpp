@@ -3,48 +3,32 @@
 // plugin that crashes or hangs gets a FAIL row, not a crashed validator.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/validate_plugin_checks.h"
 
 namespace ddph_tool {
 namespace {
 
-void usage(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: ddph validate-plugin [--timeout S] [--json] [--verbose] LIB.so [LIB.so ...]\n"
-      "Checks a plugin shared object against the ddphooks plugin contract: loading,\n"
-      "exported symbols, ABI version, struct sizes, file name, option schemas, and\n"
-      "for every hook: create/destroy, buckets of 0, 1 and 1000 float32 elements on a\n"
-      "world-of-one communicator (done exactly once), NaN/Inf, misuse, checkpoints;\n"
-      "for every communicator factory: a world of one and every collective.\n"
-      "Each check runs in its own process: a crash or a hang is a FAIL row.\n"
-      "  --timeout S  seconds per check before it counts as hung (default 20)\n"
-      "  --json       one JSON object per plugin instead of the table\n"
-      "  --verbose    let the plugin's own output through (stderr)\n"
-      "Exit status: 0 every check passed or was skipped, 1 a check failed, 2 usage.\n");
-}
+const char kDescription[] =
+    "Checks a plugin shared object against the ddphooks plugin contract: loading,\n"
+    "exported symbols, ABI version, struct sizes, file name, option schemas, and\n"
+    "for every hook: create/destroy, buckets of 0, 1 and 1000 float32 elements on a\n"
+    "world-of-one communicator (done exactly once), NaN/Inf, misuse, checkpoints;\n"
+    "for every communicator factory: a world of one and every collective.\n"
+    "Each check runs in its own process: a crash or a hang is a FAIL row.\n"
+    "Exit 0: every check passed or was skipped; 1: a check failed.";
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
+struct PluginCheckOptions {
+  std::vector<std::string> files;
+  double timeout_s = 20;
+  bool verbose = false;
+  bool json = false;
+};
 
 void print_json(const std::string& path, const std::vector<ddph_validate::Row>& rows, bool ok) {
   std::printf("{\"plugin\": %s, \"ok\": %s, \"checks\": [", json_string(path).c_str(),
@@ -77,42 +61,12 @@ void print_table(const std::string& path, const std::vector<ddph_validate::Row>&
               int(rows.size()) - fails - skips, fails, skips);
 }
 
-}  // namespace
-
-int cmd_validate_plugin(int argc, char** argv) {
+int run_validate_plugin(const PluginCheckOptions& o) {
   ddph_validate::ValidateOptions opt;
-  bool json = false;
-  std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--verbose") {
-      opt.keep_output = true;
-    } else if (a == "--timeout" && i + 1 < argc) {
-      char* end = nullptr;
-      opt.timeout_s = std::strtod(argv[++i], &end);
-      if (*end != '\0' || !(opt.timeout_s > 0 && opt.timeout_s < 86400)) {
-        std::fprintf(stderr, "ddph validate-plugin: --timeout wants seconds > 0, got '%s'\n",
-                     argv[i]);
-        return 2;
-      }
-    } else if (a[0] == '-') {
-      std::fprintf(stderr, "ddph validate-plugin: unknown option '%s'\n", a.c_str());
-      usage(stderr);
-      return 2;
-    } else {
-      files.push_back(a);
-    }
-  }
-  if (files.empty()) {
-    std::fprintf(stderr, "ddph validate-plugin: no plugin file given\n");
-    usage(stderr);
-    return 2;
-  }
+  opt.timeout_s = o.timeout_s;
+  opt.keep_output = o.verbose;
+  const bool json = o.json;
+  const std::vector<std::string>& files = o.files;
   bool all_ok = true;
   for (const std::string& f : files) {
     const std::vector<ddph_validate::Row> rows = ddph_validate::validate_plugin(f, opt);
@@ -125,7 +79,23 @@ int cmd_validate_plugin(int argc, char** argv) {
       print_table(f, rows);
     std::fflush(stdout);
   }
-  return all_ok ? 0 : 1;
+  return all_ok ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void add_validate_plugin_command(CLI::App& root, int* exit_code) {
+  auto o = std::make_shared<PluginCheckOptions>();
+  CLI::App* cmd =
+      add_command(root, "validate-plugin", "check a plugin .so against the contract", &o->json);
+  cmd->footer(kDescription);
+  cmd->add_option("plugins", o->files, "plugin shared objects")->type_name("LIB.so")->required();
+  cmd->add_option("--timeout", o->timeout_s, "seconds per check before it counts as hung")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  cmd->add_flag("--verbose", o->verbose, "let the plugin's own output through (stderr)");
+  cmd->callback([o, exit_code] { *exit_code = run_validate_plugin(*o); });
 }
 
 }  // namespace ddph_tool

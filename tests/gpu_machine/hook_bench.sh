@@ -23,11 +23,11 @@ mk psgd1_noef "$nccl" powersgd powersgd "rank: 1, start_iter: 2, error_feedback:
 mk gloo_psgd1 "$gloo" powersgd powersgd "rank: 1, start_iter: 2"
 mk gloo_psgd4 "$gloo" powersgd powersgd "rank: 4, start_iter: 2"
 for run in 1 2 3 4 5; do
-  build/bin/ddph bench --device cuda --world 1 --bucket-mb 25 --iters 20 --warmup 5 --json \
+  build/bin/ddph bench --device cuda --world 1 --bucket-size 25MiB --iters 20 --warmup 5 --json \
     --config /tmp/allreduce.yaml --config /tmp/noop.yaml --config /tmp/fp16.yaml --config /tmp/bf16.yaml \
     --config /tmp/q_rs8.yaml --config /tmp/q_rs4_ef.yaml --config /tmp/q_ag8.yaml --config /tmp/q_tensor.yaml
-  build/bin/ddph bench --device cuda --world 1 --bucket-mb 100 --matrix 1024x1024 --iters 10 --warmup 3 --json \
+  build/bin/ddph bench --device cuda --world 1 --bucket-size 100MiB --matrix 1024x1024 --iters 10 --warmup 3 --json \
     --config /tmp/allreduce.yaml --config /tmp/psgd1.yaml --config /tmp/psgd4.yaml --config /tmp/psgd1_noef.yaml
-  build/bin/ddph bench --device cuda --world 2 --bucket-mb 100 --matrix 1024x1024 --iters 10 --warmup 3 --json \
+  build/bin/ddph bench --device cuda --world 2 --bucket-size 100MiB --matrix 1024x1024 --iters 10 --warmup 3 --json \
     --config /tmp/gloo_psgd1.yaml --config /tmp/gloo_psgd4.yaml
 done

@@ -8,7 +8,7 @@
 set -euo pipefail
 ddph=$1 src=$2
 bench() {
-  "$ddph" bench --config "$src/configs/powersgd.yaml" --world 2 --bucket-mb 2 --iters 3 \
+  "$ddph" bench --config "$src/configs/powersgd.yaml" --world 2 --bucket-size 2MiB --iters 3 \
     --warmup 10 --json "$@" | sed -n 's/.*"bucket_bytes":\([0-9]*\).*"wire_bytes_per_rank":\([0-9]*\).*/\1 \2/p'
 }
 read -r bytes tiled < <(bench --matrix 256x256)

@@ -9,7 +9,7 @@
 #                        [MIN_BYTES_FACTOR] [TRAIN_FLAG ...]
 # HOOK_YAML is a flow map for the `hook:` key, e.g.
 #   '{family: quantization, name: per_channel, options: {protocol: reduce_scatter, bits: 8}}'
-# TRAIN_FLAGs go to both runs, e.g. --hidden 256 --bucket-kb 1024.
+# TRAIN_FLAGs go to both runs, e.g. --hidden 256 --bucket-size 1024.KiB
 # DDPH_CONVERGE_HOOK_FLAGS (environment) go to the hook's run only, e.g.
 # "--dtype bf16" to compare a mixed-precision run with fp32 allreduce.
 set -euo pipefail

@@ -91,7 +91,7 @@ TEST_F(Lab, ARawTcpStreamReachesTheLinkRateFromTheSendersOwnAddress) {
 
 TEST_F(Lab, GloosRawAllreduceOf25MbTakesAtMost115xItsWireBound) {
   const Result r = ddph(
-      "bench --link 1gbit --world 2 --bucket-mb 25 --iters 5 --warmup 1 "
+      "bench --link 1gbit --world 2 --bucket-size 25MiB --iters 5 --warmup 1 "
       "--json --config " +
       kConfigs + "allreduce.yaml");
   ASSERT_EQ(r.code, 0) << describe(r);

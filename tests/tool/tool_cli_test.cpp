@@ -68,7 +68,7 @@ TEST_F(ToolCli, TrainOnThreeRanks) {
 }
 
 TEST_F(ToolCli, TrainWithFp16CompressionLearnsAndRanksAgree) {
-  expect_learned(ddph("train --config " + kConfigs + "fp16.yaml --bucket-kb 1 --steps 600"), 2);
+  expect_learned(ddph("train --config " + kConfigs + "fp16.yaml --bucket-size 1KiB --steps 600"), 2);
 }
 
 TEST_F(ToolCli, TrainOneRankPerCommandLikeAMultiMachineJob) {
@@ -129,7 +129,7 @@ TEST_F(ToolCli, TrainRejectsBadFlags) {
 
 TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
   Result r = ddph("bench --config " + kConfigs + "allreduce.yaml --config " + kConfigs +
-                  "fp16.yaml --world 2 --bucket-mb 2 --iters 5 --warmup 1 --json");
+                  "fp16.yaml --world 2 --bucket-size 2MiB --iters 5 --warmup 1 --json");
   ASSERT_EQ(r.code, 0) << describe(r);
   auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 2u) << r.out;
@@ -161,7 +161,7 @@ TEST_F(ToolCli, BenchJsonHasEveryKeyAndFp16HalvesTheWire) {
 TEST_F(ToolCli, BenchSaysHowBusyTheCoresWere) {
   std::string out;
   auto row = one_json_row(
-      "bench --config " + kConfigs + "allreduce.yaml --world 2 --bucket-mb 16 --iters 5 --json",
+      "bench --config " + kConfigs + "allreduce.yaml --world 2 --bucket-size 16MiB --iters 5 --json",
       &out);
   ASSERT_FALSE(row.empty());
   for (const char* key : {"cores_busy", "baseline_cores_busy"}) {
@@ -177,7 +177,7 @@ TEST_F(ToolCli, BenchSaysHowBusyTheCoresWere) {
 TEST_F(ToolCli, BenchOverlapTimesAnyHooksReductionAgainstTheBackward) {
   std::string out;
   auto row = one_json_row("bench --config " + kConfigs +
-                              "quantization_rs8.yaml --world 2 --bucket-mb 1 --overlap 4 "
+                              "quantization_rs8.yaml --world 2 --bucket-size 1MiB --overlap 4 "
                               "--backward-ms 20 --iters 3 --warmup 1 --json",
                           &out);
   ASSERT_FALSE(row.empty());
@@ -198,16 +198,16 @@ TEST_F(ToolCli, BenchOverlapTimesAnyHooksReductionAgainstTheBackward) {
 // matrices, no warning, and it hands collectives less than it was given.
 TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
   const std::string psgd = "bench --config " + kConfigs + "powersgd.yaml --world 2 --json ";
-  Result flat = ddph(psgd + "--bucket-mb 1 --iters 2 --warmup 10");
+  Result flat = ddph(psgd + "--bucket-size 1MiB --iters 2 --warmup 10");
   ASSERT_EQ(flat.code, 0) << describe(flat);
   EXPECT_NE(flat.err.find("warning: powersgd/powersgd compressed nothing"), std::string::npos)
       << describe(flat);
   EXPECT_NE(flat.err.find("--matrix"), std::string::npos) << describe(flat);
-  Result early = ddph(psgd + "--bucket-mb 1 --matrix 256x256 --iters 2 --warmup 1");
+  Result early = ddph(psgd + "--bucket-size 1MiB --matrix 256x256 --iters 2 --warmup 1");
   ASSERT_EQ(early.code, 0) << describe(early);
   EXPECT_NE(early.err.find("compressed nothing"), std::string::npos) << describe(early);
   EXPECT_NE(early.err.find("start_iter"), std::string::npos) << describe(early);
-  Result factored = ddph(psgd + "--bucket-mb 1 --matrix 256x256 --iters 2 --warmup 10");
+  Result factored = ddph(psgd + "--bucket-size 1MiB --matrix 256x256 --iters 2 --warmup 10");
   ASSERT_EQ(factored.code, 0) << describe(factored);
   EXPECT_EQ(factored.err.find("compressed nothing"), std::string::npos) << describe(factored);
   auto rows = json_lines(factored.out);
@@ -218,7 +218,7 @@ TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
   EXPECT_EQ(std::stoll(rows[0]["hook_bytes_out"]), 2 * 4 * (256 * 2 + 256 * 2) * 4);
   // allreduce is not meant to compress: no warning.
   Result plain = ddph("bench --config " + kConfigs +
-                      "allreduce.yaml --world 2 --bucket-mb 1 "
+                      "allreduce.yaml --world 2 --bucket-size 1MiB "
                       "--iters 2 --warmup 0");
   ASSERT_EQ(plain.code, 0) << describe(plain);
   EXPECT_EQ(plain.err.find("warning"), std::string::npos) << describe(plain);
@@ -227,7 +227,7 @@ TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
 TEST_F(ToolCli, BenchOnThreeRanksNamesTheWrapperChain) {
   std::string out;
   auto row = one_json_row("bench --config " + kConfigs +
-                              "fp16_wrapper.yaml --world 3 --bucket-mb 1 --iters 3 --warmup 1 "
+                              "fp16_wrapper.yaml --world 3 --bucket-size 1MiB --iters 3 --warmup 1 "
                               "--json",
                           &out);
   ASSERT_FALSE(row.empty());
@@ -238,7 +238,7 @@ TEST_F(ToolCli, BenchOnThreeRanksNamesTheWrapperChain) {
 
 TEST_F(ToolCli, BenchHumanTableNamesEveryConfig) {
   Result r = ddph("bench --config " + kConfigs + "noop.yaml --config " + kConfigs +
-                  "bf16.yaml --bucket-mb 1 --iters 3");
+                  "bf16.yaml --bucket-size 1MiB --iters 3");
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("debugging/noop"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("default/bf16_compress"), std::string::npos) << r.out;
@@ -248,7 +248,7 @@ TEST_F(ToolCli, BenchHumanTableNamesEveryConfig) {
 // a build without CUDA) every rank stops, saying why; with one, the hook's
 // row comes out as on the host.
 TEST_F(ToolCli, BenchOnTheGpuRunsOrSaysWhyNot) {
-  Result r = ddph("bench --config " + kConfigs + "fp16.yaml --device cuda --bucket-mb 1 --iters 2");
+  Result r = ddph("bench --config " + kConfigs + "fp16.yaml --device cuda --bucket-size 1MiB --iters 2");
   const bool no_gpu =
       r.err.find("--device cuda: no usable CUDA device") != std::string::npos ||
       r.err.find("--device cuda: this build of ddphooks has no CUDA") != std::string::npos;
@@ -269,7 +269,7 @@ TEST_F(ToolCli, BenchFailsWhenAConfigFails) {
   std::ofstream(bad) << "comm: {backend: gloo, timeout: 10s}\n"
                         "hook: {family: default, name: no_such_hook}\n";
   Result r = ddph("bench --config " + kConfigs + "allreduce.yaml --config " + bad +
-                  " --bucket-mb 1 --iters 2 --json");
+                  " --bucket-size 1MiB --iters 2 --json");
   EXPECT_NE(r.code, 0) << describe(r);
   EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no_such_hook"), std::string::npos) << r.err;
