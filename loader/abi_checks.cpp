@@ -7,7 +7,7 @@ static_assert(offsetof(ddph_plugin_t, struct_size) == 0, "struct_size must come 
 static_assert(offsetof(ddph_hook_t, struct_size) == 0, "struct_size must come first");
 static_assert(offsetof(ddph_bucket_t, struct_size) == 0, "struct_size must come first");
 static_assert(DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t), "v1.0 plugin struct is complete");
-static_assert(DDPH_HOOK_SIZE_V1_0 == sizeof(ddph_hook_t), "v1.0 hook struct is complete");
+static_assert(DDPH_HOOK_SIZE_V1_5 == sizeof(ddph_hook_t), "the 1.5 hook struct is complete");
 static_assert(DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t), "v1.0 host struct is complete");
 // 1.1 to 1.4 appended fields; the older sizes stay where plugins saw them.
 static_assert(DDPH_COMM_SIZE_V1_1 == DDPH_COMM_SIZE_V1_0 + sizeof(void*),

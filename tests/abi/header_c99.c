@@ -13,7 +13,7 @@ typedef char comm_init_size_ok[DDPH_COMM_INIT_SIZE_V1_3 == sizeof(ddph_comm_init
 typedef char options_size_ok[DDPH_SESSION_OPTIONS_SIZE_V1_4 == sizeof(ddph_session_options_t) ? 1 : -1];
 typedef char allocator_size_ok[DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t) ? 1 : -1];
 typedef char bucket_size_ok[DDPH_BUCKET_SIZE_V1_2 == sizeof(ddph_bucket_t) ? 1 : -1];
-typedef char hook_size_ok[DDPH_HOOK_SIZE_V1_0 == sizeof(ddph_hook_t) ? 1 : -1];
+typedef char hook_size_ok[DDPH_HOOK_SIZE_V1_5 == sizeof(ddph_hook_t) ? 1 : -1];
 typedef char plugin_size_ok[DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t) ? 1 : -1];
 
 int ddph_header_c99_compiles(void) {
