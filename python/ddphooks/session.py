@@ -202,7 +202,8 @@ class Session:
         per_bucket=True also bucket_metrics, one BucketMetrics per bucket).
         The library keeps the latest 65536 buckets: call it at least that
         often. Buckets of a step not completed yet come with a later call."""
-        return self._steps.steps(_metrics.take_records(self._lib, self._h()), per_bucket)
+        with self._lock:  # one caller at a time keeps a step's buckets together
+            return self._steps.steps(_metrics.take_records(self._lib, self._h()), per_bucket)
 
     def state_dict(self):
         """The hooks' state as bytes (waits for in-flight buckets). Portable
