@@ -97,8 +97,8 @@ int three_steps(const char* hook, size_t out_per_in_halves, int rank, int world,
   DDPH_CHILD_CHECK(ddph_session_stats(s, &st) == nullptr, "stats");
   uint64_t in = 0, wire = 0;
   for (const ddph_bucket_metrics_t& r : t.records) in += r.bytes_in, wire += r.wire_bytes;
-  DDPH_CHILD_CHECK(in == st.bytes_in, "records' bytes_in %llu, stats %llu",
-                   (unsigned long long)in, (unsigned long long)st.bytes_in);
+  DDPH_CHILD_CHECK(in == st.bytes_in, "records' bytes_in %llu, stats %llu", (unsigned long long)in,
+                   (unsigned long long)st.bytes_in);
   DDPH_CHILD_CHECK(wire <= st.wire_bytes, "records' wire %llu > stats %llu",
                    (unsigned long long)wire, (unsigned long long)st.wire_bytes);
   Taken after = take_all(s);
@@ -202,8 +202,8 @@ TEST(LogSink, GetsAPluginLineWithFamilyAndRankThenStderrAgain) {
     const std::string err = read_file(err_path);
     DDPH_CHILD_CHECK(err.find("step 1 of") == std::string::npos,
                      "the sink's line also reached stderr:\n%s", err.c_str());
-    const std::string want_err = "ddph debug powersgd [rank " + std::to_string(rank) +
-                                 "]: step 2 of batched_powersgd: ";
+    const std::string want_err =
+        "ddph debug powersgd [rank " + std::to_string(rank) + "]: step 2 of batched_powersgd: ";
     DDPH_CHILD_CHECK(err.find(want_err) != std::string::npos,
                      "stderr lacks '%s' once the sink is removed:\n%s", want_err.c_str(),
                      err.c_str());
@@ -229,9 +229,8 @@ TEST(LogSink, CanBeSwappedWhileSessionsLog) {
     for (int i = 0; i < steps; ++i) buckets.emplace_back(x, 0, uint64_t(i), true);
     auto ignore = [](void*, ddph_error_t* e) { ddph_error_free(e); };
     for (int i = 0; i < steps; ++i) {
-      DDPH_CHILD_CHECK(ddph_session_submit(s, &buckets[size_t(i)].bucket, ignore, nullptr) ==
-                           nullptr,
-                       "submit");
+      DDPH_CHILD_CHECK(
+          ddph_session_submit(s, &buckets[size_t(i)].bucket, ignore, nullptr) == nullptr, "submit");
       ddph_set_log_sink(&Lines::sink, i % 2 ? &a : &b, DDPH_LOG_DEBUG);
     }
     DDPH_CHILD_CHECK(ddph_session_flush(s) == nullptr, "flush");
