@@ -38,3 +38,7 @@ static_assert(DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) &&
               "1.4 appends del to ddph_store_t");
 static_assert(DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t),
               "the 1.3 allocator table is complete");
+static_assert(offsetof(ddph_bucket_metrics_t, struct_size) == 0 &&
+                  sizeof(ddph_bucket_metrics_t) - DDPH_BUCKET_METRICS_SIZE_V1_5 <
+                      alignof(ddph_bucket_metrics_t),
+              "the 1.5 metrics record is complete: only padding follows ok");

@@ -67,6 +67,21 @@ ddph_error_t* ddph_session_stats(ddph_session_t* s, ddph_stats_t* out) {
   });
 }
 
+ddph_error_t* ddph_session_take_metrics(ddph_session_t* s, ddph_bucket_metrics_t* out,
+                                        int32_t* taken) {
+  return api_guard([&] {
+    auto& session = session_of(s, "ddph_session_take_metrics");
+    DDPH_CHECK(taken != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_metrics: taken is NULL");
+    *taken = 0;
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_metrics: out is NULL");
+    DDPH_CHECK(out->struct_size >= DDPH_BUCKET_METRICS_SIZE_V1_5, DDPH_INVALID_ARGUMENT,
+               "ddph_session_take_metrics: out->struct_size is " << out->struct_size
+                                                                 << ", smaller than the v1.5 size "
+                                                                 << DDPH_BUCKET_METRICS_SIZE_V1_5);
+    *taken = session.take_metrics(out) ? 1 : 0;
+  });
+}
+
 ddph_error_t* ddph_session_save_state(ddph_session_t* s, ddph_write_fn write, void* sink) {
   return api_guard([&] { session_of(s, "ddph_session_save_state").save_state(write, sink); });
 }

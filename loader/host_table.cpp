@@ -1,12 +1,10 @@
 #include "loader/host_table.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <new>
 
 #include "core/host.h"
+#include "loader/log_sink.h"
 
 namespace ddph {
 namespace loader {
@@ -27,30 +25,6 @@ void error_free(ddph_error_t* e) { delete e; }
 ddph_code_t error_code(const ddph_error_t* e) { return e != nullptr ? e->code : DDPH_OK; }
 const char* error_message(const ddph_error_t* e) { return e != nullptr ? e->message.c_str() : ""; }
 
-const char* level_name(ddph_log_level_t level) {
-  switch (level) {
-    case DDPH_LOG_ERROR: return "error";
-    case DDPH_LOG_WARN: return "warn";
-    case DDPH_LOG_INFO: return "info";
-    case DDPH_LOG_DEBUG: return "debug";
-  }
-  return "?";
-}
-
-ddph_log_level_t parse_level(const char* text) {
-  if (text == nullptr) return DDPH_LOG_WARN;
-  for (int l = DDPH_LOG_ERROR; l <= DDPH_LOG_DEBUG; ++l)
-    if (std::strcmp(text, level_name(ddph_log_level_t(l))) == 0) return ddph_log_level_t(l);
-  return DDPH_LOG_WARN;
-}
-
-void log_to_stderr(ddph_log_level_t level, const char* family, const char* message) {
-  if (level > log_threshold()) return;
-  // One fprintf per line so that lines from several threads do not interleave.
-  std::fprintf(stderr, "ddph %s%s%s: %s\n", level_name(level), family ? " " : "",
-               family ? family : "", message ? message : "");
-}
-
 const ddph_host_t kHost = [] {
   ddph_host_t h{};
   h.struct_size = sizeof h;
@@ -60,16 +34,11 @@ const ddph_host_t kHost = [] {
   h.error_free = &error_free;
   h.error_code = &error_code;
   h.error_message = &error_message;
-  h.log = &log_to_stderr;
+  h.log = &deliver_log_line;
   return h;
 }();
 
 }  // namespace
-
-ddph_log_level_t log_threshold() {
-  static const ddph_log_level_t level = parse_level(std::getenv("DDPH_LOG_LEVEL"));
-  return level;
-}
 
 void install_loader_host() {
   static std::once_flag once;
@@ -92,8 +61,14 @@ const char* ddph_version(void) {
   return DDPH_STR(DDPH_ABI_MAJOR) "." DDPH_STR(DDPH_ABI_MINOR);
 }
 
-ddph_code_t ddph_error_code(const ddph_error_t* e) { return ddph::loader::error_code(e); }
-const char* ddph_error_message(const ddph_error_t* e) { return ddph::loader::error_message(e); }
-void ddph_error_free(ddph_error_t* e) { delete e; }
+ddph_code_t ddph_error_code(const ddph_error_t* e) {
+  return ddph::loader::error_code(e);
+}
+const char* ddph_error_message(const ddph_error_t* e) {
+  return ddph::loader::error_message(e);
+}
+void ddph_error_free(ddph_error_t* e) {
+  delete e;
+}
 
 }  // extern "C"

@@ -19,9 +19,5 @@ namespace loader {
 // loader) is the loader's own table. Cheap; call before any core helper.
 void install_loader_host();
 
-// The level at or below which messages are printed (env DDPH_LOG_LEVEL,
-// read once; default warn).
-ddph_log_level_t log_threshold();
-
 }  // namespace loader
 }  // namespace ddph

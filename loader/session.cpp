@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "loader/host_table.h"
 #include "loader/job_id.h"
 #include "loader/job_secret.h"
+#include "loader/log_sink.h"
 #include "loader/rank_agreement.h"
 #include "loader/state_blob.h"
 
@@ -134,6 +136,11 @@ struct Session::PendingBucket {
   ddph_done_fn done = nullptr;
   void* user = nullptr;
   uint64_t ticket = 0;  // CheckAhead's, to await before the hook; 0: none
+  // For its metrics record: when it was submitted, its step and its index
+  // in that step (counted by the session, in submission order).
+  std::chrono::steady_clock::time_point submitted;
+  uint64_t metrics_step = 0;
+  uint32_t metrics_bucket = 0;
 
   PendingBucket(const ddph_bucket_t& b, ddph_done_fn d, void* u) : done(d), user(u) {
     // Copy only the fields this loader knows; a newer, longer struct is fine.
@@ -203,6 +210,7 @@ Session::Session(const ddph_session_options_t& opts) {
   }
   job_ = load_job(source);
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
+  const ScopedLogRank log_rank(placement_.rank);
   try {
     create_communicator(opts);
     // Every rank has read the run marker and this rank's keys once the
@@ -217,6 +225,7 @@ Session::Session(const ddph_session_options_t& opts) {
     for (const ResolvedRule& rule : job_.rules) create_chain(*rule.hook, true, rule.max_bytes);
     create_chain(*job_.hook, false, 0);
     worker_ = std::make_unique<Worker>();
+    worker_->post([rank = placement_.rank] { set_thread_log_rank(rank); });
   } catch (...) {
     destroy_hooks();
     destroy_communicators();
@@ -229,6 +238,7 @@ Session::Session(const ddph_session_options_t& opts) {
 }
 
 Session::~Session() {
+  const ScopedLogRank log_rank(placement_.rank);
   worker_.reset();  // runs every queued bucket to completion, then joins
   destroy_hooks();
   destroy_communicators();
@@ -359,17 +369,31 @@ void Session::submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user)
   check_bucket(bucket);
   auto pending = std::make_shared<PendingBucket>(*bucket, done, user);
   std::lock_guard<std::mutex> lock(submit_mu_);
+  pending->submitted = std::chrono::steady_clock::now();
+  pending->metrics_step = next_metrics_step_;
+  pending->metrics_bucket = next_metrics_bucket_++;
+  if (pending->bucket.is_last) {
+    ++next_metrics_step_;
+    next_metrics_bucket_ = 0;
+  }
   if (check_ahead_) pending->ticket = check_ahead_->submitted(pending->bucket);
   worker_->post([this, pending] { run_bucket(*pending); });
 }
 
 void Session::run_bucket(PendingBucket& pending) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
   ddph_error_t* error = nullptr;
+  const HookChain* chain = nullptr;
+  Counters before;
   if (broken_) {
     error = make_c_error(DDPH_COMM_FAILURE, "session is broken since: " + broken_since_);
   } else {
-    const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
-    const ddph_hook_ref_t& hook = chain.elements.front()->ref;
+    chain = &chain_for(buffer_bytes(pending.bucket.buffer));
+    const ddph_hook_ref_t& hook = chain->elements.front()->ref;
+    // The worker runs one bucket at a time, so the counters' differences
+    // around it are this bucket's alone.
+    before = counters(*chain);
     try {
       if (check_ahead_)
         check_ahead_->await(pending.ticket);
@@ -400,6 +424,10 @@ void Session::run_bucket(PendingBucket& pending) {
       }
     }
   }
+  const Clock::time_point finished = Clock::now();
+  record_metrics(pending, chain, before,
+                 std::chrono::duration<double>(started - pending.submitted).count(),
+                 std::chrono::duration<double>(finished - started).count(), error == nullptr);
   if (error != nullptr) {
     std::lock_guard<std::mutex> lock(errors_mu_);
     if (!has_first_error_) {
@@ -409,6 +437,64 @@ void Session::run_bucket(PendingBucket& pending) {
     }
   }
   pending.done(pending.user, error);
+}
+
+Session::Counters Session::counters(const HookChain& chain) const noexcept {
+  // The sources ddph_session_stats reads: bytes in as the outermost hook saw
+  // them, bytes out as the innermost one sent them, the communicator's wire.
+  Counters c;
+  const ddph_hook_ref_t& outer = chain.elements.front()->ref;
+  const ddph_hook_ref_t& inner = chain.elements.back()->ref;
+  ddph_stats_t hs{};
+  hs.struct_size = sizeof hs;
+  if (outer.hook->stats != nullptr) {
+    if (ddph_error_t* e = outer.hook->stats(outer.state, &hs))
+      ddph_error_free(e);  // a hook without figures: its bytes read as 0
+    else
+      c.bytes_in = hs.bytes_in;
+  }
+  hs = ddph_stats_t{};
+  hs.struct_size = sizeof hs;
+  if (inner.hook->stats != nullptr) {
+    if (ddph_error_t* e = inner.hook->stats(inner.state, &hs))
+      ddph_error_free(e);
+    else
+      c.bytes_out = hs.bytes_out;
+  }
+  if (comm_ != nullptr && comm_->bytes_sent != nullptr)
+    c.wire_bytes = comm_->bytes_sent(comm_->ctx);
+  return c;
+}
+
+void Session::record_metrics(const PendingBucket& pending, const HookChain* chain,
+                             const Counters& before, double queue_seconds, double hook_seconds,
+                             bool ok) {
+  ddph_bucket_metrics_t r{};
+  r.struct_size = sizeof r;
+  r.step = pending.metrics_step;
+  r.bucket = pending.metrics_bucket;
+  r.is_last = pending.bucket.is_last ? 1 : 0;
+  if (chain != nullptr) {  // NULL: a broken session ran nothing
+    const Counters after = counters(*chain);
+    r.bytes_in = after.bytes_in - before.bytes_in;
+    r.bytes_out = after.bytes_out - before.bytes_out;
+    r.wire_bytes = after.wire_bytes - before.wire_bytes;
+  }
+  r.queue_seconds = queue_seconds;
+  r.hook_seconds = hook_seconds;
+  r.ok = ok ? 1 : 0;
+  metrics_.push(r);
+}
+
+bool Session::take_metrics(ddph_bucket_metrics_t* out) {
+  ddph_bucket_metrics_t r;
+  if (!metrics_.take(&r)) return false;
+  // Fields this loader knows, up to the caller's struct_size; a newer
+  // caller's extra fields are left alone, its struct_size kept.
+  const size_t caller_size = out->struct_size;
+  std::memcpy(out, &r, std::min(caller_size, sizeof r));
+  out->struct_size = caller_size;
+  return true;
 }
 
 void Session::check_not_in_done(const char* function) const {
@@ -433,22 +519,9 @@ void Session::stats(ddph_stats_t* out) const {
   s.steps = steps_.load();
   s.buckets = buckets_.load();
   for (const HookChain& chain : chains_) {
-    // Bytes in as the outermost hook saw them; bytes out as the innermost one
-    // (the one that talks to collectives) sent them.
-    const ddph_hook_ref_t& outer = chain.elements.front()->ref;
-    const ddph_hook_ref_t& inner = chain.elements.back()->ref;
-    ddph_stats_t hs{};
-    hs.struct_size = sizeof hs;
-    if (outer.hook->stats != nullptr) {
-      DDPH_CALL(outer.hook->stats(outer.state, &hs));
-      s.bytes_in += hs.bytes_in;
-    }
-    hs = ddph_stats_t{};
-    hs.struct_size = sizeof hs;
-    if (inner.hook->stats != nullptr) {
-      DDPH_CALL(inner.hook->stats(inner.state, &hs));
-      s.bytes_out += hs.bytes_out;
-    }
+    const Counters c = counters(chain);
+    s.bytes_in += c.bytes_in;
+    s.bytes_out += c.bytes_out;
   }
   if (comm_ != nullptr && comm_->bytes_sent != nullptr)
     s.wire_bytes = comm_->bytes_sent(comm_->ctx);

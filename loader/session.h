@@ -16,6 +16,7 @@
 #include "loader/hook_chain.h"
 #include "loader/job.h"
 #include "loader/job_store.h"
+#include "loader/metrics_ring.h"
 #include "loader/rank_agreement.h"
 #include "loader/worker.h"
 
@@ -54,6 +55,9 @@ class Session {
   // The first error since the last flush, as a new C error (NULL if none).
   ddph_error_t* flush();
   void stats(ddph_stats_t* out) const;
+  // The oldest bucket record not taken yet into *out (up to
+  // out->struct_size); false when there is none.
+  bool take_metrics(ddph_bucket_metrics_t* out);
   void save_state(ddph_write_fn write, void* sink);
   void load_state(const void* bytes, size_t n);
   ddph_comm_t* comm() const { return comm_; }
@@ -71,6 +75,14 @@ class Session {
   void create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes);
   const HookChain& chain_for(uint64_t bytes) const;
   void run_bucket(PendingBucket& pending);
+  // Records a finished bucket's figures; `before` is what counters() read
+  // when the worker started it.
+  struct Counters {
+    uint64_t bytes_in = 0, bytes_out = 0, wire_bytes = 0;
+  };
+  Counters counters(const HookChain& chain) const noexcept;
+  void record_metrics(const PendingBucket& pending, const HookChain* chain, const Counters& before,
+                      double queue_seconds, double hook_seconds, bool ok);
   void destroy_hooks();
   void check_not_in_done(const char* function) const;
 
@@ -88,6 +100,11 @@ class Session {
   std::vector<HookChain> chains_;
 
   std::atomic<uint64_t> steps_{0}, buckets_{0};
+  // Per-bucket figures (ddph_session_take_metrics), and the step and
+  // bucket-in-step of the next submission (under submit_mu_).
+  MetricsRing metrics_;
+  uint64_t next_metrics_step_ = 0;
+  uint32_t next_metrics_bucket_ = 0;
   std::mutex errors_mu_;
   bool has_first_error_ = false;  // since the last flush
   ddph_code_t first_error_code_ = DDPH_OK;

@@ -240,9 +240,9 @@ void PsgdHook::finish_step(const ddph_bucket_t& bucket) {
   if (step_before_ > 0) {
     char text[256];
     std::snprintf(text, sizeof text,
-                  "%s: step %llu: %llu bytes before compression, %llu after; %.3f ms compressing, "
-                  "%.3f ms in collectives",
-                  name_, (unsigned long long)state_.iter, (unsigned long long)step_before_,
+                  "step %llu of %s: %llu bytes before compression, %llu after; %.3f ms "
+                  "compressing, %.3f ms in collectives",
+                  (unsigned long long)state_.iter, name_, (unsigned long long)step_before_,
                   (unsigned long long)step_after_, 1e3 * (step_total_s_ - step_comm_s_),
                   1e3 * step_comm_s_);
     log(DDPH_LOG_DEBUG, "powersgd", text);

@@ -10,10 +10,11 @@ package, in the install prefix, or in a build tree (ddphooks._library).
 """
 from .allocator import DeviceAllocator
 from .errors import Code, DDPHError
+from .metrics import CSV_COLUMNS, BucketMetrics, MetricsWriter, StepMetrics
 from .session import Session, new_job_id, version
 from .store import HostStore
 from ._library import path as library_path
 
-__all__ = ["Code", "DDPHError", "DeviceAllocator", "HostStore", "Session", "library_path",
-           "new_job_id", "version"]
+__all__ = ["BucketMetrics", "CSV_COLUMNS", "Code", "DDPHError", "DeviceAllocator", "HostStore",
+           "MetricsWriter", "Session", "StepMetrics", "library_path", "new_job_id", "version"]
 __version__ = "0.1.0"

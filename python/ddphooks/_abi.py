@@ -1,11 +1,11 @@
-"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.4) and of DLPack's DLTensor.
+"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.5) and of DLPack's DLTensor.
 
 Only layout lives here: the structs, the callback types and the prototypes of
 libddph.so's host API. Every struct starts with ``struct_size``; the helpers
 ``new_*`` fill it in so callers never forget.
 """
 import ctypes
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32,
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int, c_int32,
                     c_int64, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
 
 # --- DLPack (dlpack/dlpack.h, v0.6+) ---------------------------------------
@@ -164,6 +164,27 @@ class SessionOptions(Structure):
     ]
 
 
+# ABI 1.5: the figures of one completed bucket (ddph_session_take_metrics).
+class BucketMetrics(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("step", c_uint64),
+        ("bucket", c_uint32),
+        ("is_last", c_int32),
+        ("bytes_in", c_uint64),
+        ("bytes_out", c_uint64),
+        ("wire_bytes", c_uint64),
+        ("queue_seconds", c_double),
+        ("hook_seconds", c_double),
+        ("ok", c_int32),
+    ]
+
+
+# ABI 1.5: ddph_log_fn(user, level, family, rank, message); level is
+# DDPH_LOG_ERROR (0) .. DDPH_LOG_DEBUG (3).
+DDPH_LOG_ERROR, DDPH_LOG_WARN, DDPH_LOG_INFO, DDPH_LOG_DEBUG = 0, 1, 2, 3
+LogFn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_int32, c_char_p)
+
 ErrorNewFn = CFUNCTYPE(c_void_p, c_int, c_char_p)
 
 
@@ -206,6 +227,9 @@ def declare(lib):
         "ddph_error_free": (None, [c_void_p]),
         "ddph_host": (POINTER(Host), []),
         "ddph_version": (c_char_p, []),
+        # ABI 1.5
+        "ddph_session_take_metrics": (E, [c_void_p, POINTER(BucketMetrics), POINTER(c_int32)]),
+        "ddph_set_log_sink": (None, [LogFn, c_void_p, c_int]),
     }
     for name, (restype, argtypes) in protos.items():
         fn = getattr(lib, name)

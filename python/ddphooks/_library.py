@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 
-from . import _abi
+from . import _abi, logs
 
 _NAMES = ("libddph.so", "libddph.so.1")
 _lock = threading.Lock()
@@ -73,4 +73,5 @@ def load():
         # RTLD_GLOBAL is not needed: plugins use only the host table they are handed.
         _lib = _abi.declare(ctypes.CDLL(found))
         _path = found
+        logs.attach(_lib)  # the library's log lines go to logging (ddphooks.logs)
         return _lib

@@ -7,7 +7,7 @@ import threading
 import uuid
 import weakref
 
-from . import _abi, _completion, _library, _tensors, errors
+from . import _abi, _completion, _library, _tensors, errors, logs, metrics as _metrics
 from .store import HostStore
 
 _open_sessions = weakref.WeakSet()
@@ -78,7 +78,9 @@ class Session:
     def __init__(self, config, *, rank=-1, world_size=-1, rendezvous=None, store=None,
                  comm=None, device_allocator=None, job=None):
         self._lib = _library.load()
+        logs.refresh()  # the logger's level may have changed since the library loaded
         self._handle = None
+        self._steps = _metrics.StepAccumulator()
         self._step = 0
         self._lock = threading.Lock()
         path, text = _config_source(config)
@@ -192,6 +194,16 @@ class Session:
         st = _abi.new(_abi.Stats)
         errors.check(self._lib, self._lib.ddph_session_stats(self._h(), ctypes.byref(st)))
         return {name: int(getattr(st, name)) for name, _ in _abi.Stats._fields_[1:]}
+
+    def metrics(self, per_bucket=False):
+        """The steps completed since the last call, as a list of
+        ddphooks.metrics.StepMetrics (step, buckets, bytes_in, bytes_out,
+        wire_bytes, compression, hook_seconds, queue_seconds, ok; with
+        per_bucket=True also bucket_metrics, one BucketMetrics per bucket).
+        The library keeps the latest 65536 buckets: call it at least that
+        often. Buckets of a step not completed yet come with a later call."""
+        with self._lock:  # one caller at a time keeps a step's buckets together
+            return self._steps.steps(_metrics.take_records(self._lib, self._h()), per_bucket)
 
     def state_dict(self):
         """The hooks' state as bytes (waits for in-flight buckets). Portable

@@ -333,6 +333,12 @@ class DDPHook:
     def stats(self):
         return self.session.stats()
 
+    def metrics(self, per_bucket=False):
+        """The synchronized steps completed since the last call, one
+        ddphooks.metrics.StepMetrics each (see Session.metrics); e.g. after
+        optimizer.step(): ``for m in hook.metrics(): writer.write(m, loss=...)``."""
+        return self.session.metrics(per_bucket)
+
     def state_dict(self):
         """{"step": int, "state": bytes} (waits for in-flight buckets)."""
         return {"step": self.step, "state": self.session.state_dict()}

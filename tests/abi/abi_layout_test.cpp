@@ -89,4 +89,13 @@ TEST(AbiLayout, V1_4AppendsOnly) {
   EXPECT_EQ(DDPH_SESSION_OPTIONS_SIZE_V1_4, 72u);
 }
 
+// 1.5 added the per-bucket metrics record (ddph_session_take_metrics).
+TEST(AbiLayout, V1_5BucketMetrics) {
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, bucket), 16u);
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, bytes_in), 24u);
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, queue_seconds), 48u);
+  EXPECT_EQ(DDPH_BUCKET_METRICS_SIZE_V1_5, 68u);
+}
+
 }  // namespace

@@ -1,0 +1,163 @@
+"""Per-bucket and per-step figures of a session, and a CSV writer for them.
+
+``Session.metrics()`` (and the PyTorch hook's ``metrics()``) takes the
+records the library kept since the last call (ddph_session_take_metrics: the
+latest 65536 buckets) and returns one ``StepMetrics`` per completed step.
+``MetricsWriter`` appends them to a CSV file in the columns of
+``CSV_COLUMNS`` (docs/metrics.md), the format ``ddph train --metrics`` writes
+and ``python3 -m ddphooks.plot`` draws.
+"""
+import csv
+import ctypes
+import dataclasses
+import math
+import os
+from typing import List, Optional
+
+from . import _abi, errors
+
+# The CSV format, in this order. loss and accuracy are the trainer's (empty
+# when not given); the rest are sums over the step's buckets on this rank.
+CSV_COLUMNS = ("step", "loss", "accuracy", "bytes_in", "bytes_out", "wire_bytes", "compression",
+               "hook_seconds")
+
+
+@dataclasses.dataclass
+class BucketMetrics:
+    """One completed bucket, as the library measured it around the hooks."""
+    step: int
+    bucket: int           # index within its step, in submission order
+    is_last: bool
+    bytes_in: int         # gradient bytes handed to the hooks
+    bytes_out: int        # payload bytes the hooks gave to collectives (0: not counted)
+    wire_bytes: int       # bytes this rank put on the wire (0: unknown)
+    queue_seconds: float  # submit -> the worker starting it
+    hook_seconds: float   # the worker starting it -> done
+    ok: bool
+
+
+@dataclasses.dataclass
+class StepMetrics:
+    """One completed step: sums over its buckets."""
+    step: int
+    buckets: int
+    bytes_in: int
+    bytes_out: int
+    wire_bytes: int
+    hook_seconds: float
+    queue_seconds: float
+    ok: bool
+    bucket_metrics: Optional[List[BucketMetrics]] = None  # with per_bucket=True
+
+    @property
+    def compression(self):
+        """bytes_in / bytes_out (2.0 for fp16 compression), or None when the
+        hooks counted no bytes out."""
+        return self.bytes_in / self.bytes_out if self.bytes_out else None
+
+
+def take_records(lib, handle):
+    """Every record the session holds, oldest first (they are then gone)."""
+    out = []
+    rec = _abi.new(_abi.BucketMetrics)
+    taken = ctypes.c_int32(0)
+    while True:
+        errors.check(lib, lib.ddph_session_take_metrics(handle, ctypes.byref(rec),
+                                                        ctypes.byref(taken)))
+        if not taken.value:
+            return out
+        out.append(BucketMetrics(step=int(rec.step), bucket=int(rec.bucket),
+                                 is_last=bool(rec.is_last), bytes_in=int(rec.bytes_in),
+                                 bytes_out=int(rec.bytes_out), wire_bytes=int(rec.wire_bytes),
+                                 queue_seconds=float(rec.queue_seconds),
+                                 hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok)))
+
+
+class StepAccumulator:
+    """Groups bucket records into steps; keeps the buckets of a step whose
+    last bucket has not completed yet for the next call."""
+
+    def __init__(self):
+        self._open = []
+
+    def steps(self, records, per_bucket=False):
+        done = []
+        for r in records:
+            self._open.append(r)
+            if r.is_last:
+                done.append(_step_of(self._open, per_bucket))
+                self._open = []
+        return done
+
+
+def _step_of(buckets, per_bucket):
+    return StepMetrics(
+        step=buckets[-1].step, buckets=len(buckets),
+        bytes_in=sum(b.bytes_in for b in buckets), bytes_out=sum(b.bytes_out for b in buckets),
+        wire_bytes=sum(b.wire_bytes for b in buckets),
+        hook_seconds=sum(b.hook_seconds for b in buckets),
+        queue_seconds=sum(b.queue_seconds for b in buckets),
+        ok=all(b.ok for b in buckets), bucket_metrics=list(buckets) if per_bucket else None)
+
+
+def _cell(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+class MetricsWriter:
+    """Appends one CSV row per step to `path` (columns: CSV_COLUMNS; the header
+    is written when the file is new or empty) and forwards every figure to
+    `callback(tag, value, step)` and/or `summary_writer.add_scalar(tag, value,
+    step)` (e.g. torch.utils.tensorboard.SummaryWriter). Tags: "loss",
+    "accuracy", and "ddph/<column>" for the library's figures.
+
+        writer = MetricsWriter("run.csv")
+        ...
+        for m in hook.metrics():
+            writer.write(m, loss=loss.item())
+    """
+
+    def __init__(self, path, *, callback=None, summary_writer=None):
+        self.path = os.fspath(path)
+        self._callback = callback
+        self._summary = summary_writer
+        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        self._file = open(self.path, "a", newline="")
+        self._csv = csv.writer(self._file)
+        if new:
+            self._csv.writerow(CSV_COLUMNS)
+            self._file.flush()
+
+    def write(self, m, *, loss=None, accuracy=None):
+        """One row for StepMetrics `m`, with the trainer's loss and accuracy
+        for that step when given."""
+        row = {"step": m.step, "loss": loss, "accuracy": accuracy, "bytes_in": m.bytes_in,
+               "bytes_out": m.bytes_out, "wire_bytes": m.wire_bytes,
+               "compression": m.compression, "hook_seconds": m.hook_seconds}
+        self._csv.writerow([_cell(row[c]) for c in CSV_COLUMNS])
+        self._file.flush()
+        for column in CSV_COLUMNS[1:]:
+            value = row[column]
+            if value is None:
+                continue
+            tag = column if column in ("loss", "accuracy") else "ddph/" + column
+            if self._callback is not None:
+                self._callback(tag, value, m.step)
+            if self._summary is not None:
+                self._summary.add_scalar(tag, value, m.step)
+
+    def write_all(self, steps, *, loss=None, accuracy=None):
+        """write() for each of `steps` (e.g. what metrics() returned)."""
+        for m in steps:
+            self.write(m, loss=loss, accuracy=accuracy)
+
+    def close(self):
+        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
