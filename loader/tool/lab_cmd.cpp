@@ -57,6 +57,9 @@ std::string exits_json(const std::vector<RankExit>& exits) {
 int run_lab(LabOptions& o) {
   LinkSpec link;
   try {
+    // Checked here rather than by CLI11, so that a misspelt flag is named first.
+    if (o.link.empty()) throw std::invalid_argument("--link is required");
+    if (o.command.empty()) throw std::invalid_argument("no command after --");
     link = parse_link(o.link);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddph lab: %s\n", e.what());
@@ -99,8 +102,7 @@ void add_lab_command(CLI::App& root, int* exit_code) {
       root, "lab", "run a command per rank, each on its own shaped network link", &o->json);
   cmd->footer(kDescription);
   cmd->add_option("--link", o->link, "each rank's link: RATE[,LATENCY], e.g. 1gbit,50us")
-      ->type_name("RATE[,LATENCY]")
-      ->required();
+      ->type_name("RATE[,LATENCY]");
   cmd->add_option("--world", o->world, "ranks")
       ->type_name("N")
       ->check(CLI::Range(1, NetLab::kMaxWorld))
@@ -114,8 +116,7 @@ void add_lab_command(CLI::App& root, int* exit_code) {
       ->check(CLI::Range(1.0, 1e6))
       ->capture_default_str();
   cmd->add_option("command", o->command, "the command each rank runs, after --")
-      ->type_name("COMMAND [ARGS...]")
-      ->required();
+      ->type_name("COMMAND [ARGS...]");
   cmd->callback([o, exit_code] { *exit_code = run_lab(*o); });
 }
 

@@ -75,8 +75,11 @@ void TrainReport::progress(const TrainProgress& p) {
                 megabytes(p.wire_bytes_total).c_str());
   std::fflush(stdout);
   if (csv_ == nullptr) return;
-  const double compression = p.bytes_out > 0 ? p.bytes_in / p.bytes_out : 0;
-  std::fprintf(csv_, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", p.step, p.loss, p.test_accuracy,
+  // Empty when the hook counted no bytes out, as ddphooks.MetricsWriter writes it.
+  char compression[32] = "";
+  if (p.bytes_out > 0)
+    std::snprintf(compression, sizeof compression, "%.9g", p.bytes_in / p.bytes_out);
+  std::fprintf(csv_, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g\n", p.step, p.loss, p.test_accuracy,
                p.bytes_in, p.bytes_out, p.wire_bytes, compression, p.hook_seconds);
   std::fflush(csv_);
 }

@@ -34,9 +34,10 @@ void print_json(const std::string& path, const std::vector<ddph_validate::Row>& 
   std::printf("{\"plugin\": %s, \"ok\": %s, \"checks\": [", json_string(path).c_str(),
               ok ? "true" : "false");
   for (size_t i = 0; i < rows.size(); ++i)
-    std::printf("%s\n  {\"check\": %s, \"hook\": %s, \"result\": \"%s\", \"detail\": %s}",
-                i ? "," : "", json_string(rows[i].check).c_str(), json_string(rows[i].hook).c_str(),
-                ddph_validate::status_name(rows[i].status), json_string(rows[i].detail).c_str());
+    std::printf("%s{\"check\": %s, \"hook\": %s, \"result\": \"%s\", \"detail\": %s}",
+                i ? ", " : "", json_string(rows[i].check).c_str(),
+                json_string(rows[i].hook).c_str(), ddph_validate::status_name(rows[i].status),
+                json_string(rows[i].detail).c_str());
   std::printf("]}\n");
 }
 
@@ -67,6 +68,16 @@ int run_validate_plugin(const PluginCheckOptions& o) {
   opt.keep_output = o.verbose;
   const bool json = o.json;
   const std::vector<std::string>& files = o.files;
+  if (files.empty()) {
+    std::fprintf(stderr,
+                 "ddph validate-plugin: no plugin file given (ddph validate-plugin LIB.so)\n");
+    return kExitUsage;
+  }
+  if (files.empty()) {
+    std::fprintf(stderr,
+                 "ddph validate-plugin: no plugin file given (ddph validate-plugin LIB.so)\n");
+    return kExitUsage;
+  }
   bool all_ok = true;
   for (const std::string& f : files) {
     const std::vector<ddph_validate::Row> rows = ddph_validate::validate_plugin(f, opt);
@@ -89,7 +100,8 @@ void add_validate_plugin_command(CLI::App& root, int* exit_code) {
   CLI::App* cmd =
       add_command(root, "validate-plugin", "check a plugin .so against the contract", &o->json);
   cmd->footer(kDescription);
-  cmd->add_option("plugins", o->files, "plugin shared objects")->type_name("LIB.so")->required();
+  // Checked in run_validate_plugin, so that a misspelt flag is named first.
+  cmd->add_option("plugins", o->files, "plugin shared objects")->type_name("LIB.so");
   cmd->add_option("--timeout", o->timeout_s, "seconds per check before it counts as hung")
       ->type_name("SECONDS")
       ->check(CLI::Range(0.001, 86400.0))

@@ -97,8 +97,11 @@ def test_plugins_json_lists_every_family_with_its_options():
     families = {o["family"]: o for o in objects[1:]}
     assert {"default", "comm_gloo", "powersgd", "quantization"} <= set(families)
     hooks = {h["name"]: h for h in families["powersgd"]["hooks"]}
-    rank = {o["name"]: o for o in hooks["powersgd"]["options"]}["matrix_approximation_rank"]
+    rank = {o["name"]: o for o in hooks["powersgd"]["options"]}["rank"]
     assert rank["type"] == "int" and rank["default"] == "1", rank
+    # 2^53, the largest integer a float option holds exactly, printed in full.
+    start = {o["name"]: o for o in hooks["powersgd"]["options"]}["start_iter"]
+    assert start["max"] == 2 ** 53, start
     gloo = families["comm_gloo"]["comms"][0]
     assert gloo["backend"] == "gloo"
 
