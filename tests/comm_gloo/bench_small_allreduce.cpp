@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,7 +39,6 @@ double median(std::vector<double> v) {
 }
 
 struct Args {
-  std::string mode;
   int world = 2;
   std::vector<int64_t> sizes = {64, 1024, 4096, 16384, 65536, 262144};
   int calls = 2000;
@@ -46,18 +46,6 @@ struct Args {
   std::string op = "sum";
   std::string impl = "ddph";
 };
-
-std::vector<int64_t> parse_sizes(const char* text) {
-  std::vector<int64_t> out;
-  const char* p = text;
-  while (*p != '\0') {
-    char* end = nullptr;
-    out.push_back(std::strtoll(p, &end, 10));
-    if (end == p) break;
-    p = *end == ',' ? end + 1 : end;
-  }
-  return out;
-}
 
 ddph_reduce_op_t parse_op(const std::string& op) {
   if (op == "avg") return DDPH_AVG;
@@ -135,35 +123,16 @@ int run_gloo(const Args& a, int rank, int world, const std::string& dir) {
 
 int main(int argc, char** argv) {
   Args a;
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s allreduce [options] (see the source's header)\n", argv[0]);
-    return 2;
-  }
-  a.mode = argv[1];
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const char* v = argv[i + 1];
-    if (flag == "--world")
-      a.world = std::atoi(v);
-    else if (flag == "--sizes")
-      a.sizes = parse_sizes(v);
-    else if (flag == "--calls")
-      a.calls = std::atoi(v);
-    else if (flag == "--reps")
-      a.reps = std::atoi(v);
-    else if (flag == "--op")
-      a.op = v;
-    else if (flag == "--impl")
-      a.impl = v;
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
-  if (a.mode != "allreduce" || a.sizes.empty() || a.calls < 1 || a.reps < 1) {
-    std::fprintf(stderr, "mode is allreduce, with sizes, calls and reps\n");
-    return 2;
-  }
+  CLI::App app("The small-allreduce figures of docs/benchmarks.md (see the source's header)");
+  CLI::App* mode = app.add_subcommand("allreduce", "back-to-back allreduces of each size");
+  app.require_subcommand(1);
+  mode->add_option("--world", a.world)->check(CLI::Range(1, 64))->capture_default_str();
+  mode->add_option("--sizes", a.sizes, "bytes, comma-separated")->delimiter(',');
+  mode->add_option("--calls", a.calls)->check(CLI::Range(1, 100000000))->capture_default_str();
+  mode->add_option("--reps", a.reps)->check(CLI::Range(1, 1000))->capture_default_str();
+  mode->add_option("--op", a.op)->check(CLI::IsMember({"sum", "avg", "max", "min"}));
+  mode->add_option("--impl", a.impl)->check(CLI::IsMember({"ddph", "gloo"}));
+  CLI11_PARSE(app, argc, argv);
   auto res = ddph_test::run_ranks(
       a.world,
       [&](int rank, int world, const std::string& dir) {

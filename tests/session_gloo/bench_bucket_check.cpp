@@ -17,6 +17,7 @@
 //     check's cost as a share of it.
 #include <ddph/ddph.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,17 +48,6 @@ struct Args {
   std::string check;  // empty: the key is left out
   std::vector<int64_t> sizes = {4096, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
 };
-
-std::vector<int64_t> parse_sizes(const char* text) {
-  std::vector<int64_t> out;
-  for (const char* p = text; *p != '\0';) {
-    char* end = nullptr;
-    out.push_back(std::strtoll(p, &end, 10));
-    p = *end == ',' ? end + 1 : end;
-    if (end == p && *end != '\0') break;
-  }
-  return out;
-}
 
 std::string yaml(const std::string& hook, const std::string& check) {
   std::string comm = "comm: {backend: gloo, timeout: 60s";
@@ -226,39 +216,21 @@ int run_cost(const Args& a, int rank, int world, const std::string& dir) {
 
 int main(int argc, char** argv) {
   Args a;
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s many|cost [options] (see the source's header)\n", argv[0]);
-    return 2;
-  }
-  a.mode = argv[1];
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const char* v = argv[i + 1];
-    if (flag == "--world")
-      a.world = std::atoi(v);
-    else if (flag == "--buckets")
-      a.buckets = std::atoi(v);
-    else if (flag == "--bytes")
-      a.bytes = std::atoll(v);
-    else if (flag == "--steps")
-      a.steps = std::atoi(v);
-    else if (flag == "--iters")
-      a.iters = std::atoi(v);
-    else if (flag == "--hook")
-      a.hook = v;
-    else if (flag == "--check")
-      a.check = v;
-    else if (flag == "--sizes")
-      a.sizes = parse_sizes(v);
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
-  if (a.mode != "many" && a.mode != "cost") {
-    std::fprintf(stderr, "mode is many or cost, not '%s'\n", a.mode.c_str());
-    return 2;
-  }
+  CLI::App app("The figures behind comm.bucket_check (see the source's header)");
+  app.require_subcommand(1);
+  CLI::App* many = app.add_subcommand("many", "steps of many small buckets");
+  CLI::App* cost = app.add_subcommand("cost", "the check's cost against one bucket's time");
+  for (CLI::App* mode : {many, cost})
+    mode->add_option("--world", a.world)->check(CLI::Range(1, 64))->capture_default_str();
+  many->add_option("--buckets", a.buckets)->check(CLI::Range(1, 10000000))->capture_default_str();
+  many->add_option("--bytes", a.bytes)->check(CLI::Range(4, 1 << 30))->capture_default_str();
+  many->add_option("--steps", a.steps)->check(CLI::Range(1, 100000))->capture_default_str();
+  many->add_option("--hook", a.hook)->check(CLI::IsMember({"noop", "allreduce"}));
+  many->add_option("--check", a.check)->check(CLI::IsMember({"auto", "strict", "off"}));
+  cost->add_option("--iters", a.iters)->check(CLI::Range(1, 100000))->capture_default_str();
+  cost->add_option("--sizes", a.sizes, "bytes, comma-separated")->delimiter(',');
+  CLI11_PARSE(app, argc, argv);
+  a.mode = many->parsed() ? "many" : "cost";
   auto res = ddph_test::run_ranks(
       a.world,
       [&](int rank, int world, const std::string& dir) {
