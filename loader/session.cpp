@@ -393,7 +393,7 @@ void Session::run_bucket(PendingBucket& pending) {
     const ddph_hook_ref_t& hook = chain->elements.front()->ref;
     // The worker runs one bucket at a time, so the counters' differences
     // around it are this bucket's alone.
-    before = counters(*chain);
+    before = counters(*chain, false);
     try {
       if (check_ahead_)
         check_ahead_->await(pending.ticket);
@@ -439,28 +439,23 @@ void Session::run_bucket(PendingBucket& pending) {
   pending.done(pending.user, error);
 }
 
-Session::Counters Session::counters(const HookChain& chain) const noexcept {
+Session::Counters Session::counters(const HookChain& chain, bool strict) const {
   // The sources ddph_session_stats reads: bytes in as the outermost hook saw
   // them, bytes out as the innermost one sent them, the communicator's wire.
   Counters c;
-  const ddph_hook_ref_t& outer = chain.elements.front()->ref;
-  const ddph_hook_ref_t& inner = chain.elements.back()->ref;
-  ddph_stats_t hs{};
-  hs.struct_size = sizeof hs;
-  if (outer.hook->stats != nullptr) {
-    if (ddph_error_t* e = outer.hook->stats(outer.state, &hs))
-      ddph_error_free(e);  // a hook without figures: its bytes read as 0
-    else
-      c.bytes_in = hs.bytes_in;
-  }
-  hs = ddph_stats_t{};
-  hs.struct_size = sizeof hs;
-  if (inner.hook->stats != nullptr) {
-    if (ddph_error_t* e = inner.hook->stats(inner.state, &hs))
-      ddph_error_free(e);
-    else
-      c.bytes_out = hs.bytes_out;
-  }
+  auto read = [strict](const ddph_hook_ref_t& ref, ddph_stats_t* out) {
+    *out = ddph_stats_t{};
+    out->struct_size = sizeof *out;
+    if (ref.hook->stats == nullptr) return false;
+    ddph_error_t* e = ref.hook->stats(ref.state, out);
+    if (e == nullptr) return true;
+    if (strict) DDPH_CALL(e);  // ddph_session_stats reports the hook's error
+    ddph_error_free(e);        // a bucket's record: its bytes read as 0
+    return false;
+  };
+  ddph_stats_t hs;
+  if (read(chain.elements.front()->ref, &hs)) c.bytes_in = hs.bytes_in;
+  if (read(chain.elements.back()->ref, &hs)) c.bytes_out = hs.bytes_out;
   if (comm_ != nullptr && comm_->bytes_sent != nullptr)
     c.wire_bytes = comm_->bytes_sent(comm_->ctx);
   return c;
@@ -475,7 +470,7 @@ void Session::record_metrics(const PendingBucket& pending, const HookChain* chai
   r.bucket = pending.metrics_bucket;
   r.is_last = pending.bucket.is_last ? 1 : 0;
   if (chain != nullptr) {  // NULL: a broken session ran nothing
-    const Counters after = counters(*chain);
+    const Counters after = counters(*chain, false);
     r.bytes_in = after.bytes_in - before.bytes_in;
     r.bytes_out = after.bytes_out - before.bytes_out;
     r.wire_bytes = after.wire_bytes - before.wire_bytes;
@@ -519,7 +514,7 @@ void Session::stats(ddph_stats_t* out) const {
   s.steps = steps_.load();
   s.buckets = buckets_.load();
   for (const HookChain& chain : chains_) {
-    const Counters c = counters(chain);
+    const Counters c = counters(chain, true);
     s.bytes_in += c.bytes_in;
     s.bytes_out += c.bytes_out;
   }

@@ -80,7 +80,9 @@ class Session {
   struct Counters {
     uint64_t bytes_in = 0, bytes_out = 0, wire_bytes = 0;
   };
-  Counters counters(const HookChain& chain) const noexcept;
+  // strict: a hook's stats() error is thrown (ddph_session_stats); else its
+  // bytes read as 0 (a bucket's record, on the worker).
+  Counters counters(const HookChain& chain, bool strict) const;
   void record_metrics(const PendingBucket& pending, const HookChain* chain, const Counters& before,
                       double queue_seconds, double hook_seconds, bool ok);
   void destroy_hooks();
