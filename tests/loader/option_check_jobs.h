@@ -3,6 +3,8 @@
 // refuse before connecting, each at the line of the key at fault.
 #pragma once
 
+#include <stdlib.h>
+
 #include <string>
 #include <vector>
 
@@ -16,11 +18,14 @@ struct RefusedJob {
   const char* says;  // part of the message
 };
 
-// Two ranks over a rendezvous nobody else joins: a session that got as far
-// as connecting would wait out the timeout instead of failing at once.
+// Two ranks over a rendezvous (a fresh folder) that nobody else joins: a
+// session that got as far as connecting would wait out the timeout instead
+// of failing at once.
 inline std::string two_rank_comm() {
-  return "comm: {backend: gloo, rendezvous: \"file:///tmp/ddph-option-check-nobody\", "
-         "timeout: 20s, rank: 0, world_size: 2}\n";
+  char dir[] = "/tmp/ddph_option_check_XXXXXX";
+  const char* made = mkdtemp(dir);
+  return std::string("comm: {backend: gloo, rendezvous: \"file://") + (made ? made : "/nonexistent") +
+         "\", timeout: 20s, rank: 0, world_size: 2}\n";
 }
 
 inline std::vector<RefusedJob> refused_jobs() {
