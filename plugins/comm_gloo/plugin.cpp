@@ -48,7 +48,9 @@ void check_options(OptionCheck& c) {
                     "address this rank listens on, or a network interface");
 }
 
-ddph_error_t* check(ddph_check_t* c) { return run_option_check(c, &check_options); }
+ddph_error_t* check(ddph_check_t* c) {
+  return run_option_check(c, &check_options);
+}
 
 // One YAML file serves every rank, but each rank listens on its own
 // address: DDPH_GLOO_HOSTNAME or DDPH_GLOO_IFACE, set per process, win over

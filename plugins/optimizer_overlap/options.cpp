@@ -89,15 +89,14 @@ void check_options(OptionCheck& c) {
   DDPH_CHECK_OPTION(c, beta2 < 1, "beta2",
                     "hook_then_optimizer: option 'beta2' is " << beta2 << "; it must be in [0, 1)");
   // torch.optim.SGD: "Nesterov momentum requires a momentum and zero dampening".
-  DDPH_CHECK_OPTION(c,
-                    !o.get_bool("nesterov") ||
-                        (optimizer == "sgd" && momentum > 0 && dampening == 0),
-                    "nesterov",
-                    "hook_then_optimizer: option 'nesterov' needs optimizer sgd with momentum > 0 "
-                    "and dampening 0 (got optimizer "
-                        << optimizer << ", momentum " << momentum << ", dampening " << dampening
-                        << "), as torch.optim.SGD requires; set momentum above 0 and dampening "
-                           "to 0, or nesterov: false");
+  DDPH_CHECK_OPTION(
+      c, !o.get_bool("nesterov") || (optimizer == "sgd" && momentum > 0 && dampening == 0),
+      "nesterov",
+      "hook_then_optimizer: option 'nesterov' needs optimizer sgd with momentum > 0 "
+      "and dampening 0 (got optimizer "
+          << optimizer << ", momentum " << momentum << ", dampening " << dampening
+          << "), as torch.optim.SGD requires; set momentum above 0 and dampening "
+             "to 0, or nesterov: false");
   try {
     parse_index_list(o.get_string("params"));
   } catch (const Error&) {

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/error.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/option_check.h"
 #include "core/options.h"
 
@@ -77,9 +77,8 @@ void check_options(OptionCheck& c, const char* hook, bool per_channel) {
   // A wrapper such as fp16_wrapper would hand 16-bit buckets, which the hook
   // refuses at the first bucket ("bucket dtype float16 is not supported").
   char text[32];
-  DDPH_CHECK(c.bucket_dtype.bits == 0 ||
-                 (c.bucket_dtype.code == kDLFloat && c.bucket_dtype.bits == 32 &&
-                  c.bucket_dtype.lanes == 1),
+  DDPH_CHECK(c.bucket_dtype.bits == 0 || (c.bucket_dtype.code == kDLFloat &&
+                                          c.bucket_dtype.bits == 32 && c.bucket_dtype.lanes == 1),
              DDPH_UNSUPPORTED,
              "quantization/" << hook << ": takes float32 buckets only, but the wrapper around it "
                              << "hands it " << dl_dtype_text(c.bucket_dtype, text)

@@ -132,9 +132,12 @@ TEST(OptionChecks, CreateRefusesWhatCheckRefusesWithTheSameMessage) {
 // Every hook with a check accepts its defaults, as create() does.
 TEST(OptionChecks, DefaultsAreAccepted) {
   const std::pair<const char*, const char*> hooks[] = {
-      {"powersgd", "powersgd"},         {"powersgd", "batched_powersgd"},
-      {"quantization", "per_tensor"},   {"quantization", "per_channel"},
-      {"default", "fp16_wrapper"},      {"default", "bf16_wrapper"},
+      {"powersgd", "powersgd"},
+      {"powersgd", "batched_powersgd"},
+      {"quantization", "per_tensor"},
+      {"quantization", "per_channel"},
+      {"default", "fp16_wrapper"},
+      {"default", "bf16_wrapper"},
       {"optimizer_overlap", "hook_then_optimizer"}};
   for (const auto& [family, name] : hooks) {
     const ddph_hook_t* h = find_hook(family, name);

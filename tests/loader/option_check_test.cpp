@@ -77,8 +77,7 @@ TEST(OptionCheck, ARefusalNamingNoOptionIsReportedAtTheHooksName) {
   Opened r = open_text(fixture_job("check", "    add: 1.5\n    verbose: true\n"));
   EXPECT_EQ(r.session, nullptr);
   EXPECT_EQ(r.code, DDPH_UNSUPPORTED) << r.message;
-  EXPECT_NE(r.message.find("<yaml text>:5:9: hook: sum: verbose cannot report"),
-            std::string::npos)
+  EXPECT_NE(r.message.find("<yaml text>:5:9: hook: sum: verbose cannot report"), std::string::npos)
       << r.message;
 }
 

@@ -168,8 +168,8 @@ TEST(Tool, ValidateRunsEachHooksCheckAndNamesTheLine) {
     EXPECT_EQ(r.status, 1) << job.name << ":\n" << r.output;
     const std::string at = file + ":" + std::to_string(job.line) + ":";
     EXPECT_NE(r.output.find(at), std::string::npos) << job.name << ":\n" << r.output;
-    EXPECT_NE(r.output.find(std::string(job.key) + ": "), std::string::npos)
-        << job.name << ":\n" << r.output;
+    EXPECT_NE(r.output.find(std::string(job.key) + ": "), std::string::npos) << job.name << ":\n"
+                                                                             << r.output;
     EXPECT_NE(r.output.find(job.says), std::string::npos) << job.name << ":\n" << r.output;
   }
 }
