@@ -93,6 +93,12 @@ const std::vector<Refused>& refused() {
        "dampening 0.5"},
       {"optimizer_overlap", "hook_then_optimizer", {{"beta1", "1"}}, "beta1", "[0, 1)"},
       {"optimizer_overlap", "hook_then_optimizer", {{"params", "3-1"}}, "params", "range '3-1'"},
+      // PyTorch's HierarchicalModelAverager: periods increase.
+      {"post_localsgd",
+       "model_averaging",
+       {{"hierarchy", "4:2,2:4"}},
+       "hierarchy",
+       "periods must increase"},
   };
   return cases;
 }
@@ -131,14 +137,14 @@ TEST(OptionChecks, CreateRefusesWhatCheckRefusesWithTheSameMessage) {
 
 // Every hook with a check accepts its defaults, as create() does.
 TEST(OptionChecks, DefaultsAreAccepted) {
-  const std::pair<const char*, const char*> hooks[] = {
-      {"powersgd", "powersgd"},
-      {"powersgd", "batched_powersgd"},
-      {"quantization", "per_tensor"},
-      {"quantization", "per_channel"},
-      {"default", "fp16_wrapper"},
-      {"default", "bf16_wrapper"},
-      {"optimizer_overlap", "hook_then_optimizer"}};
+  const std::pair<const char*, const char*> hooks[] = {{"powersgd", "powersgd"},
+                                                       {"powersgd", "batched_powersgd"},
+                                                       {"quantization", "per_tensor"},
+                                                       {"quantization", "per_channel"},
+                                                       {"default", "fp16_wrapper"},
+                                                       {"default", "bf16_wrapper"},
+                                                       {"optimizer_overlap", "hook_then_optimizer"},
+                                                       {"post_localsgd", "model_averaging"}};
   for (const auto& [family, name] : hooks) {
     const ddph_hook_t* h = find_hook(family, name);
     const CheckResult r = check(h, options_of(h, {}));
