@@ -41,9 +41,11 @@ void run_option_check(const ddph_option_t* options, size_t num_options, OptionCh
 }  // namespace ddph
 
 // DDPH_CHECK that names the option at fault: c is the OptionCheck, option a
-// string literal (the option spec's name).
-#define DDPH_CHECK_OPTION(c, cond, option, msg)   \
-  do {                                            \
-    if (!(cond)) (c).bad_option = (option);       \
-    DDPH_CHECK(cond, DDPH_INVALID_ARGUMENT, msg); \
+// string literal (the option spec's name). cond is evaluated once.
+#define DDPH_CHECK_OPTION(c, cond, option, msg) \
+  do {                                          \
+    if (!(cond)) {                              \
+      (c).bad_option = (option);                \
+      DDPH_FAIL(DDPH_INVALID_ARGUMENT, msg);    \
+    }                                           \
   } while (0)

@@ -49,8 +49,10 @@ std::string refusal(const std::string& who, const std::string& short_name,
 }
 
 // Reports v under key_prefix: at the YAML key of the option it blames when
-// the file gives it, else at `fallback` (the option then has its default).
+// the file gives it, else at `fallback` (the option then has its default, or
+// is not one of the plugin's: a plugin's bug, reported as it came).
 void report(const Verdict& v, const std::string& who, const std::string& short_name,
+            const ddph_option_spec_t* specs, size_t num_specs,
             const std::vector<OptionValue>& given, const std::string& key_prefix,
             const std::string& options_key, const Location& options_at, const Location& fallback,
             Problems& problems) {
@@ -66,8 +68,11 @@ void report(const Verdict& v, const std::string& who, const std::string& short_n
       return;
     }
   }
-  problems.add(options_at.line ? options_at : fallback, key, v.code,
-               message + " (option '" + v.bad_option + "' has its default value)");
+  bool known = false;
+  for (size_t i = 0; i < num_specs; ++i) known |= v.bad_option == specs[i].name;
+  problems.add(
+      options_at.line ? options_at : fallback, known ? key : key_prefix, v.code,
+      known ? message + " (option '" + v.bad_option + "' has its default value)" : message);
 }
 
 }  // namespace
@@ -80,8 +85,9 @@ void check_hook_options(const HookSpec& spec, const ResolvedHook& hook, DLDataTy
     const Verdict v = run_check(table.check, hook.options, bucket_dtype);
     const std::string who = hook.plugin->family() + "/" + table.name;
     if (v.code != DDPH_OK) {
-      report(v, who, table.name, spec.options, spec.key, spec.key + ".options", spec.options_at,
-             spec.name_at.line ? spec.name_at : spec.at, problems);
+      report(v, who, table.name, table.options, table.num_options, spec.options, spec.key,
+             spec.key + ".options", spec.options_at, spec.name_at.line ? spec.name_at : spec.at,
+             problems);
     } else if (v.inner_bucket_dtype.bits != 0) {
       inner_dtype = v.inner_bucket_dtype;
     }
@@ -95,8 +101,8 @@ void check_comm_options(const CommSpec& spec, const ResolvedComm& comm, Problems
   if (factory.struct_size < DDPH_COMM_FACTORY_SIZE_V1_5 || factory.check == nullptr) return;
   const Verdict v = run_check(factory.check, comm.options, DLDataType{});
   if (v.code == DDPH_OK) return;
-  report(v, comm.plugin->family(), "comm_" + std::string(factory.backend), spec.options,
-         "comm.backend", "comm.options", spec.options_at,
+  report(v, comm.plugin->family(), "comm_" + std::string(factory.backend), factory.options,
+         factory.num_options, spec.options, "comm.backend", "comm.options", spec.options_at,
          spec.backend_at.line ? spec.backend_at : spec.at, problems);
 }
 
