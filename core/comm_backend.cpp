@@ -158,7 +158,8 @@ bool adopt_host_of(const ddph_comm_init_t* init) {
 
 ddph_comm_factory_t comm_factory(const char* backend, const char* summary,
                                  const ddph_option_spec_t* options, size_t num_options,
-                                 ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**)) {
+                                 ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**),
+                                 ddph_error_t* (*check)(ddph_check_t*)) {
   ddph_comm_factory_t f{};
   f.struct_size = sizeof f;
   f.backend = backend;
@@ -166,6 +167,7 @@ ddph_comm_factory_t comm_factory(const char* backend, const char* summary,
   f.options = options;
   f.num_options = num_options;
   f.create = create;
+  f.check = check;
   return f;
 }
 

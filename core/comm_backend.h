@@ -75,9 +75,12 @@ ddph_error_t* create_comm(const ddph_comm_init_t* init, ddph_comm_t** out, const
   });
 }
 
-// A factory's table, for a plugin's static description.
+// A factory's table, for a plugin's static description. check (ABI 1.5,
+// optional) judges the options as a whole before connecting; make it
+// run_option_check(c, fn) (option_check.h) with the fn that create() runs too.
 ddph_comm_factory_t comm_factory(const char* backend, const char* summary,
                                  const ddph_option_spec_t* options, size_t num_options,
-                                 ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**));
+                                 ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**),
+                                 ddph_error_t* (*check)(ddph_check_t*) = nullptr);
 
 }  // namespace ddph

@@ -10,6 +10,7 @@
 #include "core/bucket_check.h"
 #include "core/device_allocator.h"
 #include "core/error.h"
+#include "core/option_check.h"
 
 namespace ddph {
 
@@ -77,6 +78,18 @@ struct RunsOnCuda<T, decltype(void(T::kRunsOnCuda))> {
   static constexpr bool value = T::kRunsOnCuda;
 };
 
+// Whether hook class T checks its options as a whole: it declares
+// `static void check_options(OptionCheck& c);` (option_check.h). Its table
+// then offers check() (ABI 1.5), and create() runs the same function first.
+template <class T, class = void>
+struct HasOptionCheck {
+  static constexpr bool value = false;
+};
+template <class T>
+struct HasOptionCheck<T, decltype(void(&T::check_options))> {
+  static constexpr bool value = true;
+};
+
 template <class T>
 struct HookFunctions {
   static ddph_error_t* create(const ddph_hook_init_t* init, void** state) {
@@ -84,12 +97,18 @@ struct HookFunctions {
       DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "create: state out-pointer is NULL");
       *state = nullptr;
       check_hook_init(init, T::kFlags);
+      check_options_of(*init);
       const ddph_device_allocator_t* allocator = device_allocator_of(*init, "create");
       DeviceAllocatorScope scope(allocator);
       Hook* hook = new T(*init);
       hook->device_allocator_ = allocator;
       *state = hook;
     });
+  }
+  static ddph_error_t* check(ddph_check_t* c) { return run_option_check(c, &T::check_options); }
+  static void check_options_of(const ddph_hook_init_t& init) {
+    if constexpr (HasOptionCheck<T>::value)
+      run_option_check(init.options, init.num_options, &T::check_options);
   }
   static ddph_error_t* run_bucket(void* state, const ddph_bucket_t* bucket, ddph_done_fn done,
                                   void* user) {
@@ -142,6 +161,8 @@ struct HookFunctions {
 // The table for hook class T. T provides:
 //   static constexpr uint32_t kFlags;           DDPH_HOOK_* flags
 //   explicit T(const ddph_hook_init_t& init);   may throw ddph::Error
+//   static void check_options(OptionCheck&);    optional: the rules on the
+//                                                options as a whole
 // keeps_state: whether save_state/load_state are offered.
 template <class T>
 ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_spec_t* options,
@@ -159,6 +180,7 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
   h.save_state = keeps_state ? &HookFunctions<T>::save_state : nullptr;
   h.load_state = keeps_state ? &HookFunctions<T>::load_state : nullptr;
   h.stats = &HookFunctions<T>::stats;
+  if constexpr (HasOptionCheck<T>::value) h.check = &HookFunctions<T>::check;
   return h;
 }
 

@@ -171,6 +171,12 @@ Options::Options(const ddph_option_t* options, size_t num_options)
              "init.options is NULL but init.num_options is " << num_options);
 }
 
+bool Options::has(const char* name) const {
+  for (size_t i = 0; i < num_options_; ++i)
+    if (options_[i].name != nullptr && std::strcmp(options_[i].name, name) == 0) return true;
+  return false;
+}
+
 const ddph_option_t& Options::find(const char* name, ddph_type_t type) const {
   for (size_t i = 0; i < num_options_; ++i) {
     const ddph_option_t& o = options_[i];

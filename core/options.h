@@ -50,6 +50,8 @@ OptionList resolve_options(const ddph_option_spec_t* specs, size_t num_specs,
 class Options {
  public:
   Options(const ddph_option_t* options, size_t num_options);
+  // Whether an option of that name was given (a host may pass none at all).
+  bool has(const char* name) const;
   bool get_bool(const char* name) const;
   int64_t get_int(const char* name) const;
   double get_float(const char* name) const;

@@ -1,6 +1,7 @@
 #include "loader/job.h"
 
 #include "core/error.h"
+#include "loader/option_checks.h"
 #include "loader/yaml_options.h"
 
 namespace ddph {
@@ -99,9 +100,10 @@ void resolve_comm(Resolver& r, const CommSpec& spec, ResolvedComm* out) {
                      spec.backend + "' (it offers: " + out->plugin->comm_names() + ")");
     return;
   }
-  resolve_yaml_options(out->factory->options, out->factory->num_options, spec.options,
-                       "comm.options", spec.options_at.line ? spec.options_at : spec.at, problems,
-                       &out->options);
+  if (resolve_yaml_options(out->factory->options, out->factory->num_options, spec.options,
+                           "comm.options", spec.options_at.line ? spec.options_at : spec.at,
+                           problems, &out->options))
+    check_comm_options(spec, *out, problems);  // the options as a whole (ABI 1.5 check)
 }
 
 Job build_job(const ConfigSource& source, Problems& problems, bool open_outside_plugins,
@@ -117,10 +119,13 @@ Job build_job(const ConfigSource& source, Problems& problems, bool open_outside_
   Resolver r{*job.registry, problems, open_outside_plugins, {}};
   resolve_comm(r, job.config.comm, &job.comm);
   job.hook = resolve_hook(r, job.config.hook);
+  // The options as a whole (ABI 1.5 check), once each hook's schema passed.
+  if (job.hook) check_hook_options(job.config.hook, *job.hook, DLDataType{}, problems);
   for (const RuleSpec& rule : job.config.rules) {
     ResolvedRule resolved;
     resolved.max_bytes = rule.max_bytes;
     resolved.hook = resolve_hook(r, rule.hook);
+    if (resolved.hook) check_hook_options(rule.hook, *resolved.hook, DLDataType{}, problems);
     job.rules.push_back(std::move(resolved));
   }
   if (not_checked != nullptr) *not_checked = std::move(r.not_checked);

@@ -123,6 +123,11 @@ Outcome check_comm_table(const ddph_comm_factory_t* f) {
   } catch (const std::exception& e) {
     return fail(std::string("a default is invalid: ") + e.what());
   }
+  // ABI 1.5: a factory that offers check() accepts its own defaults.
+  if (f->struct_size >= DDPH_COMM_FACTORY_SIZE_V1_5 && f->check != nullptr) {
+    const std::string why = check_with_defaults(f->check, f->options, f->num_options);
+    if (!why.empty()) return fail(why);
+  }
   ddph_comm_t* out = nullptr;
   ddph_error_t* e = f->create(nullptr, &out);
   if (e == nullptr) return fail("create(NULL) was accepted");

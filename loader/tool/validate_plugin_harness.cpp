@@ -34,6 +34,30 @@ std::string required_option(const ddph_hook_t* h) {
   return "";
 }
 
+std::string check_with_defaults(ddph_error_t* (*check)(ddph_check_t*),
+                                const ddph_option_spec_t* specs, size_t num_specs) {
+  ddph::OptionList defaults;
+  try {
+    defaults = ddph::resolve_options(specs, num_specs, {});
+  } catch (const std::exception& e) {
+    return std::string("a default is invalid: ") + e.what();
+  }
+  ddph_check_t c{};
+  c.struct_size = sizeof c;
+  c.host = ddph_host();
+  c.options = defaults.data();
+  c.num_options = defaults.size();
+  ddph_error_t* e = check(&c);
+  if (e != nullptr) {
+    const std::string why = code_text(ddph_error_code(e)) + " '" + ddph_error_message(e) + "'";
+    ddph_error_free(e);
+    return "check() refused the default options: " + why;
+  }
+  if (c.bad_option != nullptr)
+    return std::string("check() accepted the defaults but named bad_option '") + c.bad_option + "'";
+  return "";
+}
+
 std::string code_text(ddph_code_t code) {
   return ddph::code_name(code);
 }

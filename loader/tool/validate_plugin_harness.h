@@ -24,6 +24,12 @@ const ddph_plugin_t* open_plugin(const std::string& path, std::string* error);
 // defaults only.
 std::string required_option(const ddph_hook_t* h);
 
+// ABI 1.5 check() with the default options and no bucket dtype: "" when it
+// accepts them (as create() does), else what went wrong. A check that
+// refuses its own defaults would refuse every job that leaves them alone.
+std::string check_with_defaults(ddph_error_t* (*check)(ddph_check_t*),
+                                const ddph_option_spec_t* specs, size_t num_specs);
+
 // A hook created with its defaults on comm; wrappers get trivial_inner().
 class Instance {
  public:

@@ -91,6 +91,18 @@ Outcome check_table(const ddph_hook_t* h, double) {
   return pass(std::to_string(h->num_options) + " options, defaults valid");
 }
 
+// ABI 1.5: a hook that offers check() accepts its own defaults.
+Outcome check_option_check(const ddph_hook_t* h, double) {
+  if (h->struct_size < DDPH_HOOK_SIZE_V1_5 || h->check == nullptr)
+    return {Status::kSkip, "no check() (optional; ABI 1.5)"};
+  Outcome skip;
+  if (needs_options(h, &skip)) return skip;
+  note("check with default options");
+  const std::string why = check_with_defaults(h->check, h->options, h->num_options);
+  if (!why.empty()) return fail(why);
+  return pass("defaults accepted");
+}
+
 Outcome check_create_destroy(const ddph_hook_t* h, double) {
   Outcome skip;
   if (needs_options(h, &skip)) return skip;
@@ -359,6 +371,7 @@ Outcome check_state(const ddph_hook_t* h, double wait_s) {
 const std::vector<HookCheck>& hook_checks() {
   static const std::vector<HookCheck> checks = {
       {"hook_table", check_table},
+      {"option_check", check_option_check},
       {"create_destroy", check_create_destroy},
       {"create_misuse", check_create_misuse},
       {"run_bucket n=0", check_run_0},

@@ -13,6 +13,7 @@
 #include "core/comm_init.h"
 #include "core/error.h"
 #include "core/host.h"
+#include "core/option_check.h"
 #include "core/options.h"
 #include "core/rendezvous/gloo_store.h"
 #include "plugins/comm_gloo/communicator.h"
@@ -33,12 +34,22 @@ const ddph_option_spec_t kOptions[] = {
 };
 
 // A string option, or its default when the caller passed no options at all.
-std::string string_option(const Options& options, const ddph_comm_init_t& init, const char* name,
-                          const char* fallback) {
-  for (size_t i = 0; i < init.num_options; ++i)
-    if (init.options[i].name != nullptr && std::strcmp(init.options[i].name, name) == 0)
-      return options.get_string(name);
-  return fallback;
+std::string string_option(const Options& options, const char* name, const char* fallback) {
+  return options.has(name) ? options.get_string(name) : fallback;
+}
+
+// The options as a whole: the table's check() (before connecting) and
+// connect() run it.
+void check_options(OptionCheck& c) {
+  const std::string hostname = string_option(c.options, "hostname", kHostnameDefault);
+  const std::string iface = string_option(c.options, "iface", kIfaceDefault);
+  DDPH_CHECK_OPTION(c, !hostname.empty() || !iface.empty(), "hostname",
+                    "comm_gloo: option 'hostname' is empty and 'iface' is not set; give the "
+                    "address this rank listens on, or a network interface");
+}
+
+ddph_error_t* check(ddph_check_t* c) {
+  return run_option_check(c, &check_options);
 }
 
 // One YAML file serves every rank, but each rank listens on its own
@@ -65,10 +76,9 @@ std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
   config.world = init.world_size;
   config.timeout = std::chrono::milliseconds(init.timeout_ms);
   config.prefix = init.prefix != nullptr ? init.prefix : "";
-  config.hostname = string_option(options, init, "hostname", kHostnameDefault);
-  config.iface = string_option(options, init, "iface", kIfaceDefault);
-  DDPH_CHECK(!config.hostname.empty() || !config.iface.empty(), DDPH_INVALID_ARGUMENT,
-             "comm_gloo create: option 'hostname' is empty and 'iface' is not set");
+  run_option_check(init.options, init.num_options, &check_options);
+  config.hostname = string_option(options, "hostname", kHostnameDefault);
+  config.iface = string_option(options, "iface", kIfaceDefault);
   apply_address_environment(config);
   return stage_cuda_through_host(
       std::make_unique<Communicator>(config, rendezvous::open_init_store(init)), "gloo");
@@ -82,7 +92,7 @@ const ddph_comm_factory_t kFactory = comm_factory(
     "gloo",
     "Gloo over TCP on CPU tensors (CUDA tensors staged through host memory); rendezvous via "
     "file://, redis:// or the host's store",
-    kOptions, sizeof kOptions / sizeof kOptions[0], &create);
+    kOptions, sizeof kOptions / sizeof kOptions[0], &create, &check);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};
 

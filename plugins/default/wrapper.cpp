@@ -17,6 +17,8 @@ class WrapperHook : public Hook {
   // The casts run on the bucket's stream; the inner hook decides for itself.
   static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
+  // The inner hook gets 16-bit buckets: the loader checks it with that dtype.
+  static void check_options(OptionCheck& c) { c.inner_bucket_dtype = dtype_to_dl(Low); }
 
   explicit WrapperHook(const ddph_hook_init_t& init) : inner_(*init.inner) {
     DDPH_CHECK(!(inner_.hook->flags & DDPH_HOOK_RESULT_ELSEWHERE), DDPH_UNSUPPORTED,

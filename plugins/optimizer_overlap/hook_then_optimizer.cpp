@@ -35,6 +35,7 @@ class HookThenOptimizer : public Hook {
   static constexpr uint32_t kFlags =
       DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_STEPS_OPTIMIZER;
   static constexpr bool kRunsOnCuda = true;
+  static void check_options(OptionCheck& c) { optimizer_overlap::check_options(c); }
 
   explicit HookThenOptimizer(const ddph_hook_init_t& init)
       : inner_(*init.inner), options_(parse_options(init)), selection_(options_.params) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/option_check.h"
 #include "core/options.h"
 
 namespace ddph {
@@ -77,6 +78,33 @@ std::vector<size_t> parse_index_list(const std::string& text) {
   return out;
 }
 
+void check_options(OptionCheck& c) {
+  const Options& o = c.options;
+  const std::string optimizer = o.get_string("optimizer");
+  const double beta1 = o.get_float("beta1"), beta2 = o.get_float("beta2");
+  const double momentum = o.get_float("momentum"), dampening = o.get_float("dampening");
+  // The schema bounds betas to [0, 1]; torch.optim refuses 1 as well.
+  DDPH_CHECK_OPTION(c, beta1 < 1, "beta1",
+                    "hook_then_optimizer: option 'beta1' is " << beta1 << "; it must be in [0, 1)");
+  DDPH_CHECK_OPTION(c, beta2 < 1, "beta2",
+                    "hook_then_optimizer: option 'beta2' is " << beta2 << "; it must be in [0, 1)");
+  // torch.optim.SGD: "Nesterov momentum requires a momentum and zero dampening".
+  DDPH_CHECK_OPTION(
+      c, !o.get_bool("nesterov") || (optimizer == "sgd" && momentum > 0 && dampening == 0),
+      "nesterov",
+      "hook_then_optimizer: option 'nesterov' needs optimizer sgd with momentum > 0 "
+      "and dampening 0 (got optimizer "
+          << optimizer << ", momentum " << momentum << ", dampening " << dampening
+          << "), as torch.optim.SGD requires; set momentum above 0 and dampening "
+             "to 0, or nesterov: false");
+  try {
+    parse_index_list(o.get_string("params"));
+  } catch (const Error&) {
+    c.bad_option = "params";
+    throw;
+  }
+}
+
 HookOptions parse_options(const ddph_hook_init_t& init) {
   Options o(init.options, init.num_options);
   HookOptions h;
@@ -95,16 +123,6 @@ HookOptions parse_options(const ddph_hook_init_t& init) {
   c.beta2 = o.get_float("beta2");
   c.eps = o.get_float("eps");
   c.amsgrad = o.get_bool("amsgrad");
-  // The schema bounds betas to [0, 1]; torch.optim refuses 1 as well.
-  DDPH_CHECK(c.beta1 < 1, DDPH_INVALID_ARGUMENT,
-             "hook_then_optimizer: option 'beta1' is " << c.beta1 << "; it must be in [0, 1)");
-  DDPH_CHECK(c.beta2 < 1, DDPH_INVALID_ARGUMENT,
-             "hook_then_optimizer: option 'beta2' is " << c.beta2 << "; it must be in [0, 1)");
-  DDPH_CHECK(!c.nesterov || (c.kind == OptimKind::kSgd && c.momentum > 0 && c.dampening == 0),
-             DDPH_INVALID_ARGUMENT,
-             "hook_then_optimizer: option 'nesterov' needs optimizer sgd with momentum > 0 and "
-             "dampening 0 (got optimizer "
-                 << name << ", momentum " << c.momentum << ", dampening " << c.dampening << ")");
   h.params = parse_index_list(o.get_string("params"));
   return h;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/option_check.h"
 #include "plugins/optimizer_overlap/functional_optim.h"
 
 namespace ddph {
@@ -22,9 +23,13 @@ struct HookOptions {
 
 const ddph_option_spec_t* hook_specs(size_t* count);
 
-// Throws DDPH_INVALID_ARGUMENT naming the option for what the schema cannot
-// say: a beta of 1, nesterov without momentum or with dampening, a
-// malformed `params` list.
+// hook_then_optimizer's check_options, which create() runs before
+// parse_options: throws DDPH_INVALID_ARGUMENT naming the option for what the
+// schema cannot say: a beta of 1, nesterov without momentum or with
+// dampening (torch.optim.SGD's rule), a malformed `params` list.
+void check_options(OptionCheck& c);
+
+// Reads the values create() received (already checked by check_options).
 HookOptions parse_options(const ddph_hook_init_t& init);
 
 // "0,3,5" or "2-4,7" -> {0, 3, 5} / {2, 3, 4, 7}; "" -> {}. Throws

@@ -42,8 +42,9 @@ struct Level {
   std::unique_ptr<GroupComm> group;
 };
 
-// "2:2,4:4" -> {(2, 2), (4, 4)}, checked as PyTorch checks it.
-std::vector<std::pair<int64_t, int64_t>> parse_hierarchy(const std::string& text, int world) {
+// "2:2,4:4" -> {(2, 2), (4, 4)}, checked as PyTorch checks it, except for
+// the world size (check_world below), which only create() knows.
+std::vector<std::pair<int64_t, int64_t>> parse_hierarchy(const std::string& text) {
   std::vector<std::pair<int64_t, int64_t>> levels;
   std::stringstream in(text);
   std::string item;
@@ -61,17 +62,29 @@ std::vector<std::pair<int64_t, int64_t>> parse_hierarchy(const std::string& text
     levels.emplace_back(period, size);
   }
   DDPH_CHECK(!levels.empty(), DDPH_INVALID_ARGUMENT, kHook << ": hierarchy is empty");
+  return levels;
+}
+
+void check_world(const std::vector<std::pair<int64_t, int64_t>>& levels, const std::string& text,
+                 int world) {
   DDPH_CHECK(levels.back().second == world, DDPH_INVALID_ARGUMENT,
              kHook << ": hierarchy '" << text << "': the last group size, " << levels.back().second
                    << ", must be the world size " << world
                    << " (the largest period averages everyone)");
-  return levels;
 }
 
 class ModelAveragingHook : public Hook {
  public:
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS;
   static constexpr bool kRunsOnCuda = true;
+  // What needs no communicator: the hierarchy's shape.
+  static void check_options(OptionCheck& c) {
+    const std::string hierarchy = c.options.get_string("hierarchy");
+    if (hierarchy.empty()) return;
+    c.bad_option = "hierarchy";
+    parse_hierarchy(hierarchy);
+    c.bad_option = nullptr;
+  }
 
   explicit ModelAveragingHook(const ddph_hook_init_t& init)
       : world_(init.comm), inner_(*init.inner) {
@@ -87,7 +100,9 @@ class ModelAveragingHook : public Hook {
       return;
     }
     const int world = comm_size(world_);
-    for (const auto& l : parse_hierarchy(hierarchy, world))  // collective: splits
+    const auto hierarchy_levels = parse_hierarchy(hierarchy);
+    check_world(hierarchy_levels, hierarchy, world);
+    for (const auto& l : hierarchy_levels)  // collective: splits
       levels_.push_back(Level{
           uint64_t(l.first),
           std::make_unique<GroupComm>(world_, groups_of_size(world, int(l.second), kHook), kHook)});

@@ -28,6 +28,8 @@ class BatchedHook : public PsgdHook {
   explicit BatchedHook(const ddph_hook_init_t& init)
       : PsgdHook(init, "batched_powersgd", HookKind::kBatched) {}
 
+  static void check_options(OptionCheck& c) { powersgd::check_options(c, "batched_powersgd"); }
+
  protected:
   void compress(const ddph_bucket_t& bucket, float* data, size_t n, DType wire) override {
     const uint64_t index = bucket.index;

@@ -24,7 +24,7 @@ PsgdHook::PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind
     : name_(name),
       comm_(init.comm),
       world_(comm_size(init.comm)),
-      opts_(parse_options(init, name, kind == HookKind::kLayerwise)),
+      opts_(parse_options(init, kind == HookKind::kLayerwise)),
       kind_(kind) {
   state_.rng.seed_with(uint32_t(opts_.seed));
 }

@@ -24,6 +24,8 @@ class LayerwiseHook : public PsgdHook {
   explicit LayerwiseHook(const ddph_hook_init_t& init)
       : PsgdHook(init, "powersgd", HookKind::kLayerwise) {}
 
+  static void check_options(OptionCheck& c) { powersgd::check_options(c, "powersgd"); }
+
  protected:
   void compress(const ddph_bucket_t& bucket, float* data, size_t n, DType wire) override {
     const uint64_t index = bucket.index;

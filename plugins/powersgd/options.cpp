@@ -1,6 +1,7 @@
 #include "plugins/powersgd/options.h"
 
 #include "core/error.h"
+#include "core/option_check.h"
 #include "core/options.h"
 
 namespace ddph {
@@ -55,7 +56,27 @@ const ddph_option_spec_t* batched_specs(size_t* count) {
 #undef DDPH_PSGD_RANK_SPECS
 #undef DDPH_PSGD_STATE_SPECS
 
-PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool layerwise) {
+void check_options(OptionCheck& c, const char* hook) {
+  const Options& o = c.options;
+  const int64_t rank = o.get_int("rank");
+  DDPH_CHECK_OPTION(c, rank >= 1, "rank",
+                    "powersgd/" << hook << ": option 'rank' is " << rank << "; it must be >= 1");
+  // PyTorch's rule (PowerSGDState) and reason: DDP rebuilds its buckets
+  // after the first iteration, so an error or a Q remembered at iteration 0
+  // or 1 would belong to a bucket layout that no longer exists.
+  const int64_t start_iter = o.get_int("start_iter");
+  const bool error_feedback = o.get_bool("error_feedback"), warm_start = o.get_bool("warm_start");
+  DDPH_CHECK_OPTION(
+      c, start_iter > 1 || !(error_feedback || warm_start), "start_iter",
+      "powersgd/" << hook << ": option 'start_iter' is " << start_iter
+                  << "; it must be > 1 when error_feedback or warm_start is on, because DDP "
+                     "rebuilds its buckets after the first iteration and state remembered "
+                     "before that would belong to the old bucket layout (PyTorch's "
+                     "PowerSGDState refuses it too); set start_iter: 2 or more, or turn off "
+                     "both error_feedback and warm_start");
+}
+
+PsgdOptions parse_options(const ddph_hook_init_t& init, bool layerwise) {
   Options o(init.options, init.num_options);
   PsgdOptions p;
   p.rank = int(o.get_int("rank"));
@@ -69,16 +90,6 @@ PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool l
     p.batch_same_shape = o.get_bool("batch_same_shape");
     p.overlap_rest = o.get_bool("overlap_rest");
   }
-  DDPH_CHECK(p.rank >= 1, DDPH_INVALID_ARGUMENT,
-             "powersgd/" << hook << ": option 'rank' is " << p.rank << "; it must be >= 1");
-  // PyTorch's rule and reason: DDP rebuilds its buckets after the first
-  // iteration, so an error or a Q remembered at iteration 0 or 1 would belong
-  // to a bucket layout that no longer exists.
-  DDPH_CHECK(p.start_iter > 1 || !(p.error_feedback || p.warm_start), DDPH_INVALID_ARGUMENT,
-             "powersgd/" << hook << ": option 'start_iter' is " << p.start_iter
-                         << "; it must be > 1 when error_feedback or warm_start is on, because "
-                            "DDP rebuilds its buckets after the first iteration and state "
-                            "remembered before that would belong to the old bucket layout");
   return p;
 }
 

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/option_check.h"
+
 namespace ddph {
 namespace powersgd {
 
@@ -29,10 +31,13 @@ struct PsgdOptions {
 const ddph_option_spec_t* layerwise_specs(size_t* count);
 const ddph_option_spec_t* batched_specs(size_t* count);
 
-// Reads the values create() received. Throws DDPH_INVALID_ARGUMENT for a
-// combination the schema cannot express (start_iter <= 1 with error feedback
-// or warm start).
-PsgdOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool layerwise);
+// The rules the schema cannot express (start_iter <= 1 with error feedback
+// or warm start is refused, as PyTorch's PowerSGDState does): both hooks'
+// check_options, which create() runs before parse_options.
+void check_options(OptionCheck& c, const char* hook);
+
+// Reads the values create() received (already checked by check_options).
+PsgdOptions parse_options(const ddph_hook_init_t& init, bool layerwise);
 
 }  // namespace powersgd
 }  // namespace ddph

@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/option_check.h"
 #include "core/options.h"
 
 namespace ddph {
@@ -59,16 +61,38 @@ const ddph_option_spec_t* per_channel_specs(size_t* count) {
 
 #undef DDPH_QUANT_COMMON_SPECS
 
-QuantOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool per_channel) {
+void check_options(OptionCheck& c, const char* hook, bool per_channel) {
+  const Options& o = c.options;
+  const int64_t bits = o.get_int("bits");
+  // The schema can only say [2, 8]; the packing kernels know 8, 4 and 2.
+  DDPH_CHECK_OPTION(
+      c, bits == 8 || bits == 4 || bits == 2, "bits",
+      "quantization/" << hook << ": option 'bits' is " << bits << "; it must be 8, 4 or 2");
+  if (per_channel) {
+    const int64_t size = o.get_int("channel_size");
+    DDPH_CHECK_OPTION(
+        c, size >= 1, "channel_size",
+        "quantization/" << hook << ": option 'channel_size' is " << size << "; it must be >= 1");
+  }
+  // A wrapper such as fp16_wrapper would hand 16-bit buckets, which the hook
+  // refuses at the first bucket ("bucket dtype float16 is not supported").
+  char text[32];
+  DDPH_CHECK(c.bucket_dtype.bits == 0 || (c.bucket_dtype.code == kDLFloat &&
+                                          c.bucket_dtype.bits == 32 && c.bucket_dtype.lanes == 1),
+             DDPH_UNSUPPORTED,
+             "quantization/" << hook << ": takes float32 buckets only, but the wrapper around it "
+                             << "hands it " << dl_dtype_text(c.bucket_dtype, text)
+                             << " buckets; remove the fp16_wrapper/bf16_wrapper around it "
+                                "(quantization already sends "
+                             << bits << " bits per value) or wrap another hook");
+}
+
+QuantOptions parse_options(const ddph_hook_init_t& init, bool per_channel) {
   Options o(init.options, init.num_options);
   QuantOptions q;
   q.protocol = o.get_string("protocol") == "reduce_scatter" ? Protocol::kReduceScatter
                                                             : Protocol::kAllgather;
-  const int64_t bits = o.get_int("bits");
-  // The schema can only say [2, 8]; the packing kernels know 8, 4 and 2.
-  DDPH_CHECK(bits == 8 || bits == 4 || bits == 2, DDPH_INVALID_ARGUMENT,
-             "quantization/" << hook << ": option 'bits' is " << bits << "; it must be 8, 4 or 2");
-  q.bits = int(bits);
+  q.bits = int(o.get_int("bits"));
   q.rounding =
       o.get_string("rounding") == "stochastic" ? Rounding::kStochastic : Rounding::kNearest;
   q.seed = uint64_t(o.get_int("seed"));
@@ -76,11 +100,7 @@ QuantOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool 
   q.min_bytes = uint64_t(o.get_int("min_bytes"));
   q.nonfinite = o.get_string("nonfinite") == "error" ? NonFinite::kError : NonFinite::kPropagate;
   if (per_channel) {
-    const int64_t c = o.get_int("channel_size");
-    DDPH_CHECK(
-        c >= 1, DDPH_INVALID_ARGUMENT,
-        "quantization/" << hook << ": option 'channel_size' is " << c << "; it must be >= 1");
-    q.channel_size = size_t(c);
+    q.channel_size = size_t(o.get_int("channel_size"));
     q.slices = size_t(o.get_int("slices"));
   }
   return q;

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/option_check.h"
+
 namespace ddph {
 namespace quantization {
 
@@ -35,9 +37,13 @@ struct QuantOptions {
 const ddph_option_spec_t* per_tensor_specs(size_t* count);
 const ddph_option_spec_t* per_channel_specs(size_t* count);
 
-// Reads the values create() received. Throws DDPH_INVALID_ARGUMENT for a
-// value the schema cannot express (bits other than 8, 4 or 2).
-QuantOptions parse_options(const ddph_hook_init_t& init, const char* hook, bool per_channel);
+// Both hooks' check_options, which create() runs before parse_options:
+// refuses what the schema cannot express (bits other than 8, 4 or 2) and a
+// bucket dtype other than float32 handed by a wrapper (fp16_wrapper).
+void check_options(OptionCheck& c, const char* hook, bool per_channel);
+
+// Reads the values create() received (already checked by check_options).
+QuantOptions parse_options(const ddph_hook_init_t& init, bool per_channel);
 
 }  // namespace quantization
 }  // namespace ddph

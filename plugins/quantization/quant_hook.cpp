@@ -26,9 +26,10 @@ class QuantHook : public Hook {
   static constexpr uint32_t kFlags = 0;
   static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = PerChannel ? "per_channel" : "per_tensor";
+  static void check_options(OptionCheck& c) { quantization::check_options(c, kName, PerChannel); }
 
   explicit QuantHook(const ddph_hook_init_t& init)
-      : comm_(init.comm), opts_(parse_options(init, kName, PerChannel)) {
+      : comm_(init.comm), opts_(parse_options(init, PerChannel)) {
     DDPH_CHECK(opts_.protocol != Protocol::kReduceScatter || comm_can_alltoallv(comm_),
                DDPH_UNSUPPORTED,
                "quantization/" << kName

@@ -98,4 +98,19 @@ TEST(AbiLayout, V1_5BucketMetrics) {
   EXPECT_EQ(DDPH_BUCKET_METRICS_SIZE_V1_5, 68u);
 }
 
+// 1.5 appended check to ddph_hook_t and ddph_comm_factory_t, and added
+// ddph_check_t, which check() receives.
+TEST(AbiLayout, V1_5AppendsCheck) {
+  EXPECT_EQ(offsetof(ddph_hook_t, check), DDPH_HOOK_SIZE_V1_0);
+  EXPECT_EQ(DDPH_HOOK_SIZE_V1_5, 104u);
+  EXPECT_EQ(DDPH_COMM_FACTORY_SIZE_V1_0, 48u);
+  EXPECT_EQ(offsetof(ddph_comm_factory_t, check), DDPH_COMM_FACTORY_SIZE_V1_0);
+  EXPECT_EQ(DDPH_COMM_FACTORY_SIZE_V1_5, 56u);
+  EXPECT_EQ(offsetof(ddph_check_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_check_t, bucket_dtype), 32u);
+  EXPECT_EQ(offsetof(ddph_check_t, bad_option), 40u);
+  EXPECT_EQ(offsetof(ddph_check_t, inner_bucket_dtype), 48u);
+  EXPECT_EQ(DDPH_CHECK_SIZE_V1_5, 52u);
+}
+
 }  // namespace

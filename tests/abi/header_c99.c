@@ -4,7 +4,8 @@
 /* The current version's sizes equal today's structs (1.1 appended to
  * ddph_comm_t; 1.2 to ddph_comm_t, ddph_hook_init_t and ddph_bucket_t; 1.3
  * to ddph_comm_init_t, ddph_hook_init_t and ddph_session_options_t; 1.4 to
- * ddph_store_t and ddph_session_options_t). */
+ * ddph_store_t and ddph_session_options_t; 1.5 check to ddph_hook_t and
+ * ddph_comm_factory_t). */
 typedef char store_size_ok[DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) ? 1 : -1];
 typedef char host_size_ok[DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t) ? 1 : -1];
 typedef char comm_size_ok[DDPH_COMM_SIZE_V1_2 == sizeof(ddph_comm_t) ? 1 : -1];
@@ -14,6 +15,7 @@ typedef char options_size_ok[DDPH_SESSION_OPTIONS_SIZE_V1_4 == sizeof(ddph_sessi
 typedef char allocator_size_ok[DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t) ? 1 : -1];
 typedef char bucket_size_ok[DDPH_BUCKET_SIZE_V1_2 == sizeof(ddph_bucket_t) ? 1 : -1];
 typedef char hook_size_ok[DDPH_HOOK_SIZE_V1_5 == sizeof(ddph_hook_t) ? 1 : -1];
+typedef char comm_factory_size_ok[DDPH_COMM_FACTORY_SIZE_V1_5 == sizeof(ddph_comm_factory_t) ? 1 : -1];
 typedef char plugin_size_ok[DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t) ? 1 : -1];
 
 int ddph_header_c99_compiles(void) {

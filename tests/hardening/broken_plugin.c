@@ -97,6 +97,26 @@ static ddph_error_t* stats(void* state, ddph_stats_t* out) {
   return NULL;
 }
 
+/* check (ABI 1.5): level 0 is refused, naming the option. The defect build
+ * refuses its own default (2) as well. */
+static ddph_error_t* check(ddph_check_t* c) {
+  if (c == NULL || c->struct_size < DDPH_CHECK_SIZE_V1_5)
+    return g_host->error_new(DDPH_INVALID_ARGUMENT, "check: c is NULL or too small");
+  for (size_t i = 0; i < c->num_options; ++i) {
+    if (strcmp(c->options[i].name, "level") != 0) continue;
+#if defined(DEFECT_CHECK_REFUSES_DEFAULTS)
+    const int refused = c->options[i].value.i != 4;
+#else
+    const int refused = c->options[i].value.i == 0;
+#endif
+    if (refused) {
+      c->bad_option = "level";
+      return g_host->error_new(DDPH_INVALID_ARGUMENT, "avg: level 0 leaves nothing to average");
+    }
+  }
+  return NULL;
+}
+
 static ddph_option_spec_t g_options[1];
 static ddph_hook_t g_hook;
 static const ddph_hook_t* g_hooks[1];
@@ -125,6 +145,7 @@ static void build_tables(void) {
   g_hook.save_state = save;
   g_hook.load_state = load;
   g_hook.stats = stats;
+  g_hook.check = check;
   g_hooks[0] = &g_hook;
 
   memset(&g_plugin, 0, sizeof g_plugin);

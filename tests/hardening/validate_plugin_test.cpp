@@ -57,10 +57,22 @@ TEST(ValidatePlugin, TheIntactFixturePassesEveryCheck) {
   ToolRun r = validate(fixture("good"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_FALSE(has(r.out, "| FAIL")) << r.out;
-  for (const char* c : {"load", "exports", "abi_version", "file_name", "struct_sizes", "hook_table",
-                        "create_destroy", "create_misuse", "run_bucket n=0", "run_bucket n=1",
-                        "run_bucket n=1000", "nonfinite", "bucket_misuse", "state_round_trip"})
+  for (const char* c :
+       {"load", "exports", "abi_version", "file_name", "struct_sizes", "hook_table", "option_check",
+        "create_destroy", "create_misuse", "run_bucket n=0", "run_bucket n=1", "run_bucket n=1000",
+        "nonfinite", "bucket_misuse", "state_round_trip"})
     EXPECT_TRUE(has(row(r.out, c), "| PASS")) << c << ":\n" << r.out;
+}
+
+// ABI 1.5: a check() that refuses the hook's own defaults would refuse every
+// job that leaves them alone.
+TEST(ValidatePlugin, ACheckThatRefusesItsDefaultsIsAFailRow) {
+  ToolRun r = validate(fixture("check_refuses_defaults"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(has(row(r.out, "option_check"),
+                  "| FAIL   | check() refused the default options: DDPH_INVALID_ARGUMENT"))
+      << r.out;
+  EXPECT_TRUE(has(row(r.out, "create_destroy"), "| PASS")) << r.out;
 }
 
 TEST(ValidatePlugin, ACrashInRunBucketIsAFailRowNamingTheSignal) {

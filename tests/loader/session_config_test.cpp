@@ -1,13 +1,16 @@
 // ddph_session_open through libddph.so on configs that used to crash the
 // host or silently swap a built-in family: a node that contains itself, a
-// job folder's own comm_gloo, a family in two folders.
+// job folder's own comm_gloo, a family in two folders; and jobs a hook's
+// check() refuses.
 #include <ddph/ddph.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "option_check_jobs.h"
 #include "test_paths.h"
 
 using ddph_test::fixture_dir;
@@ -58,6 +61,13 @@ std::vector<float> run_bucket(ddph_session_t* s, float value) {
   ddph_error_free(ddph_session_flush(s));
   EXPECT_EQ(code, DDPH_OK);
   return data;
+}
+
+// The fixture family with a check, on the network-free communicator.
+std::string fixture_job(const std::string& build, const std::string& options) {
+  return "plugin_path: [" + fixture_dir(build) +
+         "]\ncomm: {backend: fake}\nhook:\n  family: fixture_sum\n  name: sum\n  options:\n" +
+         options;
 }
 
 #define EXPECT_HAS(text, part) \
@@ -117,4 +127,65 @@ TEST(SessionConfig, ARelativePluginPathInTextIsRefused) {
   EXPECT_HAS(r.message,
              "<yaml text>:1:15: plugin_path[0]: 'good' is relative, but this config is "
              "text, with no file to be relative to");
+}
+
+// ABI 1.5 check(): options refused as a whole, before anything connects, at
+// the YAML line of the key at fault; a plugin whose table predates 1.5 loads
+// without being asked.
+TEST(OptionCheck, SessionOpenRefusesEachJobBeforeConnecting) {
+  for (const auto& job : ddph_test::refused_jobs()) {
+    const auto start = std::chrono::steady_clock::now();
+    Opened r = open_text(job.yaml);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.session, nullptr) << job.name;
+    if (r.session != nullptr) ddph_session_close(r.session);
+    EXPECT_TRUE(r.code == DDPH_INVALID_ARGUMENT || r.code == DDPH_UNSUPPORTED)
+        << job.name << ": " << r.code << " " << r.message;
+    const std::string at = "<yaml text>:" + std::to_string(job.line) + ":";
+    EXPECT_NE(r.message.find(at), std::string::npos) << job.name << ": " << r.message;
+    EXPECT_NE(r.message.find(std::string(job.key) + ": "), std::string::npos)
+        << job.name << ": " << r.message;
+    EXPECT_NE(r.message.find(job.says), std::string::npos) << job.name << ": " << r.message;
+    // Connecting would wait for the second rank until the 20 s timeout.
+    EXPECT_LT(seconds, 5.0) << job.name;
+  }
+}
+
+TEST(OptionCheck, ABadOptionIsReportedAtItsKeysLine) {
+  Opened r = open_text(fixture_job("check", "    mode: fast\n    level: 3\n"));
+  EXPECT_EQ(r.session, nullptr);
+  EXPECT_EQ(r.code, DDPH_INVALID_ARGUMENT) << r.message;
+  EXPECT_NE(r.message.find("<yaml text>:8:5: hook.options.level: sum: level 3 "
+                           "needs mode exact"),
+            std::string::npos)
+      << r.message;
+}
+
+TEST(OptionCheck, ARefusalNamingNoOptionIsReportedAtTheHooksName) {
+  Opened r = open_text(fixture_job("check", "    add: 1.5\n    verbose: true\n"));
+  EXPECT_EQ(r.session, nullptr);
+  EXPECT_EQ(r.code, DDPH_UNSUPPORTED) << r.message;
+  EXPECT_NE(r.message.find("<yaml text>:5:9: hook: sum: verbose cannot report"), std::string::npos)
+      << r.message;
+}
+
+TEST(OptionCheck, OptionsTheCheckAcceptsOpen) {
+  Opened r = open_text(fixture_job("check", "    mode: exact\n    level: 3\n"));
+  EXPECT_EQ(r.code, DDPH_OK) << r.message;
+  ASSERT_NE(r.session, nullptr);
+  ddph_session_close(r.session);
+}
+
+// The same plugin source, but its table says 1.4 (no check): the check that
+// lies past its end is not called, and the job opens.
+TEST(OptionCheck, AHookTableOlderThan1_5LoadsUnchecked) {
+  Opened r = open_text(fixture_job("check_v1_4", "    mode: fast\n    level: 3\n"));
+  EXPECT_EQ(r.code, DDPH_OK) << r.message;
+  ASSERT_NE(r.session, nullptr);
+  ddph_session_close(r.session);
+  // And a 1.0 binary, built against the frozen header, still opens too.
+  r = open_text(fixture_job("v1_0", "    level: 3\n"));
+  EXPECT_EQ(r.code, DDPH_OK) << r.message;
+  if (r.session != nullptr) ddph_session_close(r.session);
 }

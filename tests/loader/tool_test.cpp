@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "option_check_jobs.h"
 #include "test_paths.h"
 
 using ddph_test::fixture_dir;
@@ -155,6 +156,61 @@ TEST(Tool, TheFixturePluginPassesValidatePlugin) {
                             "bucket_misuse     | sum   | PASS", "bucket_misuse     | scale | PASS"})
       EXPECT_NE(r.output.find(row), std::string::npos) << build << ": " << row << "\n" << r.output;
   }
+}
+
+// Options each in range alone but refused as a whole by the hook's check()
+// (ABI 1.5): validate names the file, the line of the key at fault, the key
+// and the hook's reason, and exits 1.
+TEST(Tool, ValidateRunsEachHooksCheckAndNamesTheLine) {
+  for (const auto& job : ddph_test::refused_jobs()) {
+    const std::string file = ddph_test::write_temp_file("refused.yaml", job.yaml);
+    ToolRun r = run("validate " + file);
+    EXPECT_EQ(r.status, 1) << job.name << ":\n" << r.output;
+    const std::string at = file + ":" + std::to_string(job.line) + ":";
+    EXPECT_NE(r.output.find(at), std::string::npos) << job.name << ":\n" << r.output;
+    EXPECT_NE(r.output.find(std::string(job.key) + ": "), std::string::npos) << job.name << ":\n"
+                                                                             << r.output;
+    EXPECT_NE(r.output.find(job.says), std::string::npos) << job.name << ":\n" << r.output;
+  }
+}
+
+// The communicator's check: a gloo that has neither an address nor an
+// interface to listen on.
+TEST(Tool, ValidateRunsTheCommunicatorsCheck) {
+  const std::string file = ddph_test::write_temp_file(
+      "gloo_no_address.yaml",
+      "comm:\n  backend: gloo\n  rendezvous: \"file:///tmp/x\"\n  options:\n    hostname: \"\"\n"
+      "hook: {family: default, name: allreduce}\n");
+  ToolRun r = run("validate " + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(file + ":5:5: comm.options.hostname: comm_gloo: option 'hostname' is "
+                                 "empty and 'iface' is not set"),
+            std::string::npos)
+      << r.output;
+}
+
+// A third-party check that names its option: validate points at that key.
+TEST(Tool, ValidatePointsAtTheOptionAPluginsCheckNames) {
+  const std::string file = ddph_test::write_temp_file(
+      "check_fixture.yaml", "plugin_path: [" + fixture_dir("check") +
+                                "]\ncomm: {backend: fake}\nhook:\n  family: fixture_sum\n"
+                                "  name: sum\n  options: {mode: fast,\n    level: 3}\n");
+  ToolRun r = run("validate --load-plugins " + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(file + ":7:5: hook.options.level: sum: level 3 needs "
+                                 "mode exact"),
+            std::string::npos)
+      << r.output;
+}
+
+// Every shipped config still validates with the checks in place.
+TEST(Tool, TheShippedConfigsValidate) {
+  ToolRun r = run("validate " + std::string(DDPH_SOURCE_DIR) + "/configs/*.yaml");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("problem"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("powersgd.yaml: ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hook_then_optimizer_sgd.yaml: ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("quantization_per_tensor.yaml: ok"), std::string::npos) << r.output;
 }
 
 // Issue 21: `ddph validate` segfaulted on this.
