@@ -68,12 +68,17 @@ struct Waiter {
 };
 }  // namespace
 
-void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket) {
+ddph_error_t* run_hook_and_wait(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket) noexcept {
   Waiter w;
-  DDPH_CALL(hook.hook->run_bucket(hook.state, &bucket, &Waiter::on_done, &w));
+  if (ddph_error_t* refused = hook.hook->run_bucket(hook.state, &bucket, &Waiter::on_done, &w))
+    return refused;  // done is never called then
   std::unique_lock<std::mutex> lock(w.mu);
   w.cv.wait(lock, [&] { return w.done; });
-  DDPH_CALL(w.error);
+  return w.error;
+}
+
+void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket) {
+  DDPH_CALL(run_hook_and_wait(hook, bucket));
 }
 
 void take_inner_bytes_out(const ddph_hook_ref_t& inner, ddph_stats_t* out) {

@@ -192,8 +192,11 @@ ddph_bucket_t bucket_over(const ddph_bucket_t& bucket, const DLTensor& buffer);
 // The bucket's parameter ids (ABI 1.2), or NULL when the host gave none.
 const int64_t* param_ids(const ddph_bucket_t& bucket);
 
-// Runs a created hook on bucket and waits for its completion; rethrows its
-// error. For wrappers, whose inner hook may complete on another thread.
+// Runs a created hook on bucket and waits for its completion, which may
+// arrive on any thread; returns its error (owned by the caller), or NULL.
+ddph_error_t* run_hook_and_wait(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket) noexcept;
+// The same, rethrowing the error. For wrappers, whose inner hook may complete
+// on another thread.
 void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket);
 
 // Wrappers report what their inner hook put on the wire: copies the inner

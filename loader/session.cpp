@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -11,6 +10,7 @@
 #include "core/bucket_check.h"
 #include "core/device_allocator.h"
 #include "core/error.h"
+#include "core/hook.h"
 #include "core/host.h"
 #include "core/rendezvous/kv_store.h"
 #include "core/tensor.h"
@@ -50,26 +50,6 @@ uint64_t buffer_bytes(const DLTensor& t) {
   uint64_t bits = uint64_t(t.dtype.bits) * (t.dtype.lanes ? t.dtype.lanes : 1);
   return uint64_t(numel(t)) * ((bits + 7) / 8);
 }
-
-// Waits for one run_bucket's completion, which may arrive on any thread.
-struct Completion {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  ddph_error_t* error = nullptr;
-  static void on_done(void* user, ddph_error_t* error) {
-    auto* c = static_cast<Completion*>(user);
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->error = error;
-    c->done = true;
-    c->cv.notify_all();
-  }
-  ddph_error_t* wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done; });
-    return error;
-  }
-};
 
 // The job-scoped store the communicator rendezvouses through: the URL's
 // (options, then YAML) or the host's; NULL when there is neither (a world
@@ -403,11 +383,7 @@ void Session::run_bucket(PendingBucket& pending) {
     } catch (const Error& e) {
       error = make_c_error(e.code(), e.what());
     }
-    if (error == nullptr) {
-      Completion completion;
-      error = hook.hook->run_bucket(hook.state, &pending.bucket, &Completion::on_done, &completion);
-      if (error == nullptr) error = completion.wait();
-    }
+    if (error == nullptr) error = run_hook_and_wait(hook, pending.bucket);
     if (error == nullptr) {
       ++buckets_;
       if (pending.bucket.is_last) ++steps_;

@@ -129,10 +129,6 @@ template <class Op>
 DDPH_HD inline uint16_t f16_op(Op op, uint16_t a, uint16_t b) {
   return f32_to_f16_bits(op(f16_bits_to_f32(a), f16_bits_to_f32(b)));
 }
-template <class Op>
-DDPH_HD inline uint16_t bf16_op(Op op, uint16_t a, uint16_t b) {
-  return f32_to_bf16_bits(op(bf16_bits_to_f32(a), bf16_bits_to_f32(b)));
-}
 DDPH_HD inline uint16_t f16_div(uint16_t a, float w) {
   return f32_to_f16_bits(f16_bits_to_f32(a) / w);
 }

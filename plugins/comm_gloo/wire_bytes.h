@@ -71,7 +71,6 @@ class WireBytes {
   uint64_t total();
   // The same, for the sockets that lead to world rank peer. [thread-safe]
   uint64_t to_peer(int peer);
-  size_t num_sockets() const { return sockets_.size(); }
 
  private:
   struct Socket {
