@@ -2,7 +2,7 @@
 // C++ Session, so that no exception crosses the ABI.
 #include <ddph/ddph.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/host_table.h"
 #include "loader/session.h"
 

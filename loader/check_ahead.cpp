@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace loader {

@@ -5,10 +5,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/tensor.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
 
 namespace ddph {
 namespace loader {

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/job_id.h"
 #include "loader/registry.h"
 #include "loader/search_path.h"

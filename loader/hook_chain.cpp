@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/error.h"
-#include "core/host.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
 #include "loader/registry.h"
 #include "loader/state_blob.h"
 

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <new>
 
-#include "core/host.h"
+#include "core/base/host.h"
 #include "loader/log_sink.h"
 
 namespace ddph {

@@ -1,6 +1,6 @@
 #include "loader/job.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/option_checks.h"
 #include "loader/yaml_options.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/options.h"
+#include "core/base/options.h"
 #include "loader/config.h"
 #include "loader/registry.h"
 

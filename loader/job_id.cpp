@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace loader {

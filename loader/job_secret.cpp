@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace loader {

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "core/host.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/base/le_bytes.h"
 #include "loader/job_secret.h"
 
 namespace ddph {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "core/rendezvous/kv_store.h"
+#include "core/comm/rendezvous/kv_store.h"
 
 namespace ddph {
 namespace loader {

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/host.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
 
 namespace ddph {
 namespace loader {

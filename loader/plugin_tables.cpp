@@ -2,7 +2,7 @@
 // plugin that passes these can be called without further size checks.
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/registry.h"
 
 namespace ddph {

@@ -5,10 +5,10 @@
 #include <sstream>
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/error.h"
-#include "core/le_bytes.h"
-#include "core/tensor.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
 
 namespace ddph {
 namespace loader {

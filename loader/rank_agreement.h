@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/call_agreement.h"
+#include "core/comm/call_agreement.h"
 #include "loader/config.h"
 #include "loader/job.h"
 

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "core/host.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
 #include "loader/host_table.h"
 #include "loader/search_path.h"
 

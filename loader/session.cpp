@@ -7,13 +7,13 @@
 #include <cstring>
 #include <exception>
 
-#include "core/bucket_check.h"
-#include "core/device_allocator.h"
-#include "core/error.h"
-#include "core/hook.h"
-#include "core/host.h"
-#include "core/rendezvous/kv_store.h"
-#include "core/tensor.h"
+#include "core/base/device_allocator.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/base/tensor.h"
+#include "core/comm/rendezvous/kv_store.h"
+#include "core/hook/bucket_check.h"
+#include "core/hook/hook.h"
 #include "loader/host_table.h"
 #include "loader/job_id.h"
 #include "loader/job_secret.h"
@@ -295,7 +295,7 @@ void Session::configure_bucket_check() {
              "environment variable DDPH_BUCKET_CHECK='" << env << "' is not auto, strict or off");
   // Gloo's slots and MPI's call agreement turn calls of different lengths
   // into an error on every rank (plugins/comm_gloo/slots.h,
-  // core/call_agreement.h); NCCL and a host's communicator may abort or
+  // core/comm/call_agreement.h); NCCL and a host's communicator may abort or
   // hang, so with them a new layout is checked before its bucket runs.
   const std::string family = job_.comm.plugin != nullptr ? job_.comm.plugin->family() : "";
   const bool survives = !job_.comm.host_provided && (family == "comm_gloo" || family == "comm_mpi");

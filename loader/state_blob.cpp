@@ -1,7 +1,7 @@
 #include "loader/state_blob.h"
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 
 namespace ddph {
 namespace loader {

@@ -1,6 +1,6 @@
 // The container format of ddph_session_save_state: a header, then one record
 // per stateful hook of the session, in core's checksummed frame
-// (core/le_bytes.h), so that a flip in a record's family, name or length is
+// (core/base/le_bytes.h), so that a flip in a record's family, name or length is
 // refused as corruption, never read as another hook or another length, and
 // the blob of a hook without a checksum of its own is covered too.
 // Portable: fixed little-endian integers.

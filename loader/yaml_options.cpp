@@ -1,6 +1,6 @@
 #include "loader/yaml_options.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace loader {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/options.h"
+#include "core/base/options.h"
 #include "loader/config.h"
 
 namespace ddph {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph {
 

@@ -1,6 +1,6 @@
 #include "core/kernels/on_device.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cast.h"
 #include "core/kernels/divide.h"
 #ifdef DDPH_HAVE_CUDA

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph {
 

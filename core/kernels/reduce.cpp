@@ -1,6 +1,6 @@
 #include "core/kernels/reduce.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cpu_table.h"
 
 namespace ddph {

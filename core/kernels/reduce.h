@@ -5,7 +5,7 @@
 #include <ddph/ddph.h>
 #include <stddef.h>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph {
 

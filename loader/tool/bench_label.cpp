@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/config.h"
 
 namespace ddph_tool {

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph_tool {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/options.h"
 #include "loader/registry.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"

@@ -1,6 +1,6 @@
 #include "loader/tool/train_buckets.h"
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph_train {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph_train {
 

@@ -1,8 +1,8 @@
 #include "loader/tool/train_session.h"
 
-#include "core/comm_call.h"
-#include "core/error.h"
-#include "core/host.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/hook/comm_call.h"
 
 namespace ddph_tool {
 

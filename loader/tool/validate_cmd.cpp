@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/job.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/options.h"
+#include "core/base/options.h"
 #include "loader/tool/validate_plugin_harness.h"
 
 namespace ddph_validate {

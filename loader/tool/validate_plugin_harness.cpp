@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "core/error.h"
-#include "core/tensor.h"
+#include "core/base/error.h"
+#include "core/base/tensor.h"
 
 namespace ddph_validate {
 

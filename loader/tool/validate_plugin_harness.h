@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/options.h"
+#include "core/base/options.h"
 #include "loader/tool/lent_bucket.h"
 
 namespace ddph_validate {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <set>
 
-#include "core/options.h"
+#include "core/base/options.h"
 #include "loader/tool/validate_plugin_harness.h"
 #include "loader/tool/validate_plugin_self_comm.h"
 

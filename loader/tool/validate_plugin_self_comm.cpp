@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "core/dtype.h"
-#include "core/tensor.h"
+#include "core/base/dtype.h"
+#include "core/base/tensor.h"
 
 namespace ddph_validate {
 namespace {

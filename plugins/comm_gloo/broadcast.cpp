@@ -5,7 +5,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include "core/comm_args.h"
+#include "core/comm/args.h"
 #include "plugins/comm_gloo/communicator.h"
 #include "plugins/comm_gloo/slots.h"
 

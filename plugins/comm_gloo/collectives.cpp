@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/comm_args.h"
+#include "core/comm/args.h"
 #include "plugins/comm_gloo/communicator.h"
 #include "plugins/comm_gloo/slots.h"
 

@@ -4,8 +4,8 @@
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "core/host.h"
-#include "core/rendezvous/gloo_store.h"
+#include "core/base/host.h"
+#include "core/comm/rendezvous/gloo_store.h"
 
 namespace ddph {
 namespace comm_gloo {

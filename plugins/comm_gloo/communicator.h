@@ -15,10 +15,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/comm_args.h"
-#include "core/comm_backend.h"
-#include "core/error.h"
-#include "core/rendezvous/kv_store.h"
+#include "core/base/error.h"
+#include "core/comm/args.h"
+#include "core/comm/backend.h"
+#include "core/comm/rendezvous/kv_store.h"
 #include "plugins/comm_gloo/errors.h"
 #include "plugins/comm_gloo/mailboxes.h"
 #include "plugins/comm_gloo/peer_identity.h"

@@ -1,5 +1,5 @@
 // libddph_comm_gloo.so: the embedded default communicator (Gloo over TCP).
-#include "core/plugin.h"
+#include "core/base/plugin.h"
 
 #include <ddph/ddph.h>
 
@@ -8,14 +8,14 @@
 #include <cstring>
 #include <memory>
 
-#include "core/comm_backend.h"
-#include "core/comm_host_staging.h"
-#include "core/comm_init.h"
-#include "core/error.h"
-#include "core/host.h"
-#include "core/option_check.h"
-#include "core/options.h"
-#include "core/rendezvous/gloo_store.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/base/option_check.h"
+#include "core/base/options.h"
+#include "core/comm/backend.h"
+#include "core/comm/host_staging.h"
+#include "core/comm/init.h"
+#include "core/comm/rendezvous/gloo_store.h"
 #include "plugins/comm_gloo/communicator.h"
 
 namespace ddph {

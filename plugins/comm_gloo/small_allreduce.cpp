@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "core/call_agreement.h"
+#include "core/comm/call_agreement.h"
 #include "core/kernels/divide.h"
 #include "core/kernels/reduce.h"
 #include "plugins/comm_gloo/communicator.h"

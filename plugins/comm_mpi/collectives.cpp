@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/divide.h"
 #include "plugins/comm_mpi/communicator.h"
 #include "plugins/comm_mpi/mpi_types.h"

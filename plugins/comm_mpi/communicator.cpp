@@ -7,8 +7,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/error.h"
-#include "core/host.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
 #include "plugins/comm_mpi/mpi_check.h"
 #include "plugins/comm_mpi/mpi_runtime.h"
 

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "core/call_agreement.h"
-#include "core/comm_args.h"
-#include "core/comm_backend.h"
+#include "core/comm/args.h"
+#include "core/comm/backend.h"
+#include "core/comm/call_agreement.h"
 #include "plugins/comm_mpi/mpi_count.h"
 
 namespace ddph {

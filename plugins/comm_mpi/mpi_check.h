@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace comm_mpi {

@@ -2,7 +2,7 @@
 
 #include <climits>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace comm_mpi {

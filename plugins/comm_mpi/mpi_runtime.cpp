@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "core/error.h"
-#include "core/host.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
 #include "plugins/comm_mpi/mpi_check.h"
 
 namespace ddph {

@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/reduce.h"
 #include "plugins/comm_mpi/mpi_check.h"
 

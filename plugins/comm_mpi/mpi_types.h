@@ -12,7 +12,7 @@
 #include <ddph/ddph.h>
 #include <mpi.h>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph {
 namespace comm_mpi {

@@ -1,6 +1,6 @@
 // libddph_comm_mpi.so: the MPI communicator, for jobs launched with mpirun
 // (or any MPI launcher). MPI finds the peers itself: no rendezvous.
-#include "core/plugin.h"
+#include "core/base/plugin.h"
 
 #include <ddph/ddph.h>
 #include <mpi.h>
@@ -10,11 +10,11 @@
 #include <memory>
 #include <thread>
 
-#include "core/comm_host_staging.h"
-#include "core/comm_init.h"
-#include "core/error.h"
-#include "core/host.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/base/options.h"
+#include "core/comm/host_staging.h"
+#include "core/comm/init.h"
 #include "plugins/comm_mpi/communicator.h"
 #include "plugins/comm_mpi/mpi_check.h"
 #include "plugins/comm_mpi/mpi_runtime.h"

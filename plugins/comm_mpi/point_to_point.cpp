@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "plugins/comm_mpi/communicator.h"
 #include "plugins/comm_mpi/mpi_types.h"
 

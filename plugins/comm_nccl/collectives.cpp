@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cuda/device_guard.h"
 #include "core/kernels/cuda/elementwise_cuda.h"
 #include "core/kernels/cuda/scratch_pool.h"

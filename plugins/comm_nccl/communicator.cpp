@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cuda/device_guard.h"
 #include "plugins/comm_nccl/nccl_check.h"
 

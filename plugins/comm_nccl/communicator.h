@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "core/comm_args.h"
-#include "core/comm_backend.h"
+#include "core/comm/args.h"
+#include "core/comm/backend.h"
 #include "plugins/comm_nccl/guarded_comm.h"
 #include "plugins/comm_nccl/watchdog.h"
 

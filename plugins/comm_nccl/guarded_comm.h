@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace comm_nccl {

@@ -1,6 +1,6 @@
 #include "plugins/comm_nccl/nccl_types.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace comm_nccl {

@@ -4,7 +4,7 @@
 #include <ddph/ddph.h>
 #include <nccl.h>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph {
 namespace comm_nccl {

@@ -1,15 +1,15 @@
 // libddph_comm_nccl.so: the GPU communicator (NCCL from the CUDA toolkit).
-#include "core/plugin.h"
+#include "core/base/plugin.h"
 
 #include <cuda_runtime_api.h>
 #include <cstdlib>
 #include <memory>
 
-#include "core/comm_init.h"
-#include "core/error.h"
-#include "core/host.h"
-#include "core/options.h"
-#include "core/rendezvous/gloo_store.h"
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/base/options.h"
+#include "core/comm/init.h"
+#include "core/comm/rendezvous/gloo_store.h"
 #include "plugins/comm_nccl/communicator.h"
 #include "plugins/comm_nccl/nccl_check.h"
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "core/host.h"
+#include "core/base/host.h"
 #include "plugins/comm_nccl/nccl_check.h"
 
 namespace ddph {

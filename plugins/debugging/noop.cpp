@@ -1,7 +1,7 @@
 // PyTorch's debugging_hooks.noop_hook: completes at once and leaves the
 // bucket as it is, to measure everything but communication.
-#include "core/hook.h"
-#include "core/plugin.h"
+#include "core/base/plugin.h"
+#include "core/hook/hook.h"
 
 namespace ddph {
 namespace {

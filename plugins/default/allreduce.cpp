@@ -1,6 +1,6 @@
 // PyTorch's default_hooks.allreduce_hook: divide by the world size first,
 // then SUM in place, so the bucket ends holding the mean.
-#include "core/hook.h"
+#include "core/hook/hook.h"
 #include "plugins/default/hooks.h"
 
 namespace ddph {

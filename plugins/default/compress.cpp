@@ -1,10 +1,10 @@
 // PyTorch's fp16_compress_hook and bf16_compress_hook: cast to 16 bits,
 // divide by the world size in that precision, allreduce SUM in 16 bits,
 // cast back into the bucket. The cast and the divide are one pass.
-#include "core/comm_call.h"
-#include "core/hook.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
-#include "core/tensor.h"
 #include "plugins/default/hooks.h"
 #include "plugins/default/low_precision.h"
 

@@ -1,6 +1,6 @@
 #include "plugins/default/low_precision.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace default_family {

@@ -2,7 +2,7 @@
 // accept. (Their scratch is core's ScratchBuffers, host or GPU.)
 #pragma once
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 
 namespace ddph {
 namespace default_family {

@@ -1,8 +1,8 @@
 // PyTorch's fp16_compress_wrapper / bf16_compress_wrapper: hand the inner
 // hook a 16-bit copy of the bucket, wait for it, cast its result back.
-#include "core/hook.h"
+#include "core/base/tensor.h"
+#include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
-#include "core/tensor.h"
 #include "plugins/default/hooks.h"
 #include "plugins/default/low_precision.h"
 

@@ -17,13 +17,13 @@
 #include <memory>
 #include <string>
 
-#include "core/comm_call.h"
-#include "core/group_comm.h"
-#include "core/hook.h"
-#include "core/host.h"
-#include "core/le_bytes.h"
-#include "core/options.h"
-#include "core/tensor.h"
+#include "core/base/host.h"
+#include "core/base/le_bytes.h"
+#include "core/base/options.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/group_comm.h"
+#include "core/hook/hook.h"
 #include "plugins/hierarchical/hooks.h"
 #include "plugins/hierarchical/leader_status.h"
 #include "plugins/hierarchical/machines.h"

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/tensor.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
 
 namespace ddph {
 namespace hierarchical {

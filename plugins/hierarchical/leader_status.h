@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace hierarchical {

@@ -4,9 +4,9 @@
 #include <sstream>
 #include <string>
 
-#include "core/comm_call.h"
-#include "core/error.h"
-#include "core/rank_groups.h"
+#include "core/base/error.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/rank_groups.h"
 
 namespace ddph {
 namespace hierarchical {

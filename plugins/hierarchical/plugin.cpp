@@ -1,4 +1,4 @@
-#include "core/plugin.h"
+#include "core/base/plugin.h"
 
 #include "plugins/hierarchical/hooks.h"
 

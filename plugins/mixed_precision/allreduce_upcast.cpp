@@ -18,11 +18,11 @@
 // (core/kernels/on_device.h), into fp32 gradients on the bucket's device.
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/hook.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/hook.h"
+#include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
-#include "core/param_view.h"
-#include "core/tensor.h"
 #include "plugins/mixed_precision/hooks.h"
 
 namespace ddph {

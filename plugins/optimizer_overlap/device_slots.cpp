@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #ifdef DDPH_HAVE_CUDA
 #include <cuda_runtime_api.h>
 

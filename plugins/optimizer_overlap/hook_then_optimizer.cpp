@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/hook.h"
+#include "core/base/tensor.h"
+#include "core/hook/hook.h"
+#include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
-#include "core/param_view.h"
-#include "core/tensor.h"
 #include "plugins/optimizer_overlap/device_slots.h"
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"

@@ -4,9 +4,9 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "core/error.h"
-#include "core/option_check.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/option_check.h"
+#include "core/base/options.h"
 
 namespace ddph {
 namespace optimizer_overlap {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/option_check.h"
+#include "core/base/option_check.h"
 #include "plugins/optimizer_overlap/functional_optim.h"
 
 namespace ddph {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "core/hook.h"
+#include "core/base/error.h"
+#include "core/hook/hook.h"
 
 namespace ddph {
 namespace optimizer_overlap {

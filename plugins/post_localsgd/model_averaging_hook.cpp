@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/group_comm.h"
-#include "core/hook.h"
+#include "core/base/options.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/group_comm.h"
+#include "core/hook/hook.h"
+#include "core/hook/rank_groups.h"
 #include "core/kernels/on_device.h"
-#include "core/options.h"
-#include "core/rank_groups.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/param_average.h"
 #include "plugins/post_localsgd/step_counter.h"

@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/param_view.h"
-#include "core/tensor.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/param_view.h"
 
 namespace ddph {
 namespace post_localsgd {

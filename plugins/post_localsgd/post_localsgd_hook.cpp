@@ -9,13 +9,13 @@
 #include <memory>
 #include <string>
 
-#include "core/comm_call.h"
-#include "core/group_comm.h"
-#include "core/hook.h"
+#include "core/base/options.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/group_comm.h"
+#include "core/hook/hook.h"
+#include "core/hook/rank_groups.h"
 #include "core/kernels/on_device.h"
-#include "core/options.h"
-#include "core/rank_groups.h"
-#include "core/tensor.h"
 #include "plugins/post_localsgd/hooks.h"
 #include "plugins/post_localsgd/step_counter.h"
 

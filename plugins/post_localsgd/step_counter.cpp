@@ -1,7 +1,7 @@
 #include "plugins/post_localsgd/step_counter.h"
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 
 namespace ddph {
 namespace post_localsgd {

@@ -12,7 +12,7 @@ namespace ddph {
 namespace post_localsgd {
 
 // The checkpoint blob of both hooks, little-endian, in core's checksummed
-// frame (core/le_bytes.h; docs/post_localsgd.md#checkpoints):
+// frame (core/base/le_bytes.h; docs/post_localsgd.md#checkpoints):
 //   "DDPHLSGD"  8 bytes magic
 //   u32         version (kStepStateVersion; 1 had no checksum)
 //   u64         step

@@ -4,8 +4,8 @@
 #include <map>
 #include <utility>
 
-#include "core/error.h"
-#include "core/param_view.h"
+#include "core/base/error.h"
+#include "core/hook/param_view.h"
 
 namespace ddph {
 namespace powersgd {

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include "core/comm_call.h"
-#include "core/host.h"
-#include "core/tensor.h"
+#include "core/base/host.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
 #include "plugins/powersgd/huge_values.h"
 
 namespace ddph {

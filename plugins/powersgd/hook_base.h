@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/hook.h"
+#include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/math_ops.h"

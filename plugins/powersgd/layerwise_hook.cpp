@@ -3,7 +3,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/pipeline.h"
+#include "core/hook/pipeline.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/hook_base.h"
 #include "plugins/powersgd/hooks.h"

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/lowrank.h"
 #include "plugins/powersgd/math_ops.h"

@@ -1,8 +1,8 @@
 #include "plugins/powersgd/options.h"
 
-#include "core/error.h"
-#include "core/option_check.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/option_check.h"
+#include "core/base/options.h"
 
 namespace ddph {
 namespace powersgd {

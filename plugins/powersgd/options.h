@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/option_check.h"
+#include "core/base/option_check.h"
 
 namespace ddph {
 namespace powersgd {

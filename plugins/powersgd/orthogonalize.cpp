@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "plugins/powersgd/huge_values.h"
 
 namespace ddph {

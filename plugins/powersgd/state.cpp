@@ -2,8 +2,8 @@
 // blob saved on one host loads on any other.
 #include "plugins/powersgd/state.h"
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 
 namespace ddph {
 namespace powersgd {

@@ -1,6 +1,6 @@
 #include "plugins/quantization/codec.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/divide.h"
 #include "plugins/quantization/rank_header.h"
 #include "plugins/quantization/segment_cuda.h"

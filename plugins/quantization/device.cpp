@@ -4,7 +4,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #ifdef DDPH_HAVE_CUDA
 #include "core/kernels/cuda/cuda_check.h"
 #include "core/kernels/cuda/device_guard.h"

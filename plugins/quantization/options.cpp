@@ -2,10 +2,10 @@
 
 #include <string>
 
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/option_check.h"
-#include "core/options.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/option_check.h"
+#include "core/base/options.h"
 
 namespace ddph {
 namespace quantization {

@@ -10,7 +10,7 @@
 // block per rank carries both, behind the rank header, which changes no value. PyTorch's
 // per-channel pads a bucket whose length is a multiple of the channel size with a whole zero
 // channel; that channel is never part of the result, so it is not sent.
-#include "core/comm_call.h"
+#include "core/hook/comm_call.h"
 #include "plugins/quantization/codec.h"
 #include "plugins/quantization/protocols.h"
 #include "plugins/quantization/rank_header.h"

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/hook.h"
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
-#include "core/tensor.h"
 #include "plugins/quantization/hooks.h"
 #include "plugins/quantization/options.h"
 #include "plugins/quantization/protocols.h"

@@ -57,7 +57,7 @@ class Residuals {
 };
 
 // The hook's checkpoint blob, little-endian whatever the host, in core's
-// checksummed frame (core/le_bytes.h; docs/quantization.md#checkpoints):
+// checksummed frame (core/base/le_bytes.h; docs/quantization.md#checkpoints):
 //   "DDPHQRES"  8 bytes magic
 //   u32         version (kResidualStateVersion; 1 had no checksum)
 //   u32         bucket count

@@ -1,6 +1,6 @@
 #include "plugins/quantization/segment_cuda.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "plugins/quantization/rank_header.h"
 #ifdef DDPH_HAVE_CUDA
 #include "core/kernels/cuda/cuda_check.h"

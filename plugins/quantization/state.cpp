@@ -3,8 +3,8 @@
 // flipped bit anywhere is refused rather than loaded as a residual.
 #include <cmath>
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 #include "plugins/quantization/residuals.h"
 
 namespace ddph {

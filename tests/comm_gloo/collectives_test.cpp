@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/comm_call.h"
-#include "core/error.h"
+#include "core/base/error.h"
+#include "core/hook/comm_call.h"
 #include "plugins/comm_gloo/small_allreduce.h"
 #include "tests/comm_gloo/harness.h"
 #include "tests/support/multiprocess.h"

@@ -1,4 +1,4 @@
-// CUDA buffers on the Gloo communicator (core/comm_host_staging.h): two real
+// CUDA buffers on the Gloo communicator (core/comm/host_staging.h): two real
 // processes sharing one GPU, which NCCL would refuse. Each collective's
 // result on device memory, enqueued on a stream, must be what the same
 // collective gives on host memory: small integers, so every sum is exact.

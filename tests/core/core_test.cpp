@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "core/bucket_check.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/param_view.h"
-#include "core/tensor.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/tensor.h"
+#include "core/hook/bucket_check.h"
+#include "core/hook/param_view.h"
 
 namespace {
 

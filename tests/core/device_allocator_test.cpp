@@ -1,16 +1,16 @@
 // The host's device allocator (ABI 1.3) inside a plugin: the comm and hook
 // table trampolines make the right one current for exactly the length of
-// each call (core/device_allocator.h), which is what the device scratch
+// each call (core/base/device_allocator.h), which is what the device scratch
 // pool takes its memory from.
-#include "core/device_allocator.h"
+#include "core/base/device_allocator.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <thread>
 
-#include "core/comm_backend.h"
-#include "core/hook.h"
+#include "core/comm/backend.h"
+#include "core/hook/hook.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <string>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 #include "tests/support/host.h"
 
 namespace ddph_test {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/options.h"
+#include "core/base/options.h"
 #include "tests/hooks/hook_runner.h"
 #include "tests/hooks/thread_comm.h"
 

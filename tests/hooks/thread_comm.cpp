@@ -5,11 +5,11 @@
 #include <string>
 #include <thread>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/tensor.h"
 #include "core/kernels/divide.h"
 #include "core/kernels/reduce.h"
-#include "core/tensor.h"
 
 namespace ddph_test {
 

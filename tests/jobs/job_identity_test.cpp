@@ -123,7 +123,7 @@ TEST(JobIdentity, ACrashedRunGivesTheNextRank0TheFix) {
   const std::string command = again.message.substr(from, again.message.find('*', from) + 1 - from);
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   // No key is left. The killed writer may leave the temporary file of a
-  // write it was making (".tmp-PID-N", core/rendezvous/file_store.cpp),
+  // write it was making (".tmp-PID-N", core/comm/rendezvous/file_store.cpp),
   // which no key reads.
   std::vector<std::string> keys;
   for (const std::string& name : files_in(dir + "/store"))

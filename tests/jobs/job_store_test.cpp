@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "core/error.h"
-#include "core/rendezvous/file_store.h"
+#include "core/base/error.h"
+#include "core/comm/rendezvous/file_store.h"
 #include "loader/host_table.h"
 #include "loader/job_id.h"
 #include "loader/job_secret.h"

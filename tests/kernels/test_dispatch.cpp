@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cast.h"
 #include "core/kernels/divide.h"
 #include "core/kernels/isa.h"

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "config_problems.h"
-#include "core/error.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/options.h"
 #include "loader/job.h"
 #include "loader/yaml_limits.h"
 

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "config_problems.h"
-#include "core/error.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/options.h"
 #include "loader/job.h"
 
 using ddph::loader::check_job;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/host_table.h"
 
 TEST(ErrorObjects, NullIsSuccess) {

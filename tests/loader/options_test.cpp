@@ -3,8 +3,8 @@
 
 #include <functional>
 
-#include "core/error.h"
-#include "core/options.h"
+#include "core/base/error.h"
+#include "core/base/options.h"
 #include "loader/host_table.h"
 
 namespace {

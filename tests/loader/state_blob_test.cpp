@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "loader/host_table.h"
 #include "tests/support/checkpoint_layout.h"
 

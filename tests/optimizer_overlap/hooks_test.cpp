@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 #include "plugins/optimizer_overlap/functional_optim.h"
 #include "plugins/optimizer_overlap/state.h"
 #include "tests/optimizer_overlap/optim_support.h"

@@ -1,10 +1,10 @@
 // Subgroups as colors (the smallest rank of each group), checked against
 // groups written out by hand.
-#include "core/rank_groups.h"
+#include "core/hook/rank_groups.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace {
 

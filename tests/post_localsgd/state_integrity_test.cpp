@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 #include "loader/tool/lent_bucket.h"
 #include "plugins/post_localsgd/step_counter.h"
 #include "tests/session_gloo/session_ranks.h"

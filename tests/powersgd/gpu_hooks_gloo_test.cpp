@@ -1,5 +1,5 @@
 // The powersgd hooks on GPU buckets over Gloo (which stages CUDA buffers
-// through host memory: core/comm_host_staging.h), 2 real processes sharing
+// through host memory: core/comm/host_staging.h), 2 real processes sharing
 // one GPU, against the same hook on the same values in host buckets: where
 // a world of one divides by 1, this checks the means. Results within
 // gpu_compare.h's tolerance of the CPU path; every rank ends with the same

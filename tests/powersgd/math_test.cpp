@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/lowrank.h"
 #include "plugins/powersgd/math_ops.h"

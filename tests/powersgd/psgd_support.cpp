@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/le_bytes.h"
+#include "core/base/le_bytes.h"
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"

@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "plugins/quantization/residuals.h"
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"

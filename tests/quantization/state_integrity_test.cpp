@@ -9,8 +9,8 @@
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
-#include "core/le_bytes.h"
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
 #include "plugins/quantization/residuals.h"
 #include "tests/quantization/hooks_ranks.h"
 #include "tests/session_gloo/session_ranks.h"

@@ -1,5 +1,5 @@
 // Every hook with a CUDA path, on GPU buckets, over Gloo (which stages CUDA
-// buffers through host memory: core/comm_host_staging.h), against the same
+// buffers through host memory: core/comm/host_staging.h), against the same
 // hook on the same values in host buckets: W real processes sharing one GPU,
 // three steps each. The GPU path must give the CPU path's bits, and every
 // rank must end with the same bits. Without a GPU the test skips with one

@@ -174,7 +174,7 @@ bool hierarchical_state(const std::string& body, std::string* why) {
 
 uint64_t fnv1a64(const std::string& bytes) {
   // The project's offset basis, as the docs give it: 1469598103934665603, not
-  // the FNV standard's 14695981039346656037 (core/le_bytes.cpp has it so, and
+  // the FNV standard's 14695981039346656037 (core/base/le_bytes.cpp has it so, and
   // every saved checkpoint depends on it).
   uint64_t h = 1469598103934665603ull;
   for (char c : bytes) h = (h ^ uint8_t(c)) * 1099511628211ull;

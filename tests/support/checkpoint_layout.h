@@ -32,7 +32,7 @@ std::string container(const std::vector<Record>& records);
 // magic or version, a wrong checksum, truncation or trailing bytes.
 bool parse_container(const std::string& blob, std::vector<Record>* records, std::string* why);
 
-// A frame as core/le_bytes.h writes it: magic, u32 version, body, then the
+// A frame as core/base/le_bytes.h writes it: magic, u32 version, body, then the
 // u64 FNV-1a of every byte before it. For tests that build blobs the hooks
 // never save (a NaN residual with a valid checksum).
 std::string frame(const char* magic8, uint32_t version, const std::string& body);

@@ -46,7 +46,7 @@ double seconds_since(double start);
 
 // What a host-memory communicator (Gloo, MPI) answers when handed a host
 // pointer labelled kDLCUDA. A CUDA build stages CUDA buffers through host
-// memory (core/comm_host_staging.h): without a GPU that fails for want of
+// memory (core/comm/host_staging.h): without a GPU that fails for want of
 // one; with a GPU the label is found to be false. A build without CUDA
 // refuses the device type outright.
 inline void expect_false_cuda_label_refused(int code, const std::string& message) {

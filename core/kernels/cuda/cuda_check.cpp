@@ -1,6 +1,6 @@
 #include "core/kernels/cuda/cuda_check.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ddph {
 namespace cuda {

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/device_allocator.h"
+#include "core/base/device_allocator.h"
 
 namespace ddph {
 namespace cuda {

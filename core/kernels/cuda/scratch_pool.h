@@ -13,7 +13,7 @@ namespace cuda {
 
 // *p = bytes of device memory on `device`, usable by work enqueued on
 // stream after this call: from the host's allocator when one is current on
-// this thread (ABI 1.3, core/device_allocator.h; NULL from it is
+// this thread (ABI 1.3, core/base/device_allocator.h; NULL from it is
 // cudaErrorMemoryAllocation), else from the pool. Free it with the same
 // allocator current, which the table trampolines guarantee. [thread-safe]
 cudaError_t scratch_alloc(void** p, size_t bytes, int device, cudaStream_t stream);

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 #define DDPH_STR2(x) #x
 #define DDPH_STR(x) DDPH_STR2(x)

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cuda/cuda_check.h"
 #include "core/kernels/cuda/device_guard.h"
 #include "plugins/powersgd/cuda/lowrank_cuda.h"

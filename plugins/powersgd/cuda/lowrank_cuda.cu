@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/kernels/cuda/cuda_check.h"
 #include "plugins/powersgd/cuda/blas_api.h"
 #include "plugins/powersgd/cuda/lowrank_cuda.h"

@@ -1,0 +1,207 @@
+// Writing a hook in C++: derive from ddph::Hook, then expose the class as a
+// ddph_hook_t table with ddph::hook_table<T>(). The table's functions check
+// their arguments, validate the bucket, and turn exceptions into C errors.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <atomic>
+
+#include "core/base/device_allocator.h"
+#include "core/base/error.h"
+#include "core/base/option_check.h"
+#include "core/hook/bucket_check.h"
+
+namespace ddph {
+
+// The caller's completion callback. Call exactly one of ok/fail, once.
+class Completion {
+ public:
+  Completion(ddph_done_fn fn, void* user) : fn_(fn), user_(user) {}
+  void ok() const { fn_(user_, nullptr); }
+  void fail(const Error& e) const { fn_(user_, make_c_error(e.code(), e.what())); }
+  // Passes on an error object (owned) or success (NULL).
+  void finish(ddph_error_t* error) const { fn_(user_, error); }
+
+ private:
+  ddph_done_fn fn_;
+  void* user_;
+};
+
+class Hook {
+ public:
+  virtual ~Hook() = default;
+  // Reduces bucket (already validated; dtype is its buffer's type). Calls
+  // done exactly once, unless it throws, in which case it must not call done.
+  virtual void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) = 0;
+  // Checkpointing; only reached when the table says the hook keeps state.
+  virtual void save_state(ddph_write_fn, void*) {}
+  virtual void load_state(const void*, size_t) {}
+  // Fills what this hook counts; the base counts bytes in and out.
+  virtual void stats(ddph_stats_t* out) const {
+    out->bytes_in = bytes_in_.load();
+    out->bytes_out = bytes_out_.load();
+  }
+
+ protected:
+  void count_in(uint64_t bytes) { bytes_in_ += bytes; }
+  void count_out(uint64_t bytes) { bytes_out_ += bytes; }
+  // Reduces the whole bucket buffer in place over comm with op (on the
+  // bucket's stream), counting its bytes both in and out.
+  void allreduce_bucket(ddph_comm_t* comm, const ddph_bucket_t& bucket, DType dtype,
+                        ddph_reduce_op_t op);
+
+ private:
+  template <class>
+  friend struct HookFunctions;
+  std::atomic<uint64_t> bytes_in_{0}, bytes_out_{0};
+  // The host's (ABI 1.3), current during every call into this hook.
+  const ddph_device_allocator_t* device_allocator_ = nullptr;
+};
+
+// Checks the init struct common to all hooks (host, comm, inner). A
+// DDPH_HOOK_MAKES_INNER wrapper needs make_inner, or, from a loader older
+// than 1.2, an inner hook made on init.comm.
+void check_hook_init(const ddph_hook_init_t* init, uint32_t flags);
+// Whether init offers make_inner (ABI 1.2).
+bool can_make_inner(const ddph_hook_init_t& init);
+
+// Whether hook class T has a CUDA path: it declares
+// `static constexpr bool kRunsOnCuda = true;`. Hooks without one are refused
+// CUDA buckets before run() sees them.
+template <class T, class = void>
+struct RunsOnCuda {
+  static constexpr bool value = false;
+};
+template <class T>
+struct RunsOnCuda<T, decltype(void(T::kRunsOnCuda))> {
+  static constexpr bool value = T::kRunsOnCuda;
+};
+
+// Whether hook class T checks its options as a whole: it declares
+// `static void check_options(OptionCheck& c);` (option_check.h). Its table
+// then offers check() (ABI 1.5), and create() runs the same function first.
+template <class T, class = void>
+struct HasOptionCheck {
+  static constexpr bool value = false;
+};
+template <class T>
+struct HasOptionCheck<T, decltype(void(&T::check_options))> {
+  static constexpr bool value = true;
+};
+
+template <class T>
+struct HookFunctions {
+  static ddph_error_t* create(const ddph_hook_init_t* init, void** state) {
+    return guard([&] {
+      DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "create: state out-pointer is NULL");
+      *state = nullptr;
+      check_hook_init(init, T::kFlags);
+      check_options_of(*init);
+      const ddph_device_allocator_t* allocator = device_allocator_of(*init, "create");
+      DeviceAllocatorScope scope(allocator);
+      Hook* hook = new T(*init);
+      hook->device_allocator_ = allocator;
+      *state = hook;
+    });
+  }
+  static ddph_error_t* check(ddph_check_t* c) { return run_option_check(c, &T::check_options); }
+  static void check_options_of(const ddph_hook_init_t& init) {
+    if constexpr (HasOptionCheck<T>::value)
+      run_option_check(init.options, init.num_options, &T::check_options);
+  }
+  static ddph_error_t* run_bucket(void* state, const ddph_bucket_t* bucket, ddph_done_fn done,
+                                  void* user) {
+    return guard([&] {
+      DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "run_bucket: state is NULL");
+      DDPH_CHECK(done != nullptr, DDPH_INVALID_ARGUMENT, "run_bucket: done callback is NULL");
+      DType dtype = check_bucket(
+          bucket, RunsOnCuda<T>::value ? BucketMemory::kHostOrCuda : BucketMemory::kHost);
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->run(*bucket, dtype, Completion(done, user));
+    });
+  }
+  static void destroy(void* state) {
+    Hook* hook = static_cast<Hook*>(state);
+    DeviceAllocatorScope scope(hook != nullptr ? hook->device_allocator_ : nullptr);
+    delete hook;
+  }
+  static ddph_error_t* save_state(void* state, ddph_write_fn write, void* sink) {
+    return guard([&] {
+      DDPH_CHECK(state != nullptr && write != nullptr, DDPH_INVALID_ARGUMENT,
+                 "save_state: state or write is NULL");
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->save_state(write, sink);
+    });
+  }
+  static ddph_error_t* load_state(void* state, const void* bytes, size_t n) {
+    return guard([&] {
+      DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "load_state: state is NULL");
+      DDPH_CHECK(n == 0 || bytes != nullptr, DDPH_INVALID_ARGUMENT,
+                 "load_state: bytes is NULL for " << n << " bytes");
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->load_state(bytes, n);
+    });
+  }
+  static ddph_error_t* stats(void* state, ddph_stats_t* out) {
+    return guard([&] {
+      DDPH_CHECK(state != nullptr && out != nullptr, DDPH_INVALID_ARGUMENT,
+                 "stats: state or out is NULL");
+      DDPH_CHECK(out->struct_size >= DDPH_STATS_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
+                 "stats: out->struct_size " << out->struct_size << " is smaller than the v1.0 size "
+                                            << DDPH_STATS_SIZE_V1_0);
+      static_cast<Hook*>(state)->stats(out);
+    });
+  }
+};
+
+// The table for hook class T. T provides:
+//   static constexpr uint32_t kFlags;           DDPH_HOOK_* flags
+//   explicit T(const ddph_hook_init_t& init);   may throw ddph::Error
+//   static void check_options(OptionCheck&);    optional: the rules on the
+//                                                options as a whole
+// keeps_state: whether save_state/load_state are offered.
+template <class T>
+ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_spec_t* options,
+                       size_t num_options, bool keeps_state = false) {
+  ddph_hook_t h{};
+  h.struct_size = sizeof h;
+  h.name = name;
+  h.summary = summary;
+  h.options = options;
+  h.num_options = num_options;
+  h.flags = T::kFlags;
+  h.create = &HookFunctions<T>::create;
+  h.run_bucket = &HookFunctions<T>::run_bucket;
+  h.destroy = &HookFunctions<T>::destroy;
+  h.save_state = keeps_state ? &HookFunctions<T>::save_state : nullptr;
+  h.load_state = keeps_state ? &HookFunctions<T>::load_state : nullptr;
+  h.stats = &HookFunctions<T>::stats;
+  if constexpr (HasOptionCheck<T>::value) h.check = &HookFunctions<T>::check;
+  return h;
+}
+
+// The same bucket (index, step, is_last, params, param_ids, stream) over
+// another buffer, for a wrapper to hand its inner hook. Reads only the
+// fields the caller's struct has (a 1.0 host's ends before param_ids).
+ddph_bucket_t bucket_over(const ddph_bucket_t& bucket, const DLTensor& buffer);
+
+// The bucket's parameter ids (ABI 1.2), or NULL when the host gave none.
+const int64_t* param_ids(const ddph_bucket_t& bucket);
+
+// Runs a created hook on bucket and waits for its completion, which may
+// arrive on any thread; returns its error (owned by the caller), or NULL.
+ddph_error_t* run_hook_and_wait(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket) noexcept;
+// The same, rethrowing the error. For wrappers, whose inner hook may complete
+// on another thread.
+void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket);
+
+// Wrappers report what their inner hook put on the wire: copies the inner
+// hook's bytes_out into out (left as is when the inner keeps no stats or
+// fails to report them).
+void take_inner_bytes_out(const ddph_hook_ref_t& inner, ddph_stats_t* out);
+
+}  // namespace ddph
