@@ -78,8 +78,9 @@ class LowRankOps {
 // The host implementation (stateless; one for the process).
 LowRankOps& cpu_ops();
 
-// The CUDA implementation for GPU `device`. Throws DDPH_UNSUPPORTED in a
-// build without CUDA, or where cuBLAS/cuSOLVER cannot be loaded.
+// The CUDA implementation for GPU `device` (cuda/cuda_ops.cpp), only in a
+// build with CUDA: ops_by_device.cpp calls it. Throws DDPH_UNSUPPORTED where
+// cuBLAS/cuSOLVER cannot be loaded.
 std::unique_ptr<LowRankOps> make_cuda_ops(int device);
 
 }  // namespace powersgd
