@@ -18,11 +18,11 @@ Codec::Codec(const Where& at, ScratchBuffers& scratch, int bits, size_t max_n, s
              size_t encodings)
     : at_(at),
       guard_(at),
-      params_(scratch.get(at, kParamsKey, at.cuda() ? 0 : max_channels * sizeof(quant::QParams))),
+      params_(scratch.get(at, kParamsKey, at.cuda() ? 0 : max_channels * sizeof(QParams))),
       codes_(scratch.get(at, kCodesKey, bits == 8 ? 0 : max_n)),
       flags_(scratch.get(at, kFlagsKey, at.cuda() ? encodings : 0)),
       encodings_(encodings) {
-  scratch_.params = static_cast<quant::QParams*>(params_.data());
+  scratch_.params = static_cast<QParams*>(params_.data());
   scratch_.codes = static_cast<uint8_t*>(codes_.data());
 }
 

@@ -65,7 +65,7 @@ class QuantHook : public Hook {
       // The protocol reads the kept residual and writes a spare one: the
       // kept one must not change for a bucket that falls back or fails
       // because some rank's is not finite.
-      job.residual_in = residuals_.own(bucket.index, job.n, job.at).data();
+      job.residual_in = residuals_.own(bucket.index, job.n, job.at);
       job.residual = residuals_.spare_own(bucket.index, job.at);
       const uint64_t index = bucket.index;
       const Where at = job.at;

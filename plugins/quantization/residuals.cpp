@@ -6,52 +6,54 @@ namespace ddph {
 namespace quantization {
 
 namespace {
-FloatStore& sized(FloatStore& r, size_t n, const Where& at) {
+float* sized(ResidentFloats& r, size_t n, const Where& at) {
   if (r.size() != n)
     r.zeros(at, n);
   else
     r.move_to(at);
-  return r;
+  return r.data();
 }
 }  // namespace
 
-FloatStore& Residuals::own(uint64_t index, size_t n, const Where& at) {
-  return sized(map_[index].own, n, at);
+float* Residuals::own(uint64_t index, size_t n, const Where& at) {
+  return sized(kept_[index][kOwn], n, at);
 }
 
 float* Residuals::owner(uint64_t index, size_t m, const Where& at) {
-  return sized(map_[index].owner, m, at).data();
+  return sized(kept_[index][kOwner], m, at);
+}
+
+ResidentFloats& Residuals::spare(uint64_t index) {
+  auto found = spare_.find(index);
+  if (found == spare_.end()) found = spare_.emplace(index, ResidentFloats("quantization")).first;
+  return found->second;
 }
 
 float* Residuals::spare_own(uint64_t index, const Where& at) {
-  Entry& e = map_[index];
-  e.copy.ensure(at, e.own.size());
-  return e.copy.data();
+  ResidentFloats& copy = spare(index);
+  copy.fit(at, kept_[index][kOwn].size());
+  return copy.data();
 }
 
 void Residuals::keep_copy(uint64_t index) {
-  Entry& e = map_[index];
-  std::swap(e.own, e.copy);
+  std::swap(kept_[index][kOwn], spare(index));
 }
 
 ResidualMap Residuals::to_host() const {
   ResidualMap out;
-  for (const auto& kv : map_) {
+  for (auto& kv : kept_.to_host()) {
     BucketResidual& r = out[kv.first];
-    r.own = kv.second.own.to_host();
-    r.owner = kv.second.owner.to_host();
+    r.own = std::move(kv.second[kOwn]);
+    r.owner = std::move(kv.second[kOwner]);
   }
   return out;
 }
 
 void Residuals::replace(ResidualMap map) {
-  std::map<uint64_t, Entry> next;
-  for (auto& kv : map) {
-    Entry& e = next[kv.first];
-    e.own.set_host(std::move(kv.second.own));
-    e.owner.set_host(std::move(kv.second.owner));
-  }
-  map_ = std::move(next);
+  std::map<uint64_t, ResidentTable<uint64_t, 2>::HostArrays> host;
+  for (auto& kv : map) host[kv.first] = {std::move(kv.second.own), std::move(kv.second.owner)};
+  kept_.replace(std::move(host));
+  spare_.clear();
 }
 
 }  // namespace quantization

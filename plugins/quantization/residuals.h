@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/hook/resident_floats.h"
 #include "core/kernels/on_device.h"
-#include "plugins/quantization/device.h"
 
 namespace ddph {
 namespace quantization {
@@ -29,7 +29,7 @@ struct BucketResidual {
 using ResidualMap = std::map<uint64_t, BucketResidual>;
 
 // The residuals a hook keeps, each in the memory of the buckets of its
-// index (host or GPU).
+// index (host or GPU; core/hook/resident_floats.h).
 class Residuals {
  public:
   // The residuals of bucket `index`, in at's memory: n floats of `own`, m of
@@ -37,7 +37,7 @@ class Residuals {
   // the last time: a residual of another layout would add error to the
   // wrong elements. Moved to at's memory when they are elsewhere (after
   // load_state, which leaves them on the host).
-  FloatStore& own(uint64_t index, size_t n, const Where& at);
+  float* own(uint64_t index, size_t n, const Where& at);
   float* owner(uint64_t index, size_t m, const Where& at);
   // A spare buffer the size of bucket `index`'s own residual (own() first),
   // in at's memory, its values unspecified, for a run to write the new
@@ -49,11 +49,13 @@ class Residuals {
   void replace(ResidualMap map);
 
  private:
-  struct Entry {
-    FloatStore own, owner, copy;
-  };
-  // Ordered by bucket index, so a saved blob does not depend on hash order.
-  std::map<uint64_t, Entry> map_;
+  static constexpr size_t kOwn = 0, kOwner = 1;
+  ResidentFloats& spare(uint64_t index);
+
+  // own and owner by bucket index: what a checkpoint keeps.
+  ResidentTable<uint64_t, 2> kept_{"quantization"};
+  // The spare own residual by bucket index.
+  std::map<uint64_t, ResidentFloats> spare_;
 };
 
 // The hook's checkpoint blob, little-endian whatever the host, in core's

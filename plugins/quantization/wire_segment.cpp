@@ -18,8 +18,8 @@ size_t round_up8(size_t n) {
 
 // Copies the params out, since the wire buffer gives no alignment promise
 // to a reader of floats (and memcpy keeps aliasing rules).
-const quant::QParams* read_params(const uint8_t* in, const Segment& s, CodecScratch& scratch) {
-  quant::QParams* p = scratch.params;
+const QParams* read_params(const uint8_t* in, const Segment& s, CodecScratch& scratch) {
+  QParams* p = scratch.params;
   std::memcpy(p, in, params_bytes(s));
   return p;
 }
@@ -31,10 +31,10 @@ size_t channel_length(const Segment& s) {
 
 // The parts of an encoding around its codes: the params in front, and zeros
 // after the packed codes, so no stale bytes go on the wire.
-void finish_encoding(const Segment& s, int bits, const quant::QParams* params, uint8_t* out) {
+void finish_encoding(const Segment& s, int bits, const QParams* params, uint8_t* out) {
   const size_t head = params_bytes(s);
   std::memcpy(out, params, head);
-  const size_t used = head + quant::packed_bytes(s.n, bits);
+  const size_t used = head + packed_bytes(s.n, bits);
   std::memset(out + used, 0, encoded_bytes(s, bits) - used);
 }
 
@@ -42,27 +42,27 @@ const uint8_t* read_codes(const uint8_t* in, const Segment& s, int bits, CodecSc
   const uint8_t* packed = in + params_bytes(s);
   if (bits == 8) return packed;
   uint8_t* q = scratch.codes;
-  quant::unpack(packed, s.n, bits, q);
+  unpack(packed, s.n, bits, q);
   return q;
 }
 
 }  // namespace
 
 size_t params_bytes(const Segment& s) {
-  return segment_channels(s) * sizeof(quant::QParams);
+  return segment_channels(s) * sizeof(QParams);
 }
 
 size_t segment_channels(const Segment& s) {
-  return s.n == 0 ? 0 : quant::num_channels(s.n, s.channel);
+  return s.n == 0 ? 0 : num_channels(s.n, s.channel);
 }
 
 size_t encoded_bytes(const Segment& s, int bits) {
   if (s.n == 0) return 0;
-  return round_up8(params_bytes(s) + quant::packed_bytes(s.n, bits));
+  return round_up8(params_bytes(s) + packed_bytes(s.n, bits));
 }
 
-quant::QuantizeArgs quantize_args(const float* x, const Segment& s, const EncodeArgs& args) {
-  quant::QuantizeArgs a;
+QuantizeArgs quantize_args(const float* x, const Segment& s, const EncodeArgs& args) {
+  QuantizeArgs a;
   a.x = x;
   a.n = s.n;
   a.channel = s.channel;
@@ -83,26 +83,26 @@ bool encode_segment(const float* x, const Segment& s, const EncodeArgs& args, ui
                     CodecScratch& scratch) {
   if (s.n == 0) return true;
   const size_t head = params_bytes(s);
-  quant::QuantizeArgs a = quantize_args(x, s, args);
+  QuantizeArgs a = quantize_args(x, s, args);
   a.params = scratch.params;
   // 8-bit codes are their own wire format: quantize straight into place.
   a.q = args.bits == 8 ? out + head : scratch.codes;
-  const bool finite = quant::quantize_channels(a);
-  if (args.bits != 8) quant::pack(a.q, s.n, args.bits, out + head);
+  const bool finite = quantize_channels(a);
+  if (args.bits != 8) pack(a.q, s.n, args.bits, out + head);
   finish_encoding(s, args.bits, a.params, out);
   return finite;
 }
 
 void decode_add(const uint8_t* in, const Segment& s, int bits, float* acc, CodecScratch& scratch) {
   if (s.n == 0) return;
-  const quant::QParams* p = read_params(in, s, scratch);
-  quant::dequantize_add(read_codes(in, s, bits, scratch), s.n, s.channel, p, acc);
+  const QParams* p = read_params(in, s, scratch);
+  dequantize_add(read_codes(in, s, bits, scratch), s.n, s.channel, p, acc);
 }
 
 void decode_into(const uint8_t* in, const Segment& s, int bits, float* out, CodecScratch& scratch) {
   if (s.n == 0) return;
-  const quant::QParams* p = read_params(in, s, scratch);
-  quant::dequantize_into(read_codes(in, s, bits, scratch), s.n, s.channel, p, out);
+  const QParams* p = read_params(in, s, scratch);
+  dequantize_into(read_codes(in, s, bits, scratch), s.n, s.channel, p, out);
 }
 
 namespace {
@@ -113,8 +113,8 @@ bool channelwise(size_t ch, int bits) {
   return (ch * size_t(bits)) % 8 == 0;
 }
 
-quant::QParams params_of(const uint8_t* in, size_t c) {
-  quant::QParams p;
+QParams params_of(const uint8_t* in, size_t c) {
+  QParams p;
   std::memcpy(&p, in + c * sizeof p, sizeof p);  // the wire promises no alignment
   return p;
 }
@@ -126,22 +126,21 @@ bool wide_channel(const uint8_t* const* ins, size_t count, size_t c, int bits) {
   const int qmax = (1 << bits) - 1;
   double bound = 0;
   for (size_t k = 0; k < count; ++k)
-    bound = quant::qm_dadd(bound, quant::dequantized_bound(params_of(ins[k], c), qmax));
-  return quant::float_sum_may_overflow(bound, count);
+    bound = qm_dadd(bound, dequantized_bound(params_of(ins[k], c), qmax));
+  return float_sum_may_overflow(bound, count);
 }
 
 // Channel c's mean (elements off .. off + len) summed in double, in rank
 // order, element by element straight from the packed codes: a rare path.
 void wide_mean_of_channel(const uint8_t* const* ins, size_t count, size_t head, size_t c,
                           size_t off, size_t len, int bits, int world, float* out) {
-  std::vector<quant::QParams> p(count);
+  std::vector<QParams> p(count);
   for (size_t k = 0; k < count; ++k) p[k] = params_of(ins[k], c);
   for (size_t i = 0; i < len; ++i) {
     double sum = 0;
     for (size_t k = 0; k < count; ++k)
-      sum = quant::qm_dadd(
-          sum, quant::dequantize_wide(quant::packed_code(ins[k] + head, off + i, bits), p[k]));
-    out[i] = quant::mean_wide(sum, world);
+      sum = qm_dadd(sum, dequantize_wide(packed_code(ins[k] + head, off + i, bits), p[k]));
+    out[i] = mean_wide(sum, world);
   }
 }
 
@@ -153,13 +152,13 @@ void mean_of_channel(const uint8_t* const* ins, size_t count, size_t head, size_
     return wide_mean_of_channel(ins, count, head, c, off, len, bits, world, sum);
   std::memset(sum, 0, len * sizeof(float));
   for (size_t k = 0; k < count; ++k) {
-    const quant::QParams p = params_of(ins[k], c);
+    const QParams p = params_of(ins[k], c);
     const uint8_t* codes = ins[k] + head + off * size_t(bits) / 8;
     if (bits != 8) {
-      quant::unpack(codes, len, bits, scratch.codes);
+      unpack(codes, len, bits, scratch.codes);
       codes = scratch.codes;
     }
-    quant::dequantize_add(codes, len, len, &p, sum);
+    dequantize_add(codes, len, len, &p, sum);
   }
   divide_inplace(DType::F32, sum, len, world);
 }
@@ -206,14 +205,14 @@ bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int 
     for (size_t off = g; off < g + len; off += ch)
       mean_of_channel(ins, count, head, off / ch, off, std::min(ch, s.n - off), args.bits, world,
                       mean + (off - g), scratch);
-    quant::QuantizeArgs a = quantize_args(mean, Segment{len, ch}, args);
+    QuantizeArgs a = quantize_args(mean, Segment{len, ch}, args);
     a.counter_base += g;
     a.params = scratch.params + g / ch;
     // A group starts on a byte (channelwise), so it packs in place.
     uint8_t* packed = out + head + g * size_t(args.bits) / 8;
     a.q = args.bits == 8 ? packed : codes;
-    if (!quant::quantize_channels(a)) return false;
-    if (args.bits != 8) quant::pack(codes, len, args.bits, packed);
+    if (!quantize_channels(a)) return false;
+    if (args.bits != 8) pack(codes, len, args.bits, packed);
   }
   finish_encoding(s, args.bits, scratch.params, out);
   return true;
@@ -222,7 +221,7 @@ bool encode_mean(const uint8_t* const* ins, size_t count, const Segment& s, int 
 void encode_nan(const Segment& s, int bits, uint8_t* out) {
   if (s.n == 0) return;
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const quant::QParams p{nan, 0.0f};  // scale NaN: every value decodes to NaN
+  const QParams p{nan, 0.0f};  // scale NaN: every value decodes to NaN
   for (size_t c = 0; c < segment_channels(s); ++c) std::memcpy(out + c * sizeof p, &p, sizeof p);
   std::memset(out + params_bytes(s), 0, encoded_bytes(s, bits) - params_bytes(s));
 }

@@ -45,13 +45,13 @@ struct EncodeArgs {
 // The scratch the codec functions share, sized by their caller (codec.h):
 // params for the widest segment's channels, codes for its elements.
 struct CodecScratch {
-  quant::QParams* params = nullptr;
+  QParams* params = nullptr;
   uint8_t* codes = nullptr;
 };
 
 // The quantize kernel's arguments for x as segment s (host and GPU alike);
 // params and codes are the caller's to set.
-quant::QuantizeArgs quantize_args(const float* x, const Segment& s, const EncodeArgs& args);
+QuantizeArgs quantize_args(const float* x, const Segment& s, const EncodeArgs& args);
 
 // Quantizes x (s.n values) into out (encoded_bytes(s, bits) bytes). Returns
 // false when x holds NaN or Inf; the bytes are then meaningless.

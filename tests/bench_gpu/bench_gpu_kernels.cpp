@@ -19,7 +19,7 @@
 
 namespace {
 
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 
 constexpr size_t kBytes = 25u << 20;
 constexpr size_t kFloats = kBytes / 4;

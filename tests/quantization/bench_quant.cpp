@@ -20,7 +20,7 @@
 namespace {
 
 using ddph::Isa;
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 namespace qz = ddph::quantization;
 
 constexpr size_t kBytes = 25u << 20;

@@ -34,8 +34,8 @@
 
 namespace {
 
-namespace q = ddph::quant;
-using ddph::quant::QParams;
+namespace q = ddph::quantization;
+using ddph::quantization::QParams;
 
 using ddph_test::DeviceVec;
 
@@ -244,7 +244,7 @@ TEST_F(GpuQuantKernels, QuantizeAnyChannelLength) {
 // tile of every element, so each block takes several trips round the tile
 // loop, and the min/max kernel reuses its CUB storage between them.
 TEST_F(GpuQuantKernels, MoreTilesThanTheGridLoopOverThem) {
-  namespace t = ddph::quant::tiles;
+  namespace t = ddph::quantization::tiles;
   const size_t n = t::kMaxGridBlocks * 2 + 4099;
   const std::vector<float> x = ddph_test::normal_floats(n, 23, 1.0f, 0.25f);
   for (bool sr : {false, true}) {
@@ -423,7 +423,7 @@ TEST_F(GpuQuantKernels, NanUnlessFiniteMatchesEncodeNan) {
 // block gets more than a tile: the kernels rely on it for coverage and for
 // loading one channel's QParams per block.
 TEST(CudaTiling, EveryElementInOneBlockOfItsChannel) {
-  namespace t = ddph::quant::tiles;
+  namespace t = ddph::quantization::tiles;
   for (size_t n : {0, 1, 2, 511, 512, 513, 2047, 2048, 2049, 4099, 70001})
     for (size_t channel : {0, 1, 3, 100, 512, 2047, 2048, 2049, 3000, 4096, 70000, 1 << 20}) {
       const t::Tiles tiles = t::make_tiles(n, channel);
@@ -446,7 +446,7 @@ TEST(CudaTiling, EveryElementInOneBlockOfItsChannel) {
 // on a bucket of 2^31 elements is 2^31 tiles, which the kernels then cover
 // in a loop over tiles (this used to fail with cudaErrorInvalidValue).
 TEST(CudaTiling, TheGridFitsWhateverTheTileCount) {
-  namespace t = ddph::quant::tiles;
+  namespace t = ddph::quantization::tiles;
   const t::Tiles huge = t::make_tiles(size_t(1) << 31, 1);
   ASSERT_EQ(huge.blocks, size_t(1) << 31);
   EXPECT_GE(t::grid_blocks(huge), 1u);

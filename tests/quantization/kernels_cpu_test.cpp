@@ -12,7 +12,7 @@
 
 namespace {
 
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 
 struct Quantized {
   bool ok;

@@ -17,7 +17,7 @@
 namespace {
 
 using ddph::Isa;
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 
 using ddph_test::IsaCap;
 using ddph_test::simd_levels;

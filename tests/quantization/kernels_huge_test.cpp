@@ -23,7 +23,7 @@
 namespace {
 
 using ddph::Isa;
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 namespace qz = ddph::quantization;
 using ddph_test::IsaCap;
 

@@ -10,12 +10,12 @@
 
 namespace {
 
-using ddph::quant::dequantize;
-using ddph::quant::QParams;
-using ddph::quant::qparams_from_minmax;
-using ddph::quant::quantize_nearest;
-using ddph::quant::quantize_stochastic;
-using ddph::quant::uniform01;
+using ddph::quantization::dequantize;
+using ddph::quantization::QParams;
+using ddph::quantization::qparams_from_minmax;
+using ddph::quantization::quantize_nearest;
+using ddph::quantization::quantize_stochastic;
+using ddph::quantization::uniform01;
 
 TEST(QuantMath, PowerOfTwoScale) {
   // range 255/16 -> scale 1/16; zero point -round(-8 * 16) = 128.

@@ -62,7 +62,7 @@ inline std::vector<float> div_vs_recip_floats(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int> k(-90, 90);
   const float lo = -0.1f, hi = 0.2f;
-  const float scale = ddph::quant::qparams_from_minmax(lo, hi, 255).scale;
+  const float scale = ddph::quantization::qparams_from_minmax(lo, hi, 255).scale;
   std::vector<float> v{lo, hi};
   while (v.size() < n) {
     float x = (float(k(gen)) + 0.5f) * scale;

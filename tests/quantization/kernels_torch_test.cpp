@@ -19,7 +19,7 @@
 
 namespace {
 
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 using ddph_test::Blobs;
 using ddph_test::from_blob;
 using ddph_test::to_blob;

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 
-namespace q = ddph::quant;
+namespace q = ddph::quantization;
 using namespace ddph::quantization;
 
 namespace {

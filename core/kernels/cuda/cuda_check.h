@@ -21,3 +21,7 @@ void check(cudaError_t error, const char* who, const char* call,
 
 // DDPH_CUDA_CHECK(cudaMemcpyAsync(...), "comm_gloo") names the call itself.
 #define DDPH_CUDA_CHECK(call, who) ::ddph::cuda::check((call), (who), #call)
+// After a kernel launch, which returns nothing to check: the launch's error
+// is the thread's last one. DDPH_CUDA_CHECK_LAUNCH("add kernel", "powersgd")
+// names the kernel.
+#define DDPH_CUDA_CHECK_LAUNCH(kernel, who) ::ddph::cuda::check(cudaGetLastError(), (who), (kernel))

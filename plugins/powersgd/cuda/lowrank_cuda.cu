@@ -15,9 +15,6 @@ namespace {
 
 constexpr const char* kWho = "powersgd";
 
-void check_cuda(cudaError_t e, const char* what) {
-  cuda::check(e, kWho, what);
-}
 void check_blas(cublasStatus_t s, const char* what) {
   DDPH_CHECK(s == CUBLAS_STATUS_SUCCESS, DDPH_INTERNAL,
              "powersgd CUDA: " << what << ": cuBLAS status " << int(s));
@@ -188,9 +185,8 @@ struct LowRankCuda::Impl {
       // call must not find the freed one.
       scratch = nullptr;
       scratch_floats = 0;
-      if (old != nullptr) check_cuda(cudaFree(old), "cudaFree");
-      check_cuda(cudaMalloc(reinterpret_cast<void**>(&scratch), floats * sizeof(float)),
-                 "cudaMalloc (QR scratch)");
+      if (old != nullptr) DDPH_CUDA_CHECK(cudaFree(old), kWho);
+      DDPH_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&scratch), floats * sizeof(float)), kWho);
       scratch_floats = floats;
     }
     return scratch;
@@ -210,9 +206,9 @@ LowRankCuda::LowRankCuda() : impl_((blas_api(), new Impl)) {
   try {
     check_blas(blas_api().blas_create(&impl_->blas), "cublasCreate");
     check_solver(blas_api().solver_create(&impl_->solver), "cusolverDnCreate");
-    check_cuda(
+    DDPH_CUDA_CHECK(
         cudaMalloc(reinterpret_cast<void**>(&impl_->qr_status), kQrStatusWords * sizeof(int)),
-        "cudaMalloc");
+        kWho);
   } catch (...) {
     impl_->release();  // the destructor will not run
     delete impl_;
@@ -234,49 +230,49 @@ void LowRankCuda::set_stream(void* stream) {
 void LowRankCuda::add(float* err, const float* data, size_t n) {
   if (n == 0) return;
   add_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, data, n);
-  check_cuda(cudaGetLastError(), "add kernel");
+  DDPH_CUDA_CHECK_LAUNCH("add kernel", kWho);
 }
 
 void LowRankCuda::subtract(float* a, const float* b, size_t n) {
   if (n == 0) return;
   subtract_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(a, b, n);
-  check_cuda(cudaGetLastError(), "subtract kernel");
+  DDPH_CUDA_CHECK_LAUNCH("subtract kernel", kWho);
 }
 
 void LowRankCuda::scaled_copy(float* dst, const float* src, size_t n, float factor) {
   if (n == 0) return;
   scaled_copy_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(dst, src, n, factor);
-  check_cuda(cudaGetLastError(), "scaled copy kernel");
+  DDPH_CUDA_CHECK_LAUNCH("scaled copy kernel", kWho);
 }
 
 void LowRankCuda::flag_unusable(const float* x, size_t n, float limit, float* flag) {
   if (n == 0) return;
   flag_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit, flag);
-  check_cuda(cudaGetLastError(), "unusable factor kernel");
+  DDPH_CUDA_CHECK_LAUNCH("unusable factor kernel", kWho);
 }
 
 void LowRankCuda::poison_unusable(float* x, size_t n, float limit) {
   if (n == 0) return;
   poison_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit);
-  check_cuda(cudaGetLastError(), "poison kernel");
+  DDPH_CUDA_CHECK_LAUNCH("poison kernel", kWho);
 }
 
 void LowRankCuda::saturate_overflow(float* m, const float* data, size_t n) {
   if (n == 0) return;
   saturate_overflow_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, data, n);
-  check_cuda(cudaGetLastError(), "saturate kernel");
+  DDPH_CUDA_CHECK_LAUNCH("saturate kernel", kWho);
 }
 
 void LowRankCuda::fallback_error(float* err, const float* mean, size_t n) {
   if (n == 0) return;
   fallback_error_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, mean, n);
-  check_cuda(cudaGetLastError(), "fallback error kernel");
+  DDPH_CUDA_CHECK_LAUNCH("fallback error kernel", kWho);
 }
 
 void LowRankCuda::divide(float* data, size_t n, int w) {
   if (n == 0) return;
   divide_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(data, n, float(w));
-  check_cuda(cudaGetLastError(), "divide kernel");
+  DDPH_CUDA_CHECK_LAUNCH("divide kernel", kWho);
 }
 
 // Row-major X (a x b) is column-major X^T (b x a) with leading dimension b,
@@ -318,7 +314,7 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
   if (batch == 0 || rows == 0 || cols == 0) return;
   if (cols <= 2) {
     gram_schmidt_kernel<<<unsigned(batch), kThreads, 0, impl_->stream>>>(a, rows, cols, eps);
-    check_cuda(cudaGetLastError(), "Gram-Schmidt kernel");
+    DDPH_CUDA_CHECK_LAUNCH("Gram-Schmidt kernel", kWho);
     return;
   }
   const int usable = std::min(rows, cols);
@@ -340,14 +336,13 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
     // hold an older matrix's value.
     int* status = impl_->qr_status;
     int* flag = status;
-    check_cuda(cudaMemsetAsync(status, 0, kQrStatusWords * sizeof(int), impl_->stream),
-               "clear the QR status");
+    DDPH_CUDA_CHECK(cudaMemsetAsync(status, 0, kQrStatusWords * sizeof(int), impl_->stream), kWho);
     find_nonfinite_kernel<<<grid_for(size_t(rows) * usable), kThreads, 0, impl_->stream>>>(
         m, rows, cols, usable, flag);
-    check_cuda(cudaGetLastError(), "non-finite check kernel");
+    DDPH_CUDA_CHECK_LAUNCH("non-finite check kernel", kWho);
     // Column-major (rows x cols) for cuSOLVER is row-major (cols x rows).
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, w);
-    check_cuda(cudaGetLastError(), "transpose kernel");
+    DDPH_CUDA_CHECK_LAUNCH("transpose kernel", kWho);
     check_solver(
         blas_api().geqrf(impl_->solver, rows, usable, w, rows, tau, work, int(lwork), status + 1),
         "cusolverDnSgeqrf");
@@ -355,14 +350,15 @@ void LowRankCuda::orthogonalize(float* a, int batch, int rows, int cols, float e
                                   int(lwork), status + 2),
                  "cusolverDnSorgqr");
     if (usable < cols)
-      check_cuda(cudaMemsetAsync(w + size_t(rows) * usable, 0,
-                                 size_t(rows) * (cols - usable) * sizeof(float), impl_->stream),
-                 "zero the columns past rows");
+      DDPH_CUDA_CHECK(
+          cudaMemsetAsync(w + size_t(rows) * usable, 0,
+                          size_t(rows) * (cols - usable) * sizeof(float), impl_->stream),
+          kWho);
     transpose_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(w, cols, rows, m);
-    check_cuda(cudaGetLastError(), "transpose kernel");
+    DDPH_CUDA_CHECK_LAUNCH("transpose kernel", kWho);
     nan_if_flagged_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, rows, cols, usable,
                                                                        status);
-    check_cuda(cudaGetLastError(), "non-finite result kernel");
+    DDPH_CUDA_CHECK_LAUNCH("non-finite result kernel", kWho);
   }
 }
 

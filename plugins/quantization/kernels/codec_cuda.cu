@@ -6,7 +6,7 @@
 #include "plugins/quantization/kernels/quant_tiles_cuda.h"
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace {
 
 using tiles::kThreads;
@@ -187,5 +187,5 @@ cudaError_t nan_unless_finite_cuda(const uint8_t* finite, QParams* params, size_
   return cudaGetLastError();
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

@@ -15,7 +15,7 @@
 #pragma GCC target("avx2,f16c")
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace {
 
 #include "plugins/quantization/kernels/quant_loops.inc"
@@ -269,30 +269,30 @@ void unpack_avx2(const uint8_t* in, size_t n, int bits, uint8_t* q) {
   Avx2::unpack(in, n, bits, q);
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #pragma GCC pop_options
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 
 const QuantTable* quant_table_avx2() {
   static const QuantTable table = make_quant_table<Avx2>();
   return &table;
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #else
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 const QuantTable* quant_table_avx2() {
   return nullptr;
 }
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #endif

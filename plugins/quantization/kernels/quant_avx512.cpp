@@ -11,17 +11,17 @@
 #include <immintrin.h>
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 void pack_avx2(const uint8_t* q, size_t n, int bits, uint8_t* out);
 void unpack_avx2(const uint8_t* in, size_t n, int bits, uint8_t* q);
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c,avx512f,avx512bw,avx512vl")
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace {
 
 #include "plugins/quantization/kernels/quant_loops.inc"
@@ -191,30 +191,30 @@ struct Avx512 {
 };
 
 }  // namespace
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #pragma GCC pop_options
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 
 const QuantTable* quant_table_avx512() {
   static const QuantTable table = make_quant_table<Avx512>();
   return &table;
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #else
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 const QuantTable* quant_table_avx512() {
   return nullptr;
 }
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
 
 #endif

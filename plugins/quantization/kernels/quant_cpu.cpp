@@ -9,7 +9,7 @@
 #include "plugins/quantization/kernels/quant_table.h"
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace {
 
 const QuantTable& table() {
@@ -83,5 +83,5 @@ bool all_finite(const float* x, size_t n) {
   return n == 0 || table().all_finite(x, n);
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

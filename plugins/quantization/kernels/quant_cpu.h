@@ -15,7 +15,7 @@
 #include "plugins/quantization/kernels/quant_math.h"
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 
 // ceil(n / channel), and 1 for n == 0 (one channel of parameters, eps and 0).
 size_t num_channels(size_t n, size_t channel);
@@ -64,5 +64,5 @@ void unpack(const uint8_t* in, size_t n, int bits, uint8_t* q);
 
 bool all_finite(const float* x, size_t n);
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

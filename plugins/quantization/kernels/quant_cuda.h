@@ -26,7 +26,7 @@
 #include "plugins/quantization/kernels/quant_cpu.h"  // QuantizeArgs, QParams, packed_bytes
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 
 // Fused per-channel quantize: min/max of each channel -> QParams -> codes,
 // with optional error feedback, as quantize_channels(). *all_finite (device)
@@ -72,5 +72,5 @@ cudaError_t not_all_flags_cuda(const uint8_t* flags, size_t count, uint8_t* out,
 cudaError_t nan_unless_finite_cuda(const uint8_t* finite, QParams* params, size_t channels,
                                    size_t tail, cudaStream_t stream);
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

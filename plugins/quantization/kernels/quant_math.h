@@ -23,7 +23,7 @@
 #include "core/kernels/scalar.h"  // DDPH_HD
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 
 struct QParams {
   float scale;
@@ -253,5 +253,5 @@ DDPH_HD inline float uniform01(uint64_t seed, uint64_t counter) {
   return bits_to_unit(random_bits(rng_key(seed), counter));
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

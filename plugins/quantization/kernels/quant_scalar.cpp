@@ -5,7 +5,7 @@
 #include "plugins/quantization/kernels/quant_table.h"
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace {
 
 #include "plugins/quantization/kernels/quant_loops.inc"
@@ -17,5 +17,5 @@ const QuantTable& quant_table_scalar() {
   return table;
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

@@ -8,7 +8,7 @@
 #include "plugins/quantization/kernels/quant_cpu.h"
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 
 struct QuantTable {
   bool (*quantize)(const QuantizeArgs& a);  // channel already resolved (> 0 unless n == 0)
@@ -25,5 +25,5 @@ const QuantTable& quant_table_scalar();
 const QuantTable* quant_table_avx2();
 const QuantTable* quant_table_avx512();
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

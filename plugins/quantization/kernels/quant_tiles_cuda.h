@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace tiles {
 
 constexpr int kThreads = 256;
@@ -65,5 +65,5 @@ inline unsigned stride_blocks(size_t n) {
 }
 
 }  // namespace tiles
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph

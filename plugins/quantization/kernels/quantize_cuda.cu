@@ -13,7 +13,7 @@
 #include "plugins/quantization/kernels/quant_tiles_cuda.h"
 
 namespace ddph {
-namespace quant {
+namespace quantization {
 namespace {
 
 using tiles::kThreads;
@@ -161,5 +161,5 @@ cudaError_t quantize_channels_cuda(const QuantizeArgs& a, uint8_t* all_finite,
   return cudaGetLastError();
 }
 
-}  // namespace quant
+}  // namespace quantization
 }  // namespace ddph
