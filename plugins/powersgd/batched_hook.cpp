@@ -4,7 +4,6 @@
 // required); this one runs the algorithm that code describes.
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 #include "plugins/powersgd/compression_step.h"
@@ -28,6 +27,9 @@ int64_t side_of(size_t n) {
 
 class BatchedStep final : public CompressionStep {
  public:
+  static constexpr const char* kName = "batched_powersgd";
+  static constexpr HookKind kKind = HookKind::kBatched;
+
   void compress(const StepContext& ctx, float* data, size_t n) override {
     LowRankOps& ops = ctx.ops;
     const PsgdOptions& opts = ctx.opts;
@@ -49,7 +51,7 @@ class BatchedStep final : public CompressionStep {
     ScratchBuffers::Lease copy = scratch_.get(ctx.at, 0, opts.error_feedback ? 0 : padded * 4);
     float* m;
     if (opts.error_feedback) {
-      m = memory.error_buffer(index, padded);
+      m = memory.error_buffer(index, padded, ctx.name);
       ops.add(m, data, n);
     } else {
       m = static_cast<float*>(copy.data());
@@ -64,7 +66,7 @@ class BatchedStep final : public CompressionStep {
       TorchGenerator(ctx.next_q_seed()).randn(fresh_q_.data(), factor);
       f = memory.fresh_factors(index, factor, fresh_q_);
     } else {
-      f = memory.remembered_factors(index, factor, factor, opts.rank);
+      f = memory.remembered_factors(index, factor, factor, opts.rank, ctx.name);
     }
     ops.orthogonalize(f.q, 1, s, r, opts.orthogonalization_epsilon);
     // That Q stays the bucket's if its factors turn out unusable (huge values).
@@ -104,21 +106,13 @@ class BatchedStep final : public CompressionStep {
   std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
 };
 
-class BatchedHook final : public PsgdHook {
- public:
-  explicit BatchedHook(const ddph_hook_init_t& init)
-      : PsgdHook(init, "batched_powersgd", HookKind::kBatched, std::make_unique<BatchedStep>()) {}
-
-  static void check_options(OptionCheck& c) { powersgd::check_options(c, "batched_powersgd"); }
-};
-
 }  // namespace
 
 const ddph_hook_t& batched_hook() {
   static const ddph_hook_t table = [] {
     size_t count = 0;
     const ddph_option_spec_t* specs = batched_specs(&count);
-    return hook_table<BatchedHook>(
+    return hook_table<PsgdHookOf<BatchedStep>>(
         "batched_powersgd",
         "PowerSGD on the whole bucket as one zero-padded square matrix (PyTorch's "
         "batched_powerSGD_hook, working)",

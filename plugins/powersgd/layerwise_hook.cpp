@@ -1,7 +1,6 @@
 // powersgd: PyTorch's powerSGD_hook, one low-rank factorization per
 // gradient matrix of the bucket, step for step as PyTorch 1.13 computes it.
 #include <functional>
-#include <memory>
 #include <vector>
 
 #include "core/hook/pipeline.h"
@@ -24,6 +23,9 @@ constexpr size_t kRestApartMin = size_t(64) << 10;
 
 class LayerwiseStep final : public CompressionStep {
  public:
+  static constexpr const char* kName = "powersgd";
+  static constexpr HookKind kKind = HookKind::kLayerwise;
+
   void compress(const StepContext& ctx, float* data, size_t n) override {
     LowRankOps& ops = ctx.ops;
     const PsgdOptions& opts = ctx.opts;
@@ -39,7 +41,7 @@ class LayerwiseStep final : public CompressionStep {
     // the new error M - result is formed, without a third copy of the bucket.
     // Matrices get their M while P = M Q is computed (one pass); the
     // uncompressed segments here.
-    float* err = opts.error_feedback ? memory.error_buffer(index, n) : nullptr;
+    float* err = opts.error_feedback ? memory.error_buffer(index, n, ctx.name) : nullptr;
     float* m = err != nullptr ? err : data;
     // On the host the matrices' error stays deferred between steps
     // (resident_factors.h).
@@ -56,7 +58,8 @@ class LayerwiseStep final : public CompressionStep {
       draw_q(plan, ctx, fresh_q_.data());
       f = memory.fresh_factors(index, size_t(plan.p_numel), fresh_q_);
     } else {
-      f = memory.remembered_factors(index, size_t(plan.p_numel), size_t(plan.q_numel), opts.rank);
+      f = memory.remembered_factors(index, size_t(plan.p_numel), size_t(plan.q_numel), opts.rank,
+                                    ctx.name);
     }
     // A shape group's matrices are contiguous in P and Q: one batched call each.
     for (const ShapeGroup& g : plan.groups)
@@ -231,21 +234,13 @@ class LayerwiseStep final : public CompressionStep {
   std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
 };
 
-class LayerwiseHook final : public PsgdHook {
- public:
-  explicit LayerwiseHook(const ddph_hook_init_t& init)
-      : PsgdHook(init, "powersgd", HookKind::kLayerwise, std::make_unique<LayerwiseStep>()) {}
-
-  static void check_options(OptionCheck& c) { powersgd::check_options(c, "powersgd"); }
-};
-
 }  // namespace
 
 const ddph_hook_t& layerwise_hook() {
   static const ddph_hook_t table = [] {
     size_t count = 0;
     const ddph_option_spec_t* specs = layerwise_specs(&count);
-    return hook_table<LayerwiseHook>(
+    return hook_table<PsgdHookOf<LayerwiseStep>>(
         "powersgd",
         "PowerSGD low-rank compression per gradient matrix (PyTorch's powerSGD_hook), with "
         "error feedback and warm start",

@@ -64,10 +64,8 @@ class LowRankOps {
   // orthogonalize.h on `batch` contiguous rows x cols matrices.
   virtual void orthogonalize(float* a, int batch, int rows, int cols, float eps) = 0;
 
-  // Memory that outlives a step (P, Q, errors): n floats, uninitialized;
-  // NULL for n == 0. release(NULL) does nothing.
-  virtual float* allocate(size_t n) = 0;
-  virtual void release(float* p) = 0;
+  // (Memory that outlives a step, P, Q and errors, is core's
+  // resident_floats.h: resident_factors.h.)
   // n floats from / to host memory. After upload returns the host memory
   // may change; download waits for the work ordered before it, so the host
   // may read the result at once.

@@ -13,9 +13,7 @@ namespace powersgd {
 
 class OpsByDevice {
  public:
-  // Whether `at` is a GPU whose implementation is not made yet: state in
-  // the memory of the previous one (another GPU) must leave it before
-  // open_gpu replaces it.
+  // Whether `at` is a GPU whose implementation is not made yet.
   bool needs_gpu(const Where& at) const {
     return at.cuda() && (gpu_ == nullptr || device_ != at.device.device_id);
   }

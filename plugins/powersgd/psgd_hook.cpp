@@ -15,7 +15,6 @@ PsgdHook::PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind
       opts_(parse_options(init, kind == HookKind::kLayerwise)),
       comm_(init.comm, log_),
       warm_up_(opts_.start_iter),
-      memory_(name),
       step_(std::move(step)) {
   rng_.seed_with(uint32_t(opts_.seed));
 }
@@ -48,14 +47,9 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
 }
 
 LowRankOps& PsgdHook::bind(const Where& at) {
-  if (ops_.needs_gpu(at)) {
-    // Another GPU: its memory cannot serve as this one's, so the state
-    // goes through the host before the previous implementation goes.
-    memory_.move_to(nullptr);
-    ops_.open_gpu(at);
-  }
+  if (ops_.needs_gpu(at)) ops_.open_gpu(at);
   LowRankOps& ops = ops_.of(at);
-  memory_.move_to(&ops);
+  memory_.use(at, ops);
   ops.set_stream(at.stream);
   comm_.use(at, ops);
   return ops;

@@ -57,8 +57,18 @@ class PsgdHook : public Hook {
   WarmUp warm_up_;
   WorkingCopy working_copy_;
   OpsByDevice ops_;
-  ResidentFactors memory_;  // after ops_: released while its GPU's implementation exists
+  ResidentFactors memory_;
   std::unique_ptr<CompressionStep> step_;
+};
+
+// The hook class for hook_table: PsgdHook running Step, which names the
+// hook (Step::kName, a literal) and its checkpoint kind (Step::kKind).
+template <class Step>
+class PsgdHookOf final : public PsgdHook {
+ public:
+  explicit PsgdHookOf(const ddph_hook_init_t& init)
+      : PsgdHook(init, Step::kName, Step::kKind, std::make_unique<Step>()) {}
+  static void check_options(OptionCheck& c) { powersgd::check_options(c, Step::kName); }
 };
 
 }  // namespace powersgd
