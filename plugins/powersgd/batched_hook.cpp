@@ -6,10 +6,12 @@
 #include <cmath>
 #include <vector>
 
-#include "plugins/powersgd/hook_base.h"
+#include "plugins/powersgd/compression_step.h"
 #include "plugins/powersgd/hooks.h"
 #include "plugins/powersgd/huge_values.h"
+#include "plugins/powersgd/psgd_hook.h"
 #include "plugins/powersgd/torch_rng.h"
+#include "plugins/powersgd/unusable_flag.h"
 
 namespace ddph {
 namespace powersgd {
@@ -23,81 +25,85 @@ int64_t side_of(size_t n) {
   return s;
 }
 
-class BatchedHook : public PsgdHook {
+class BatchedStep final : public CompressionStep {
  public:
-  explicit BatchedHook(const ddph_hook_init_t& init)
-      : PsgdHook(init, "batched_powersgd", HookKind::kBatched) {}
+  static constexpr const char* kName = "batched_powersgd";
+  static constexpr HookKind kKind = HookKind::kBatched;
 
-  static void check_options(OptionCheck& c) { powersgd::check_options(c, "batched_powersgd"); }
-
- protected:
-  void compress(const ddph_bucket_t& bucket, float* data, size_t n, DType wire) override {
-    const uint64_t index = bucket.index;
+  void compress(const StepContext& ctx, float* data, size_t n) override {
+    LowRankOps& ops = ctx.ops;
+    const PsgdOptions& opts = ctx.opts;
+    ResidentFactors& memory = ctx.memory;
+    Collectives& comm = ctx.comm;
+    const DType wire = ctx.wire;
+    const uint64_t index = ctx.bucket.index;
     const int64_t side = side_of(n);
     DDPH_CHECK(side <= INT32_MAX, DDPH_UNSUPPORTED,
-               "powersgd/" << name_ << ": a bucket of " << n << " elements is too large");
+               "powersgd/" << ctx.name << ": a bucket of " << n << " elements is too large");
     const int s = int(side);
     const size_t padded = size_t(side) * size_t(side);
     // PyTorch would assert on rank > side; a rank-s factorization is exact.
-    const int r = std::min(opts_.rank, s);
-    count_compression(n, uint64_t(2) * uint64_t(s) * uint64_t(opts_.rank), wire);
+    const int r = std::min(opts.rank, s);
+    ctx.log.count_compression(n, uint64_t(2) * uint64_t(s) * uint64_t(opts.rank), wire);
 
     // M (padded): with error feedback it lives in the error buffer (see the
     // layer-wise hook), else in a scratch copy.
-    ScratchBuffers::Lease copy = scratch_.get(at_, 0, opts_.error_feedback ? 0 : padded * 4);
+    ScratchBuffers::Lease copy = scratch_.get(ctx.at, 0, opts.error_feedback ? 0 : padded * 4);
     float* m;
-    if (opts_.error_feedback) {
-      m = error_buffer(index, padded);
-      ops_->add(m, data, n);
+    if (opts.error_feedback) {
+      m = memory.error_buffer(index, padded, ctx.name);
+      ops.add(m, data, n);
     } else {
       m = static_cast<float*>(copy.data());
-      ops_->copy(m, data, n);
-      ops_->zero(m + n, padded - n);
+      ops.copy(m, data, n);
+      ops.zero(m + n, padded - n);
     }
 
     const size_t factor = size_t(s) * size_t(r);
     Factors f{};
-    if (wants_fresh_q(index)) {
+    if (ctx.wants_fresh_q()) {
       fresh_q_.assign(factor, 0.0f);  // P: torch.empty, no draw
-      TorchGenerator(next_q_seed()).randn(fresh_q_.data(), factor);
-      f = fresh_factors(index, factor, fresh_q_);
+      TorchGenerator(ctx.next_q_seed()).randn(fresh_q_.data(), factor);
+      f = memory.fresh_factors(index, factor, fresh_q_);
     } else {
-      f = remembered_factors(index, factor, factor);
+      f = memory.remembered_factors(index, factor, factor, opts.rank, ctx.name);
     }
-    ops_->orthogonalize(f.q, 1, s, r, opts_.orthogonalization_epsilon);
+    ops.orthogonalize(f.q, 1, s, r, opts.orthogonalization_epsilon);
     // That Q stays the bucket's if its factors turn out unusable (huge values).
-    ScratchBuffers::Lease q_lease = q_start_.get(at_, 0, factor * sizeof(float));
+    ScratchBuffers::Lease q_lease = q_start_.get(ctx.at, 0, factor * sizeof(float));
     float* q_start = static_cast<float*>(q_lease.data());
-    ops_->copy(q_start, f.q, factor);
-    ops_->multiply_mq(m, nullptr, s, s, f.q, r, f.p);
-    ops_->poison_unusable(f.p, factor, kFactorLimit);
-    allreduce_sum(f.p, factor, wire);
-    ScratchBuffers::Lease flag = unusable_flag();
+    ops.copy(q_start, f.q, factor);
+    ops.multiply_mq(m, nullptr, s, s, f.q, r, f.p);
+    ops.poison_unusable(f.p, factor, kFactorLimit);
+    comm.allreduce_sum(f.p, factor, wire);
+    ScratchBuffers::Lease flag = unusable_flag_.cleared(ctx.at, ops);
     float* unusable = static_cast<float*>(flag.data());
-    ops_->flag_unusable(f.p, factor, kFactorLimit, unusable);
-    ops_->orthogonalize(f.p, 1, s, r, opts_.orthogonalization_epsilon);
-    ops_->multiply_mtp(m, s, s, f.p, r, f.q);
-    ops_->poison_unusable(f.q, factor, kFactorLimit);
-    allreduce_sum(f.q, factor, wire);
-    divide_by_world(f.q, factor);
-    ops_->flag_unusable(f.q, factor, q_limit(), unusable);
-    if (ops_->flag_set(unusable)) {
+    ops.flag_unusable(f.p, factor, kFactorLimit, unusable);
+    ops.orthogonalize(f.p, 1, s, r, opts.orthogonalization_epsilon);
+    ops.multiply_mtp(m, s, s, f.p, r, f.q);
+    ops.poison_unusable(f.q, factor, kFactorLimit);
+    comm.allreduce_sum(f.q, factor, wire);
+    comm.divide_by_world(f.q, factor);
+    ops.flag_unusable(f.q, factor, q_limit(opts.rank), unusable);
+    if (ops.flag_set(unusable)) {
       // Every rank has the same sums, so every rank goes this way: the
       // bucket uncompressed, a zero P and the Q the step started with.
-      average_uncompressed(m, opts_.error_feedback, data, opts_.error_feedback ? padded : n, n);
-      ops_->zero(f.p, factor);
-      ops_->copy(f.q, q_start, factor);
+      comm.average_uncompressed(m, opts.error_feedback, data, opts.error_feedback ? padded : n, n);
+      ops.zero(f.p, factor);
+      ops.copy(f.q, q_start, factor);
       return;
     }
 
-    ScratchBuffers::Lease out = out_.get(at_, 0, padded * 4);
-    ops_->reconstruct(f.p, f.q, s, s, r, static_cast<float*>(out.data()),
-                      opts_.error_feedback ? m : nullptr);
-    ops_->copy(data, static_cast<const float*>(out.data()), n);
+    ScratchBuffers::Lease out = out_.get(ctx.at, 0, padded * 4);
+    ops.reconstruct(f.p, f.q, s, s, r, static_cast<float*>(out.data()),
+                    opts.error_feedback ? m : nullptr);
+    ops.copy(data, static_cast<const float*>(out.data()), n);
   }
 
  private:
   ScratchBuffers scratch_, out_, q_start_;
+  UnusableFlag unusable_flag_;
+  std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
 };
 
 }  // namespace
@@ -106,7 +112,7 @@ const ddph_hook_t& batched_hook() {
   static const ddph_hook_t table = [] {
     size_t count = 0;
     const ddph_option_spec_t* specs = batched_specs(&count);
-    return hook_table<BatchedHook>(
+    return hook_table<PsgdHookOf<BatchedStep>>(
         "batched_powersgd",
         "PowerSGD on the whole bucket as one zero-padded square matrix (PyTorch's "
         "batched_powerSGD_hook, working)",

@@ -64,10 +64,8 @@ class LowRankOps {
   // orthogonalize.h on `batch` contiguous rows x cols matrices.
   virtual void orthogonalize(float* a, int batch, int rows, int cols, float eps) = 0;
 
-  // Memory that outlives a step (P, Q, errors): n floats, uninitialized;
-  // NULL for n == 0. release(NULL) does nothing.
-  virtual float* allocate(size_t n) = 0;
-  virtual void release(float* p) = 0;
+  // (Memory that outlives a step, P, Q and errors, is core's
+  // resident_floats.h: resident_factors.h.)
   // n floats from / to host memory. After upload returns the host memory
   // may change; download waits for the work ordered before it, so the host
   // may read the result at once.
@@ -78,8 +76,9 @@ class LowRankOps {
 // The host implementation (stateless; one for the process).
 LowRankOps& cpu_ops();
 
-// The CUDA implementation for GPU `device`. Throws DDPH_UNSUPPORTED in a
-// build without CUDA, or where cuBLAS/cuSOLVER cannot be loaded.
+// The CUDA implementation for GPU `device` (cuda/cuda_ops.cpp), only in a
+// build with CUDA: ops_by_device.cpp calls it. Throws DDPH_UNSUPPORTED where
+// cuBLAS/cuSOLVER cannot be loaded.
 std::unique_ptr<LowRankOps> make_cuda_ops(int device);
 
 }  // namespace powersgd

@@ -1,6 +1,5 @@
 // The host LowRankOps: lowrank.h and orthogonalize.h as they were called
 // before the interface existed, so the CPU path keeps its bits.
-#include <cstdlib>
 #include <cstring>
 
 #include "core/base/error.h"
@@ -66,14 +65,6 @@ class CpuOps final : public LowRankOps {
     const size_t each = size_t(rows) * size_t(cols);
     for (int b = 0; b < batch; ++b) powersgd::orthogonalize(a + size_t(b) * each, rows, cols, eps);
   }
-  float* allocate(size_t n) override {
-    if (n == 0) return nullptr;
-    void* p = std::malloc(n * sizeof(float));
-    DDPH_CHECK(p != nullptr, DDPH_OUT_OF_MEMORY,
-               "powersgd: cannot allocate " << n * sizeof(float) << " bytes of state");
-    return static_cast<float*>(p);
-  }
-  void release(float* p) override { std::free(p); }
   void upload(float* dst, const float* host, size_t n) override { copy(dst, host, n); }
   void download(float* host, const float* src, size_t n) override { copy(host, src, n); }
 };

@@ -2,8 +2,8 @@
 // comparison of a GPU result with the CPU path's within a tolerance derived
 // from fp32 rounding.
 //
-// The tolerance. The two paths share every step of the logic (hook_base.cpp,
-// math_ops.h) but not the sums inside the products: cuBLAS and the CPU's
+// The tolerance. The two paths share every step of the logic (psgd_hook.cpp,
+// the compression steps, math_ops.h) but not the sums inside the products: cuBLAS and the CPU's
 // fused kernels/OpenBLAS add the K terms of each dot product in different
 // orders, and cuSOLVER's Householder QR blocks differently from LAPACK's.
 // Each dot product of length K carries at most gamma_K = K u |a|.|b| of

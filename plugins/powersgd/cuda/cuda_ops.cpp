@@ -1,6 +1,6 @@
 // LowRankOps on one GPU: LowRankCuda's cuBLAS/cuSOLVER products and
 // kernels, plus the copies, all enqueued on the bucket's stream. State
-// arrays (P, Q, errors) are cudaMalloc'd once per bucket index and kept;
+// arrays (P, Q, errors) are core's resident_floats.h (resident_factors.h);
 // per-step scratch comes from core's stream-ordered pool (the hooks'
 // ScratchBuffers), so a warm step allocates nothing.
 #include <cuda_runtime_api.h>
@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kWho = "powersgd";
 
-// cuda::DeviceGuard for destructors and release(), which must not throw:
+// cuda::DeviceGuard for the destructor, which must not throw:
 // best effort.
 class OnDeviceQuietly {
  public:
@@ -132,18 +132,6 @@ class CudaOps final : public LowRankOps {
   void orthogonalize(float* a, int batch, int rows, int cols, float eps) override {
     cuda::DeviceGuard on(device_, kWho);
     math_->orthogonalize(a, batch, rows, cols, eps);
-  }
-  float* allocate(size_t n) override {
-    if (n == 0) return nullptr;
-    cuda::DeviceGuard on(device_, kWho);
-    void* p = nullptr;
-    DDPH_CUDA_CHECK(cudaMalloc(&p, n * sizeof(float)), kWho);
-    return static_cast<float*>(p);
-  }
-  void release(float* p) override {
-    if (p == nullptr) return;
-    OnDeviceQuietly on(device_);
-    cudaFree(p);  // waits for the device: no step still reads it
   }
   void upload(float* dst, const float* host, size_t n) override {
     if (n == 0) return;
