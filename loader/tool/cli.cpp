@@ -10,7 +10,7 @@
 #error "the build defines DDPH_PACKAGE_VERSION (the CMake project's version)"
 #endif
 
-namespace ddph_tool {
+namespace ddph::tool {
 
 std::string version_text() {
   return std::string("ddph ") + DDPH_PACKAGE_VERSION + " (ABI " + ddph_version() + ")";
@@ -73,4 +73,4 @@ std::string count_of(long long n, const char* singular) {
   return std::to_string(n) + " " + singular + (n == 1 ? "" : "s");
 }
 
-}  // namespace ddph_tool
+}  // namespace ddph::tool

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ddph_tool {
+namespace ddph::tool {
 
 // Exit codes of every sub-command (docs/cli.md lists them).
 constexpr int kExitOk = 0;
@@ -38,4 +38,4 @@ std::string json_string(const std::string& s);
 // "1 rank", "2 ranks".
 std::string count_of(long long n, const char* singular);
 
-}  // namespace ddph_tool
+}  // namespace ddph::tool

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace ddph_tool {
+namespace ddph::tool {
 
 void add_plugins_command(CLI::App& root, int* exit_code);   // families, hooks, options
 void add_validate_command(CLI::App& root, int* exit_code);  // YAML job files, no connection
@@ -16,4 +16,4 @@ void add_validate_plugin_command(CLI::App& root, int* exit_code);
 // Any command once per rank, each rank on its own shaped link.
 void add_lab_command(CLI::App& root, int* exit_code);
 
-}  // namespace ddph_tool
+}  // namespace ddph::tool

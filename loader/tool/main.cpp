@@ -1,5 +1,5 @@
-// ddph: the command-line tool. One CLI11 app; each sub-command lives in its
-// own file and adds itself (loader/tool/commands.h).
+// ddph: the command-line tool. One CLI11 app; each sub-command lives in a
+// folder of its own beside this file and adds itself (loader/tool/commands.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -18,16 +18,17 @@ const char kExitCodes[] =
 
 int main(int argc, char** argv) {
   CLI::App app("ddph: gradient communication hooks for data-parallel training", "ddph");
-  app.set_version_flag("--version", ddph_tool::version_text(), "print the package and ABI version");
+  app.set_version_flag("--version", ddph::tool::version_text(),
+                       "print the package and ABI version");
   app.require_subcommand(1);
   app.footer(kExitCodes);
-  int exit_code = ddph_tool::kExitOk;
-  ddph_tool::add_plugins_command(app, &exit_code);
-  ddph_tool::add_validate_command(app, &exit_code);
-  ddph_tool::add_bench_command(app, &exit_code);
-  ddph_tool::add_train_command(app, &exit_code);
-  ddph_tool::add_validate_plugin_command(app, &exit_code);
-  ddph_tool::add_lab_command(app, &exit_code);
+  int exit_code = ddph::tool::kExitOk;
+  ddph::tool::add_plugins_command(app, &exit_code);
+  ddph::tool::add_validate_command(app, &exit_code);
+  ddph::tool::add_bench_command(app, &exit_code);
+  ddph::tool::add_train_command(app, &exit_code);
+  ddph::tool::add_validate_plugin_command(app, &exit_code);
+  ddph::tool::add_lab_command(app, &exit_code);
   std::string names;
   bool known = argc < 2 || argv[1][0] == '-';
   for (CLI::App* cmd : app.get_subcommands({})) {
@@ -37,20 +38,20 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "help") {
     std::printf("%s", app.help().c_str());
-    return ddph_tool::kExitOk;
+    return ddph::tool::kExitOk;
   }
   // CLI11 would call a misspelt command "an argument not expected".
   if (!known) {
     std::fprintf(stderr, "ddph: unknown command '%s' (commands: %s; ddph --help)\n", argv[1],
                  names.c_str());
-    return ddph_tool::kExitUsage;
+    return ddph::tool::kExitUsage;
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" that succeed; every other parse
     // error is a usage error, whatever CLI11's own code for it.
-    return app.exit(e) == 0 ? ddph_tool::kExitOk : ddph_tool::kExitUsage;
+    return app.exit(e) == 0 ? ddph::tool::kExitOk : ddph::tool::kExitUsage;
   }
   return exit_code;
 }

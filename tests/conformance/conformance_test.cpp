@@ -1,5 +1,5 @@
 // The plugin contract on every libddph_*.so in the plugin directory: the
-// checks of `ddph validate-plugin` (loader/tool/validate_plugin_checks.h),
+// checks of `ddph validate-plugin` (loader/plugin_checks/plugin_checks.h),
 // each in its own child process, must all pass or be skipped.
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/tool/validate_plugin_checks.h"
+#include "loader/plugin_checks/plugin_checks.h"
 
 namespace {
 
@@ -34,14 +34,14 @@ TEST(Conformance, PluginsAreFound) {
 class PluginConformance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PluginConformance, EveryCheckPasses) {
-  ddph_validate::ValidateOptions opt;
+  ddph::plugin_checks::ValidateOptions opt;
   opt.timeout_s = 60;  // generous: CI machines are loaded
   const auto rows =
-      ddph_validate::validate_plugin(std::string(DDPH_PLUGIN_DIR) + "/" + GetParam(), opt);
+      ddph::plugin_checks::validate_plugin(std::string(DDPH_PLUGIN_DIR) + "/" + GetParam(), opt);
   ASSERT_GE(rows.size(), 5u);
   int hook_rows = 0;
   for (const auto& r : rows) {
-    EXPECT_NE(r.status, ddph_validate::Status::kFail)
+    EXPECT_NE(r.status, ddph::plugin_checks::Status::kFail)
         << r.check << " [" << r.hook << "]: " << r.detail;
     hook_rows += r.hook != "-";
   }

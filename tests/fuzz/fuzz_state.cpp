@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/tool/lent_bucket.h"
+#include "loader/plugin_checks/lent_bucket.h"
 #include "tests/fuzz/fuzz_session.h"
 #include "tests/support/checkpoint_layout.h"
 
@@ -124,7 +124,7 @@ void write_file(const std::string& path, const std::string& bytes) {
 void write_seeds(const std::string& dir) {
   for (size_t i = 0; i < sessions().size(); ++i) {
     for (uint64_t step = 0; step < 3; ++step) {
-      ddph_validate::LentBucket b(64, 8, 8);
+      ddph::plugin_checks::LentBucket b(64, 8, 8);
       for (size_t k = 0; k < b.data.size(); ++k) b.data[k] = float(int(k * 7 + step) % 13) - 6;
       b.b.step = step;
       if (ddph_fuzz::run(sessions()[i], &b.b) != DDPH_OK) {
@@ -190,7 +190,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   // Loaded: the state must be usable.
-  ddph_validate::LentBucket b(64, 8, 8);
+  ddph::plugin_checks::LentBucket b(64, 8, 8);
   (void)ddph_fuzz::run(s, &b.b);
   (void)save(s);
   return 0;

@@ -12,7 +12,7 @@
 
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
-#include "loader/tool/lent_bucket.h"
+#include "loader/plugin_checks/lent_bucket.h"
 #include "plugins/post_localsgd/step_counter.h"
 #include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"
@@ -85,7 +85,7 @@ TEST(LocalSgdState, VersionOneIsRefusedNamingBothVersions) {
 // One step's bucket: kN rank-dependent gradients and one 2 x 3 parameter
 // whose rank-dependent values the host lends (model_averaging averages them).
 constexpr size_t kN = 6;
-struct Step : ddph_validate::LentBucket {
+struct Step : ddph::plugin_checks::LentBucket {
   Step(int rank, uint64_t step) : LentBucket(int64_t(kN), 2, 3) {
     for (size_t i = 0; i < kN; ++i) {
       data[i] = float(4 * (10 * rank + int(i) + 3 * int(step)));

@@ -1,9 +1,9 @@
 // The network lab of `ddph lab` and `ddph bench --link`
-// (loader/tool/net_lab.h): its flag, and, where the kernel lets this process
+// (loader/tool/lab/net_lab.h): its flag, and, where the kernel lets this process
 // make namespaces, the calibration issue 22 asks for: on a 1 Gbit/s link a
 // raw TCP stream reaches 0.9-1.0 Gbit/s, and Gloo's raw fp32 allreduce of
 // 25 MB at world 2 takes between 1x and 1.15x its wire bound.
-#include "loader/tool/net_lab.h"
+#include "loader/tool/lab/net_lab.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 
 namespace {
 
-using ddph_tool::LinkSpec;
-using ddph_tool::parse_link;
+using ddph::tool::LinkSpec;
+using ddph::tool::parse_link;
 using ddph_tool_test::ddph;
 using ddph_tool_test::describe;
 using ddph_tool_test::json_lines;
@@ -35,7 +35,7 @@ TEST(LinkFlag, ReadsRateAndLatencyInTcsUnits) {
   EXPECT_EQ(l.rate_bits_per_s, 2.5e6);
   EXPECT_DOUBLE_EQ(l.latency_s, 1e-3);
   // 25 MiB at 1 Gbit/s.
-  EXPECT_DOUBLE_EQ(ddph_tool::wire_seconds(parse_link("1gbit"), 26214400), 0.2097152);
+  EXPECT_DOUBLE_EQ(ddph::tool::wire_seconds(parse_link("1gbit"), 26214400), 0.2097152);
 }
 
 TEST(LinkFlag, RejectsWhatTcWouldMisread) {

@@ -1,13 +1,13 @@
 // DDP-style bucketing: every parameter lands in exactly one bucket, in
 // reverse order, contiguously, and no bucket passes the cap unless a single
 // parameter alone does.
-#include "loader/tool/train_buckets.h"
+#include "loader/tool/ranks/buckets.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace ddph_train {
+namespace ddph::tool {
 namespace {
 
 // The 2-64-64-3 MLP of `ddph train`: W1 b1 W2 b2 W3 b3.
@@ -91,4 +91,4 @@ TEST(TrainBuckets, GradBucketFillsTheAbiView) {
 }
 
 }  // namespace
-}  // namespace ddph_train
+}  // namespace ddph::tool

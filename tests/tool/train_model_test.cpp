@@ -1,14 +1,14 @@
 // The training model's math: backward against finite differences, the
 // layer-by-layer order that lets buckets go out during backward, and the
 // determinism that keeps ranks bit-identical.
-#include "loader/tool/train_model.h"
+#include "loader/tool/train/model.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
 
-namespace ddph_train {
+namespace ddph::tool {
 namespace {
 
 struct Batch {
@@ -142,4 +142,4 @@ TEST(TrainModel, LearnsSpiralsOnOneRank) {
 }
 
 }  // namespace
-}  // namespace ddph_train
+}  // namespace ddph::tool

@@ -1,0 +1,171 @@
+#include "loader/tool/bench/overlap.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "loader/tool/bench/measure.h"
+#include "loader/tool/ranks/buckets.h"
+#include "loader/tool/ranks/session.h"
+
+namespace ddph::tool {
+namespace {
+
+bool steps_optimizer(const std::string& config) {
+  YAML::Node hook = YAML::LoadFile(config)["hook"];
+  return hook && hook["name"].as<std::string>("") == "hook_then_optimizer";
+}
+
+// The two configs the optimizer comparison needs, derived from the overlap
+// config: its inner hook alone, and its optimizer around debugging/noop.
+void derive_configs(const std::string& config, const std::string& inner_path,
+                    const std::string& optimizer_path) {
+  YAML::Node root = YAML::LoadFile(config);
+  YAML::Node hook = root["hook"];
+  if (!hook["wrap"])
+    throw std::runtime_error(config + ": --overlap needs hook_then_optimizer's `wrap`");
+  YAML::Node inner = YAML::Clone(root);
+  inner.remove("rules");
+  inner["hook"] = YAML::Clone(hook["wrap"]);
+  YAML::Node optimizer = YAML::Clone(root);
+  optimizer.remove("rules");
+  YAML::Node noop;
+  noop["family"] = "debugging";
+  noop["name"] = "noop";
+  optimizer["hook"]["wrap"] = noop;
+  std::ofstream(inner_path) << inner << "\n";
+  std::ofstream(optimizer_path) << optimizer << "\n";
+}
+
+}  // namespace
+
+OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
+                            const std::string& work_dir, const std::string& url, int rank,
+                            int64_t numel) {
+  OverlapResult r;
+  r.optimizer = steps_optimizer(config);
+  const std::string inner_cfg = work_dir + "/inner.yaml", opt_cfg = work_dir + "/optimizer.yaml";
+  if (r.optimizer) derive_configs(config, inner_cfg, opt_cfg);
+  // Opened in the same order on every rank: each gets its own store prefix.
+  Session overlap(config, rank, o.world, url);
+  std::unique_ptr<Session> inner, optimizer;
+  if (r.optimizer) {
+    inner = std::make_unique<Session>(inner_cfg, rank, o.world, url);
+    optimizer = std::make_unique<Session>(opt_cfg, rank, o.world, url);
+  }
+
+  const int64_t per = std::max<int64_t>(1, numel / o.buckets);
+  std::vector<std::vector<int64_t>> shapes(size_t(o.buckets), std::vector<int64_t>{per});
+  std::vector<std::unique_ptr<GradBucket>> buckets;
+  std::vector<std::vector<float>> params(size_t(o.buckets), std::vector<float>(size_t(per), 0.f));
+  for (int k = 0; k < o.buckets; ++k) {
+    BucketPlan plan;
+    plan.slots.push_back(BucketSlot{0, 0, per});
+    plan.numel = per;
+    buckets.push_back(std::make_unique<GradBucket>(
+        uint64_t(k), plan, std::vector<const std::vector<int64_t>*>{&shapes[size_t(k)]}));
+    buckets.back()->share_param_data({params[size_t(k)].data()});
+  }
+  std::vector<float> pristine(static_cast<size_t>(per));
+  for (size_t i = 0; i < pristine.size(); ++i)
+    pristine[i] = float((i * 2654435761u + unsigned(rank) * 40503u) % 2000) / 1000.0f - 1.0f;
+  auto refill = [&] {
+    for (auto& b : buckets) std::copy(pristine.begin(), pristine.end(), b->data());
+  };
+  const auto backward = std::chrono::duration<double, std::milli>(o.backward_ms);
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  auto timed = [&](auto&& body) {
+    refill();
+    overlap.barrier();
+    auto t0 = now();
+    body();
+    auto t1 = now();
+    overlap.barrier();  // nobody refills while the slowest rank is still timed
+    return secs(t0, t1);
+  };
+  auto pass = [&](Session& s, uint64_t step, bool with_backward) {
+    for (int k = 0; k < o.buckets; ++k) {
+      if (with_backward) std::this_thread::sleep_for(backward);
+      s.submit(buckets[size_t(k)]->bucket(step, k + 1 == o.buckets));
+    }
+    s.flush();
+  };
+  // The three variants of one iteration; a hook that counts steps sees
+  // each of its passes as a step of its own.
+  uint64_t step = 0;
+  auto variants = [&](double* a, double* b, double* c) {
+    if (r.optimizer) {
+      *a = timed([&] { pass(overlap, step, true); });
+      *b = timed([&] {
+        pass(*inner, step, true);
+        pass(*optimizer, step, false);
+      });
+      *c = timed([&] { pass(*optimizer, step, false); });
+      ++step;
+      return;
+    }
+    *a = timed([&] { pass(overlap, step++, true); });
+    *b = timed([&] {
+      std::this_thread::sleep_for(backward * o.buckets);
+      pass(overlap, step++, false);
+    });
+    *c = timed([&] { pass(overlap, step++, false); });
+  };
+
+  // times[v * iters + it]: variant v of iteration it; one MAX allreduce at the end.
+  std::vector<double> times(3 * size_t(o.iters));
+  for (int it = -o.warmup; it < o.iters; ++it) {
+    double a = 0, b = 0, c = 0;
+    variants(&a, &b, &c);
+    if (it < 0) continue;
+    times[size_t(it)] = a;
+    times[size_t(o.iters + it)] = b;
+    times[size_t(2 * o.iters + it)] = c;
+  }
+  overlap.allreduce(times.data(), int64_t(times.size()), DDPH_MAX);
+  auto med = [&](int v) {
+    return median(
+        std::vector<double>(times.begin() + v * o.iters, times.begin() + (v + 1) * o.iters));
+  };
+  r.overlap_s = med(0);
+  r.separate_s = med(1);
+  r.work_s = med(2);
+  return r;
+}
+
+void print_overlap(const OverlapOptions& o, const std::string& label, int64_t numel,
+                   const OverlapResult& r) {
+  if (o.json) {
+    std::printf("{\"hook\":\"%s\",\"world\":%d,\"buckets\":%d,\"bucket_bytes\":%" PRId64
+                ",\"backward_ms_per_bucket\":%.3f,\"hidden_work\":\"%s\",\"overlap_step_s\":%.9g,"
+                "\"separate_step_s\":%.9g,\"%s\":%.9g,\"hidden_fraction\":%.4f,"
+                "\"iters\":%d}\n",
+                label.c_str(), o.world, o.buckets, numel / o.buckets * 4, o.backward_ms,
+                r.optimizer ? "optimizer" : "reduction", r.overlap_s, r.separate_s,
+                r.optimizer ? "optimizer_pass_s" : "reduction_pass_s", r.work_s, r.hidden(),
+                o.iters);
+  } else {
+    std::printf("%s: world %d, %d buckets of %.2f MB, backward %.1f ms per bucket\n", label.c_str(),
+                o.world, o.buckets, numel / o.buckets * 4 / 1048576.0, o.backward_ms);
+    const char* work = r.optimizer ? "optimizer" : "reduction";
+    std::printf("  step with overlap            %9.3f ms\n", r.overlap_s * 1e3);
+    std::printf("  %-28s %9.3f ms\n",
+                r.optimizer ? "inner hook, then optimizer" : "backward, then reduction",
+                r.separate_s * 1e3);
+    std::printf("  %-28s %9.3f ms\n", (std::string(work) + " pass alone").c_str(), r.work_s * 1e3);
+    std::printf("  %-28s %8.1f %%  (medians of %d steps, slowest rank)\n",
+                (std::string(work) + " hidden").c_str(), 100 * r.hidden(), o.iters);
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace ddph::tool

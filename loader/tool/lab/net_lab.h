@@ -1,0 +1,79 @@
+// A network lab on one machine: local ranks that each have their own network
+// card of a chosen rate, for `ddph bench --link`, `ddph train --link` and
+// `ddph lab`. Everything stays on loopback addresses inside namespaces this
+// process makes, and vanishes with it.
+//
+// Layout: this process moves into a private network namespace (and a user
+// namespace first when not root), the hub, which holds a bridge. Rank r gets
+// a network namespace of its own whose only interface, `ddph0`, is one end
+// of a veth pair plugged into the bridge, with the address 127.0.0.(r+1)/8.
+// So rank r listens on and sends from 127.0.0.(r+1): the kernel has no other
+// source address there. Its egress is shaped by an HTB class of the link's
+// rate (and netem, for a latency), set up with iproute2's `ip` and `tc`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ddph::tool {
+
+struct LinkSpec {
+  double rate_bits_per_s = 0;  // > 0
+  double latency_s = 0;        // one way, added to each rank's egress; 0: none
+  std::string text;            // as the user wrote it, for reports
+};
+
+// Parses "RATE[,LATENCY]": RATE a number with kbit, mbit or gbit (tc's
+// units, decimal), LATENCY with us, ms or s: "1gbit", "10gbit,50us",
+// "100mbit,1ms". Throws std::invalid_argument naming --link.
+LinkSpec parse_link(const std::string& text);
+
+// Seconds to send `bytes` of payload at the link's rate: the wire bound.
+double wire_seconds(const LinkSpec& link, double bytes);
+
+class NetLab {
+ public:
+  static constexpr const char* kInterface = "ddph0";
+  static constexpr int kMaxWorld = 254;  // 127.0.0.1 .. 127.0.0.254
+
+  // Builds the lab for `world` ranks. Call it before this process starts
+  // any thread (unshare needs that) and before forking the ranks. Throws
+  // std::runtime_error with one line saying what is missing (namespaces,
+  // `ip`, `tc`, a qdisc) when the lab cannot be made; what was made by then
+  // goes when this process exits, since it lives in namespaces only this
+  // process holds.
+  NetLab(int world, const LinkSpec& link);
+  ~NetLab();
+  NetLab(const NetLab&) = delete;
+  NetLab& operator=(const NetLab&) = delete;
+
+  // In rank r's process, after the fork: joins its namespace and sets
+  // DDPH_GLOO_HOSTNAME to its address, GLOO_SOCKET_IFNAME to its interface
+  // (PyTorch's Gloo), and MASTER_ADDR to rank 0's address. Returns false
+  // (after printing why) if the namespace cannot be joined.
+  bool enter(int rank) const;
+
+  static std::string address(int rank);  // "127.0.0.(rank+1)"
+  const LinkSpec& link() const { return link_; }
+
+ private:
+  void build();
+  // Runs `tool args...` (ip or tc) inside rank r's namespace (r < 0: the
+  // hub); throws with the tool's own error line on failure.
+  void run(int rank, const std::vector<std::string>& argv) const;
+
+  int world_;
+  LinkSpec link_;
+  std::vector<int> netns_fds_;  // one per rank, held open so each lives
+};
+
+// The exit code of a tool whose lab could not be made (the suite's lab tests
+// skip on it).
+constexpr int kLabUnavailable = 3;
+
+// The lab for a tool's --link, or NULL after printing "<tool>: <why>" in one
+// line.
+std::unique_ptr<NetLab> open_lab(const char* tool, int world, const LinkSpec& link);
+
+}  // namespace ddph::tool

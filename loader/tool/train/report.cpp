@@ -1,0 +1,130 @@
+#include "loader/tool/train/report.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <stdexcept>
+
+#include "loader/tool/cli.h"
+
+namespace ddph::tool {
+
+const char kMetricsCsvHeader[] =
+    "step,loss,accuracy,bytes_in,bytes_out,wire_bytes,compression,hook_seconds";
+
+namespace {
+
+std::string megabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  return buf;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+}  // namespace
+
+TrainReport::TrainReport(bool json, const std::string& metrics_path) : json_(json) {
+  if (metrics_path.empty()) return;
+  csv_ = std::fopen(metrics_path.c_str(), "w");
+  if (csv_ == nullptr)
+    throw std::runtime_error("--metrics: cannot write " + metrics_path + ": " +
+                             std::strerror(errno));
+  std::fprintf(csv_, "%s\n", kMetricsCsvHeader);
+}
+
+TrainReport::~TrainReport() {
+  if (csv_ != nullptr) std::fclose(csv_);
+}
+
+void TrainReport::header(const TrainHeader& h) {
+  if (json_) {
+    std::printf(
+        "{\"event\": \"start\", \"hook\": %s, \"world\": %d, \"steps\": %d, \"batch\": %d, "
+        "\"buckets\": %zu, \"bucket_bytes\": %" PRId64 ", \"params\": %" PRId64
+        ", \"dtype\": %s, \"hook_steps_optimizer\": %s}\n",
+        json_string(h.hook).c_str(), h.world, h.steps, h.batch, h.buckets, h.bucket_bytes, h.params,
+        json_string(h.dtype).c_str(), h.hook_steps_optimizer ? "true" : "false");
+  } else {
+    std::printf("ddph train: %s on %s, %d steps, batch %d per rank, %s of <= %s (%" PRId64
+                " params)\n",
+                h.hook.c_str(), count_of(h.world, "rank").c_str(), h.steps, h.batch,
+                count_of(static_cast<long long>(h.buckets), "bucket").c_str(),
+                format_size(h.bucket_bytes).c_str(), h.params);
+    if (h.dtype != "f32")
+      std::printf("gradient buckets in %s, parameters in f32\n", h.dtype.c_str());
+    if (h.hook_steps_optimizer)
+      std::printf("the hook steps the optimizer (its own options; --lr/--momentum unused)\n");
+  }
+  std::fflush(stdout);
+}
+
+void TrainReport::progress(const TrainProgress& p) {
+  if (json_)
+    std::printf(
+        "{\"event\": \"step\", \"step\": %d, \"loss\": %.6g, \"train_accuracy\": %.6g, "
+        "\"test_accuracy\": %.6g, \"ms_per_step\": %.6g, \"wire_bytes\": %" PRIu64 "}\n",
+        p.step, p.loss, p.train_accuracy, p.test_accuracy, p.ms_per_step, p.wire_bytes_total);
+  else
+    std::printf("step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s\n",
+                p.step, p.loss, 100.0 * p.train_accuracy, 100.0 * p.test_accuracy, p.ms_per_step,
+                megabytes(p.wire_bytes_total).c_str());
+  std::fflush(stdout);
+  if (csv_ == nullptr) return;
+  // Empty when the hook counted no bytes out, as ddphooks.MetricsWriter writes it.
+  char compression[32] = "";
+  if (p.bytes_out > 0)
+    std::snprintf(compression, sizeof compression, "%.9g", p.bytes_in / p.bytes_out);
+  std::fprintf(csv_, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g\n", p.step, p.loss, p.test_accuracy,
+               p.bytes_in, p.bytes_out, p.wire_bytes, compression, p.hook_seconds);
+  std::fflush(csv_);
+}
+
+void TrainReport::summary(const TrainSummary& s) {
+  if (json_) {
+    std::string hashes;
+    for (size_t r = 0; r < s.hashes.size(); ++r)
+      hashes += (r ? ", " : "") + json_string(hex64(s.hashes[r]));
+    std::printf(
+        "{\"event\": \"summary\", \"steps\": %d, \"seconds\": %.6g, \"final_loss\": %.6g, "
+        "\"test_accuracy\": %.6g, \"train_set_loss\": %.9g, \"wire_bytes\": %" PRIu64
+        ", \"buckets\": %" PRIu64
+        ", \"parameters_identical\": %s, \"drift_expected\": %s, "
+        "\"drift\": %.6g, \"hashes\": [%s]}\n",
+        s.steps, s.seconds, s.final_loss, s.test_accuracy, s.train_set_loss, s.wire_bytes,
+        s.buckets, s.identical ? "true" : "false", s.drift_expected ? "true" : "false", s.drift,
+        hashes.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::printf(
+      "summary: %d steps in %.2f s (%.3f ms/step), final loss %.4f, test accuracy %.1f%% "
+      "(chance %.1f%%), %s sent per rank, %" PRIu64 " buckets reduced\n",
+      s.steps, s.seconds, 1000 * s.seconds / s.steps, s.final_loss, 100.0 * s.test_accuracy,
+      100.0 * s.chance, megabytes(s.wire_bytes).c_str(), s.buckets);
+  std::printf("train-set loss %.6f (whole training set, final parameters)\n", s.train_set_loss);
+  if (s.identical) {
+    std::printf(
+        "parameters bit-identical on %s: fnv1a %s\n",
+        s.world == 1 ? "the one rank" : ("all " + std::to_string(s.world) + " ranks").c_str(),
+        hex64(s.hash).c_str());
+  } else if (s.drift_expected) {
+    std::printf(
+        "parameters differ across ranks, as the replicas of a parameter-averaging hook do "
+        "between averages: largest distance from their mean %.3g of the largest parameter "
+        "(--final-average averages them after the last step)\n",
+        s.drift);
+  } else {
+    std::printf("parameters DIFFER across ranks:");
+    for (size_t r = 0; r < s.hashes.size(); ++r)
+      std::printf(" rank %zu %s", r, hex64(s.hashes[r]).c_str());
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace ddph::tool

@@ -1,0 +1,64 @@
+// What `ddph train` prints on rank 0 (text, or JSON objects one per line
+// with --json) and the CSV it writes with --metrics.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ddph/ddph.h"
+
+namespace ddph::tool {
+
+struct TrainHeader {
+  std::string hook;
+  int world = 0, steps = 0, batch = 0;
+  size_t buckets = 0;
+  int64_t bucket_bytes = 0, params = 0;
+  std::string dtype;
+  bool hook_steps_optimizer = false;
+};
+
+// One logged step: its figures averaged over the steps since the last one.
+struct TrainProgress {
+  int step = 0;  // 1-based, as printed
+  double loss = 0, train_accuracy = 0, test_accuracy = 0, ms_per_step = 0;
+  uint64_t wire_bytes_total = 0;  // this rank's bytes on the wire since the start
+  // Per step over the interval, from the session's stats and metrics.
+  double bytes_in = 0, bytes_out = 0, wire_bytes = 0, hook_seconds = 0;
+};
+
+struct TrainSummary {
+  int steps = 0, world = 0;
+  double seconds = 0, final_loss = 0, test_accuracy = 0, chance = 0, train_set_loss = 0;
+  uint64_t wire_bytes = 0, buckets = 0;
+  bool identical = false, drift_expected = false;
+  double drift = 0;
+  uint64_t hash = 0;
+  std::vector<uint64_t> hashes;  // every rank's, when they differ
+};
+
+class TrainReport {
+ public:
+  // metrics_path: "" for none; otherwise the CSV is created now (throws
+  // std::runtime_error naming the path if it cannot be).
+  TrainReport(bool json, const std::string& metrics_path);
+  ~TrainReport();
+  TrainReport(const TrainReport&) = delete;
+  TrainReport& operator=(const TrainReport&) = delete;
+
+  void header(const TrainHeader& h);
+  void progress(const TrainProgress& p);
+  void summary(const TrainSummary& s);
+
+ private:
+  bool json_;
+  FILE* csv_ = nullptr;
+};
+
+// The CSV's columns, in order (docs/metrics.md; ddphooks.MetricsWriter
+// writes the same).
+extern const char kMetricsCsvHeader[];
+
+}  // namespace ddph::tool

@@ -1,0 +1,274 @@
+#include "loader/tool/train/train_rank.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernels/cast.h"
+#include "loader/tool/ranks/buckets.h"
+#include "loader/tool/ranks/job_file.h"
+#include "loader/tool/ranks/session.h"
+#include "loader/tool/train/data.h"
+#include "loader/tool/train/model.h"
+#include "loader/tool/train/report.h"
+
+namespace ddph::tool {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Model and task sizes: tiny enough for plain loops, hard enough (spirals are
+// not linearly separable) that the accuracy curve shows real learning.
+// --hidden widens the two hidden layers, e.g. so that the H x H weight is a
+// matrix worth compressing (powersgd).
+std::vector<int> layers(int hidden) {
+  return {2, hidden, hidden, 3};
+}
+constexpr int kClasses = 3;
+constexpr int kTrainPerClass = 1000;
+constexpr int kTestPerClass = 300;
+constexpr double kNoise = 0.15;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One step's gradient exchange, DDP style: each layer's gradients are copied
+// into their bucket as backward finishes the layer, and buckets are
+// submitted in index order as soon as all of their parameters are in.
+class Reducer {
+ public:
+  // dtype: of the buckets. needs: what the hook takes through params[].data.
+  Reducer(std::vector<Param>& params, int64_t cap_bytes, Session& session, ddph::DType dtype,
+          HookNeeds needs)
+      : params_(params), session_(session), needs_(needs) {
+    std::vector<int64_t> numels;
+    std::vector<const std::vector<int64_t>*> shapes;
+    for (const auto& p : params) {
+      numels.push_back(p.numel());
+      shapes.push_back(&p.shape);
+    }
+    auto plans = plan_buckets(numels, cap_bytes);
+    owner_.assign(params.size(), {0, 0});
+    for (size_t b = 0; b < plans.size(); ++b) {
+      for (size_t k = 0; k < plans[b].slots.size(); ++k)
+        owner_[plans[b].slots[k].param] = {static_cast<int>(b), plans[b].slots[k].offset};
+      buckets_.push_back(std::make_unique<GradBucket>(b, std::move(plans[b]), shapes, dtype));
+    }
+    if (needs.params) {
+      std::vector<float*> tensors;
+      for (auto& p : params) tensors.push_back(needs.grads_there ? p.grad.data() : p.value.data());
+      for (auto& b : buckets_) b->share_param_data(tensors);
+    }
+  }
+
+  size_t num_buckets() const { return buckets_.size(); }
+
+  void begin_step(uint64_t step) {
+    step_ = step;
+    next_ = 0;
+    pending_.clear();
+    for (const auto& b : buckets_) pending_.push_back(static_cast<int>(b->plan().slots.size()));
+  }
+
+  void layer_done(int layer) {
+    for (size_t p = 0; p < params_.size(); ++p) {
+      if (params_[p].layer != layer) continue;
+      auto [b, offset] = owner_[p];
+      GradBucket& bucket = *buckets_[b];
+      const size_t elem = ddph::dtype_size(bucket.dtype());
+      // To the bucket's dtype, as a mixed-precision backward would produce it.
+      ddph::cast_into(ddph::DType::F32, params_[p].grad.data(), bucket.dtype(),
+                      static_cast<char*>(bucket.raw()) + offset * elem, params_[p].grad.size());
+      --pending_[b];
+    }
+    while (next_ < buckets_.size() && pending_[next_] == 0) {
+      session_.submit(buckets_[next_]->bucket(step_, next_ + 1 == buckets_.size()));
+      ++next_;
+    }
+  }
+
+  // Waits for the hooks, then hands the reduced gradients back to the
+  // params (upcast to fp32), unless the hook wrote them there itself.
+  void finish_step() {
+    session_.flush();
+    if (needs_.grads_there) return;
+    for (size_t p = 0; p < params_.size(); ++p) {
+      auto [b, offset] = owner_[p];
+      GradBucket& bucket = *buckets_[b];
+      const size_t elem = ddph::dtype_size(bucket.dtype());
+      ddph::cast_into(bucket.dtype(), static_cast<const char*>(bucket.raw()) + offset * elem,
+                      ddph::DType::F32, params_[p].grad.data(), params_[p].grad.size());
+    }
+  }
+
+ private:
+  std::vector<Param>& params_;
+  Session& session_;
+  HookNeeds needs_;
+  std::vector<std::unique_ptr<GradBucket>> buckets_;
+  std::vector<std::pair<int, int64_t>> owner_;  // param -> (bucket, offset)
+  std::vector<int> pending_;
+  size_t next_ = 0;
+  uint64_t step_ = 0;
+};
+
+// How far the ranks' parameters are apart: the largest |p - mean over the
+// ranks| of any parameter value, over the largest |mean|. Collective.
+double replica_drift(Session& session, const std::vector<Param>& params) {
+  double worst[2] = {0, 0};  // largest distance from the mean, largest |mean|
+  for (const auto& p : params) {
+    std::vector<float> mean = p.value;
+    session.allreduce(mean.data(), p.numel(), DDPH_AVG);
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      worst[0] = std::max(worst[0], std::fabs(double(p.value[i]) - mean[i]));
+      worst[1] = std::max(worst[1], std::fabs(double(mean[i])));
+    }
+  }
+  session.allreduce(worst, 2, DDPH_MAX);
+  return worst[1] > 0 ? worst[0] / worst[1] : worst[0];
+}
+
+}  // namespace
+
+int train_rank(const TrainOptions& o) {
+  const bool lead = o.rank == 0;
+  Session session(o.config, o.rank, o.world, o.rendezvous, o.job);
+  std::string label = hook_label(o.config);
+
+  Dataset train = make_spirals(kClasses, kTrainPerClass, kNoise, o.seed);
+  Dataset test = make_spirals(kClasses, kTestPerClass, kNoise, o.seed + 1000003);
+  std::vector<int> shard;  // this rank's slice of the training set
+  for (int i = o.rank; i < train.size(); i += o.world) shard.push_back(i);
+
+  // The same seed on every rank: identical starting parameters, as DDP
+  // ensures by broadcasting rank 0's module at construction.
+  Mlp model(layers(o.hidden), o.seed * 7919 + 17);
+  Sgd sgd(o.lr, o.momentum);
+  const HookNeeds needs = hook_needs(o.config);
+  Reducer reducer(model.params(), o.bucket_bytes, session, parse_bucket_dtype(o.dtype, "--dtype"),
+                  needs);
+  Rng sampler(o.seed ^ (0x5851f42d4c957f2dull * (o.rank + 1)));
+
+  // Only rank 0 reports; the others write no file.
+  TrainReport report(o.json, lead ? o.metrics : std::string());
+  if (lead) {
+    TrainHeader h;
+    h.hook = label;
+    h.world = o.world;
+    h.steps = o.steps;
+    h.batch = o.batch;
+    h.buckets = reducer.num_buckets();
+    h.bucket_bytes = o.bucket_bytes;
+    for (const auto& p : model.params()) h.params += p.numel();
+    h.dtype = o.dtype;
+    h.hook_steps_optimizer = needs.steps_optimizer();
+    report.header(h);
+  }
+  ddph_stats_t interval_start = session.stats();
+
+  std::vector<float> x(static_cast<size_t>(o.batch) * train.dim);
+  std::vector<int> y(o.batch);
+  double loss_sum = 0, correct_sum = 0, count = 0, step_ms = 0;
+  int steps_in_interval = 0;
+  double last_loss = 0, last_acc = 0, total_ms = 0;
+  for (int step = 0; step < o.steps; ++step) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int n = 0; n < o.batch; ++n) {
+      int i = shard[sampler.below(shard.size())];
+      for (int d = 0; d < train.dim; ++d) x[n * train.dim + d] = train.x[i * train.dim + d];
+      y[n] = train.y[i];
+    }
+    model.forward(x.data(), o.batch);
+    int correct = 0;
+    double loss = model.loss(y.data(), &correct);
+    reducer.begin_step(step);
+    model.backward(y.data(), [&](int layer) { reducer.layer_done(layer); });
+    reducer.finish_step();
+    // Cosine annealing to zero: the run settles at its end, so the final loss
+    // compares hooks rather than where the last noisy steps happened to land.
+    sgd.set_lr(o.lr * 0.5 * (1.0 + std::cos(kPi * step / o.steps)));
+    if (!needs.steps_optimizer()) sgd.step(model.params());  // else the hook did, per bucket
+    double ms = ms_since(t0);
+    step_ms += ms;
+    total_ms += ms;
+    ++steps_in_interval;
+    loss_sum += loss * o.batch;
+    correct_sum += correct;
+    count += o.batch;
+
+    bool log = step == 0 || (step + 1) % o.log_every == 0 || step + 1 == o.steps;
+    if (!log) continue;
+    // Before our own allreduce adds to the counts.
+    const ddph_stats_t now = session.stats();
+    double totals[3] = {loss_sum, correct_sum, count};
+    session.allreduce(totals, 3, DDPH_SUM);
+    last_loss = totals[0] / totals[2];
+    if (lead) {
+      last_acc = model.accuracy(test);
+      TrainProgress p;
+      p.step = step + 1;
+      p.loss = last_loss;
+      p.train_accuracy = totals[1] / totals[2];
+      p.test_accuracy = last_acc;
+      p.ms_per_step = step_ms / steps_in_interval;
+      p.wire_bytes_total = now.wire_bytes;
+      p.bytes_in = double(now.bytes_in - interval_start.bytes_in) / steps_in_interval;
+      p.bytes_out = double(now.bytes_out - interval_start.bytes_out) / steps_in_interval;
+      p.wire_bytes = double(now.wire_bytes - interval_start.wire_bytes) / steps_in_interval;
+      p.hook_seconds = session.take_hook_seconds() / steps_in_interval;
+      report.progress(p);
+    }
+    interval_start = session.stats();
+    loss_sum = correct_sum = count = step_ms = 0;
+    steps_in_interval = 0;
+  }
+
+  if (o.final_average)
+    for (auto& p : model.params()) session.allreduce(p.value.data(), p.numel(), DDPH_AVG);
+
+  // Every rank publishes its parameter hash; equal hashes mean the hook gave
+  // every rank the same averaged gradients, step after step.
+  uint64_t hash = hash_params(model.params());
+  std::vector<int64_t> hashes(o.world);
+  int64_t mine = static_cast<int64_t>(hash);
+  session.allgather(&mine, 1, hashes.data());
+  bool same = true;
+  for (int64_t h : hashes) same = same && h == mine;
+  // A hook that writes the parameters (model averaging, local SGD) keeps the
+  // replicas together by averaging them every few steps: between averages
+  // they differ by design, so their distance is reported, not an error.
+  const bool drift_expected = needs.averages_parameters();
+  const double drift = !same && drift_expected ? replica_drift(session, model.params()) : 0;
+  if (lead) {
+    const ddph_stats_t st = session.stats();
+    TrainSummary sum;
+    sum.steps = o.steps;
+    sum.world = o.world;
+    sum.seconds = total_ms / 1000;
+    sum.final_loss = last_loss;
+    sum.test_accuracy = last_acc;
+    sum.chance = 1.0 / kClasses;
+    sum.train_set_loss = model.mean_loss(train);
+    sum.wire_bytes = st.wire_bytes;
+    sum.buckets = st.buckets;
+    sum.identical = same;
+    sum.drift_expected = drift_expected;
+    sum.drift = drift;
+    sum.hash = hash;
+    if (!same)
+      for (int64_t h : hashes) sum.hashes.push_back(static_cast<uint64_t>(h));
+    report.summary(sum);
+  }
+  if (!same && !drift_expected) {
+    std::fprintf(stderr, "ddph train: rank %d: parameters differ from another rank's\n", o.rank);
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace ddph::tool
