@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tests/comm_mpi/harness.h"
-#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/session_ranks.h"
 
 namespace comm_mpi_test {
 namespace {

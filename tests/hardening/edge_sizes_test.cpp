@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "tests/hardening/hardening_cases.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "tests/hierarchical/hier_ranks.h"
-#include "tests/powersgd/psgd_support.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
+#include "tests/support/shaped_bucket.h"
 
 namespace {
 
@@ -181,14 +181,14 @@ void run_powersgd_case(const std::string& inner) {
                                     subdir(dir, "leaders"));
       DDPH_CHILD_CHECK(ref != nullptr, "open the leaders' reference");
     }
-    const std::vector<ddph_test::psgd::Shape> shapes = {{20, 30}, {400}};
+    const std::vector<ddph_test::Shape> shapes = {{20, 30}, {400}};
     for (uint64_t step = 0; step < 5; ++step) {
       std::vector<std::vector<float>> g(kWorld, std::vector<float>(kN));
       for (int r = 0; r < kWorld; ++r)
         for (size_t i = 0; i < kN; ++i)
           g[size_t(r)][i] = float(4 * ((int(i) * 11 + r * 3 + int(step) * 7) % 29 - 14));
       std::vector<float> hv = g[size_t(rank)];
-      DDPH_CHILD_CHECK(ddph_test::psgd::run(h, hv, shapes, 0, step, true) == DDPH_OK, "step %d",
+      DDPH_CHILD_CHECK(ddph_test::run_shaped(h, hv, shapes, 0, step, true) == DDPH_OK, "step %d",
                        int(step));
       DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(h, hv.data(), hv.size() * sizeof(float)),
                        "step %d: ranks differ", int(step));
@@ -201,7 +201,7 @@ void run_powersgd_case(const std::string& inner) {
         const int m = machine_of(rank);
         const auto local = mean_over(g, {m * kLocal, m * kLocal + 1});
         std::vector<float> rv(local.begin(), local.end());
-        DDPH_CHILD_CHECK(ddph_test::psgd::run(ref, rv, shapes, 0, step, true) == DDPH_OK,
+        DDPH_CHILD_CHECK(ddph_test::run_shaped(ref, rv, shapes, 0, step, true) == DDPH_OK,
                          "reference step %d", int(step));
         DDPH_CHILD_CHECK(rv == hv, "step %d: differs from flat PowerSGD on the machines' means",
                          int(step));
@@ -333,7 +333,7 @@ TEST(Hierarchical, CheckpointsHoldTheLeadersState) {
     const std::string y =
         yaml(hier_hook("{family: powersgd, name: powersgd, options: {rank: 1, start_iter: 2, "
                        "min_compression_rate: 0}}"));
-    const std::vector<ddph_test::psgd::Shape> shapes = {{20, 30}, {400}};
+    const std::vector<ddph_test::Shape> shapes = {{20, 30}, {400}};
     auto grads = [&](uint64_t step) {
       std::vector<float> v(kN);
       for (size_t i = 0; i < kN; ++i) v[i] = float(std::cos(0.1 * double(i) * (rank + 1) + step));
@@ -344,7 +344,7 @@ TEST(Hierarchical, CheckpointsHoldTheLeadersState) {
     DDPH_CHILD_CHECK(a != nullptr && b != nullptr, "open");
     for (uint64_t step = 0; step < 4; ++step) {  // compressing, with error feedback, from step 2
       std::vector<float> v = grads(step);
-      DDPH_CHILD_CHECK(ddph_test::psgd::run(a, v, shapes, 0, step, true) == DDPH_OK, "a, step %d",
+      DDPH_CHILD_CHECK(ddph_test::run_shaped(a, v, shapes, 0, step, true) == DDPH_OK, "a, step %d",
                        int(step));
     }
     const std::string mine = ddph_test::session_state(a);
@@ -389,8 +389,8 @@ TEST(Hierarchical, CheckpointsHoldTheLeadersState) {
                      offered);
     for (uint64_t step = 4; step < 6; ++step) {
       std::vector<float> va = grads(step), vb = grads(step);
-      DDPH_CHILD_CHECK(ddph_test::psgd::run(a, va, shapes, 0, step, true) == DDPH_OK &&
-                           ddph_test::psgd::run(b, vb, shapes, 0, step, true) == DDPH_OK,
+      DDPH_CHILD_CHECK(ddph_test::run_shaped(a, va, shapes, 0, step, true) == DDPH_OK &&
+                           ddph_test::run_shaped(b, vb, shapes, 0, step, true) == DDPH_OK,
                        "step %d", int(step));
       DDPH_CHILD_CHECK(va == vb, "step %d: the restored session differs from the original",
                        int(step));

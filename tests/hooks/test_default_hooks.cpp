@@ -11,7 +11,7 @@
 #include "core/kernels/scalar.h"
 #include "tests/hooks/hook_runner.h"
 #include "tests/hooks/thread_comm.h"
-#include "tests/kernels/torch_ref.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 

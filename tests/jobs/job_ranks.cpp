@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace ddph_test {
 

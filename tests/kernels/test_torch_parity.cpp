@@ -13,7 +13,7 @@
 #include "core/kernels/reduce.h"
 #include "core/kernels/scalar.h"
 #include "tests/kernels/test_values.h"
-#include "tests/kernels/torch_ref.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "tests/kernels/torch_ref.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 

@@ -11,9 +11,8 @@
 #include "plugins/optimizer_overlap/functional_optim.h"
 #include "plugins/optimizer_overlap/state.h"
 #include "tests/optimizer_overlap/optim_support.h"
-#include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 
@@ -54,7 +53,7 @@ TEST_P(Checkpoint, MidRunResumesBitForBit) {
     // The hook's own blob (the only record around plain allreduce) decodes
     // to 4 parameters at step 10, with every buffer.
     if (plain) {
-      const std::string hook = ddph_test::quant::hook_blob(blob);
+      const std::string hook = ddph_test::hook_blob(blob);
       const oo::StateMap states = oo::decode_state(hook.data(), hook.size(), oo::OptimKind::kAdam);
       DDPH_CHILD_CHECK(states.size() == 4, "%zu parameter states", states.size());
       for (const auto& kv : states)

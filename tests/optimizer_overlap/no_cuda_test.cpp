@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/fake_cuda_bucket.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 #if DDPH_TEST_WITH_CUDA
 #include "tests/support/cuda_device.h"
 #endif

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <map>
 
-#include "tests/kernels/torch_ref.h"
 #include "tests/optimizer_overlap/optim_support.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 

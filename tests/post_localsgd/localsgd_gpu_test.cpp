@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/optimizer_overlap/gpu_lent_bucket.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
+#include "tests/support/gpu_lent_bucket.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

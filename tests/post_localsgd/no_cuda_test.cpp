@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/fake_cuda_bucket.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include "core/base/le_bytes.h"
 #include "loader/plugin_checks/lent_bucket.h"
 #include "plugins/post_localsgd/step_counter.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -17,9 +17,9 @@
 
 #include "tests/powersgd/gpu_compare.h"
 #include "tests/powersgd/psgd_support.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 
@@ -61,8 +61,9 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
     const std::vector<float> in = ps::gpu_gradients(n, rank, 0, step);
     std::vector<float> on_cpu = in;
     std::string message;
-    DDPH_CHILD_CHECK(ps::run(cpu, on_cpu, kShapes, 0, uint64_t(step), true, &message) == DDPH_OK,
-                     "%s rank %d step %d: host bucket: %s", c.hook, rank, step, message.c_str());
+    DDPH_CHILD_CHECK(
+        ps::run_shaped(cpu, on_cpu, kShapes, 0, uint64_t(step), true, &message) == DDPH_OK,
+        "%s rank %d step %d: host bucket: %s", c.hook, rank, step, message.c_str());
     std::vector<float> shadow = in;  // lends the parameter views
     ps::ShapedBucket views(shadow, kShapes, 0, uint64_t(step), true);
     ddph_test::DeviceVec<float> device(in);

@@ -21,11 +21,10 @@
 #include "plugins/powersgd/state.h"
 #include "tests/powersgd/gpu_compare.h"
 #include "tests/powersgd/psgd_support.h"
-#include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
 #include "tests/support/gpu_cpu_sessions.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 
@@ -116,7 +115,7 @@ std::vector<float> run_on_gpu(ddph_session_t* s, cudaStream_t stream,
 }
 
 std::string hook_blob(ddph_session_t* s) {
-  return ddph_test::quant::hook_blob(ddph_test::session_state(s));
+  return ddph_test::hook_blob(ddph_test::session_state(s));
 }
 
 ::testing::AssertionResult same_state(const p::PsgdState& gpu, const p::PsgdState& cpu,
@@ -153,9 +152,9 @@ void run_steps(const Pair& pair, int from, int to, const std::string& label) {
       const std::vector<float> in = gradients(size_t(ps::numel_of(*shapes[index])), index, step);
       std::vector<float> on_cpu = in;
       std::string message;
-      ASSERT_EQ(
-          ps::run(pair.cpu(), on_cpu, *shapes[index], index, uint64_t(step), index == 1, &message),
-          DDPH_OK)
+      ASSERT_EQ(ps::run_shaped(pair.cpu(), on_cpu, *shapes[index], index, uint64_t(step),
+                               index == 1, &message),
+                DDPH_OK)
           << label << " step " << step << ": " << message;
       const std::vector<float> on_gpu = run_on_gpu(pair.gpu(), pair.stream(), in, *shapes[index],
                                                    index, step, index == 1, &message);
@@ -211,7 +210,8 @@ TEST(PsgdGpuHooks, HugeValuesGoUncompressedAsOnTheCpu) {
         for (size_t i = 0; i < in.size(); i += 5) in[i] = i % 2 ? 3e38f : -FLT_MAX;
       std::vector<float> on_cpu = in;
       std::string message;
-      ASSERT_EQ(ps::run(pair.cpu(), on_cpu, kBucket0, 0, uint64_t(step), true, &message), DDPH_OK)
+      ASSERT_EQ(ps::run_shaped(pair.cpu(), on_cpu, kBucket0, 0, uint64_t(step), true, &message),
+                DDPH_OK)
           << label << " step " << step << ": " << message;
       const std::vector<float> on_gpu =
           run_on_gpu(pair.gpu(), pair.stream(), in, kBucket0, 0, step, true, &message);
@@ -280,8 +280,8 @@ TEST(PsgdWithoutGpu, ACudaBucketIsRefusedWithTheReasonAndTheStateSurvives) {
         EXPECT_NE(message.find("powersgd: no usable CUDA device"), std::string::npos) << message;
       }
       std::vector<float> x = gradients(n, 0, step), y = x;
-      ASSERT_EQ(ps::run(plain, x, kBucket0, 0, uint64_t(step), true), DDPH_OK) << hook;
-      ASSERT_EQ(ps::run(s, y, kBucket0, 0, uint64_t(step), true), DDPH_OK) << hook;
+      ASSERT_EQ(ps::run_shaped(plain, x, kBucket0, 0, uint64_t(step), true), DDPH_OK) << hook;
+      ASSERT_EQ(ps::run_shaped(s, y, kBucket0, 0, uint64_t(step), true), DDPH_OK) << hook;
       EXPECT_EQ(std::memcmp(x.data(), y.data(), n * sizeof(float)), 0) << hook << " step " << step;
     }
     EXPECT_EQ(hook_blob(s), hook_blob(plain)) << hook;

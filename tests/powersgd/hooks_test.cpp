@@ -10,9 +10,8 @@
 
 #include "plugins/powersgd/state.h"
 #include "tests/powersgd/psgd_support.h"
-#include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 
@@ -81,13 +80,14 @@ void error_feedback_identity(const std::string& hook, int world,
     std::vector<double> out_sum(n, 0.0), truth(n, 0.0);
     for (int step = 0; step < kSteps; ++step) {
       std::vector<float> x = general(rank, step, n);
-      DDPH_CHILD_CHECK(run(s, x, shapes, 0, uint64_t(step), true) == DDPH_OK, "step %d", step);
+      DDPH_CHILD_CHECK(run_shaped(s, x, shapes, 0, uint64_t(step), true) == DDPH_OK, "step %d",
+                       step);
       DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, x.data(), n * 4), "ranks differ, step %d",
                        step);
       const std::vector<float> mean = exact_mean([&](int r) { return general(r, step, n); }, w);
       for (size_t i = 0; i < n; ++i) out_sum[i] += x[i], truth[i] += mean[i];
     }
-    const std::string hb = ddph_test::quant::hook_blob(ddph_test::quant::session_state(s));
+    const std::string hb = ddph_test::hook_blob(ddph_test::session_state(s));
     // The error is the last of the bucket's three arrays: read it from the
     // blob's end (u64 checksum before it), per docs/powersgd.md.
     const size_t padded = batched ? size_t(std::pow(std::ceil(std::sqrt(double(n))), 2)) : n;
@@ -142,8 +142,10 @@ TEST(RestApart, EveryValueKeepsItsBitsAndTheRestIsTheMean) {
     DDPH_CHILD_CHECK(whole != nullptr && apart != nullptr, "open failed");
     for (int step = 0; step < 6; ++step) {
       std::vector<float> a = general(rank, step, n), b = a;
-      DDPH_CHILD_CHECK(run(whole, a, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "whole");
-      DDPH_CHILD_CHECK(run(apart, b, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "apart");
+      DDPH_CHILD_CHECK(run_shaped(whole, a, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK,
+                       "whole");
+      DDPH_CHILD_CHECK(run_shaped(apart, b, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK,
+                       "apart");
       DDPH_CHILD_CHECK(std::memcmp(a.data(), b.data(), n * 4) == 0,
                        "step %d: the values differ with the rest apart", step);
       const std::vector<float> r0 = general(0, step, n), r1 = general(1, step, n);
@@ -182,12 +184,13 @@ TEST(RestApart, AMatrixWithHugeValuesIsAveragedAfterTheRest) {
     DDPH_CHILD_CHECK(s != nullptr, "open failed");
     for (int step = 0; step < 2; ++step) {
       std::vector<float> x = general(rank, step, n);
-      DDPH_CHILD_CHECK(run(s, x, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK, "warm-up");
+      DDPH_CHILD_CHECK(run_shaped(s, x, kShapesBigRest, 0, uint64_t(step), true) == DDPH_OK,
+                       "warm-up");
     }
     std::vector<float> x(n);
     for (size_t i = 0; i < n; ++i) x[i] = huge(rank, i);
     std::string msg;
-    DDPH_CHILD_CHECK(run(s, x, kShapesBigRest, 0, 2, true, &msg) == DDPH_OK, "step 2: %s",
+    DDPH_CHILD_CHECK(run_shaped(s, x, kShapesBigRest, 0, 2, true, &msg) == DDPH_OK, "step 2: %s",
                      msg.c_str());
     DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, x.data(), n * 4), "ranks differ");
     for (size_t i = 0; i < n; ++i) {
@@ -238,7 +241,8 @@ void exact_for_low_rank(const std::string& hook, int world, const std::string& w
     DDPH_CHILD_CHECK(s != nullptr, "open failed");
     for (int step = 0; step < 4; ++step) {
       std::vector<float> x = input(rank, step);
-      DDPH_CHILD_CHECK(run(s, x, shapes, 0, uint64_t(step), true) == DDPH_OK, "step %d", step);
+      DDPH_CHILD_CHECK(run_shaped(s, x, shapes, 0, uint64_t(step), true) == DDPH_OK, "step %d",
+                       step);
       const double d = max_rel_diff(x, exact_mean([&](int r) { return input(r, step); }, w));
       DDPH_CHILD_CHECK(d < tolerance, "%s%s: step %d: %g from the exact mean", wrapper.c_str(),
                        hook.c_str(), step, d);
@@ -286,8 +290,8 @@ TEST(Wrapped, Fp16WrapperHalvesTheBytes) {
     const size_t n = size_t(numel_of(kShapes));
     for (int step = 0; step < 5; ++step) {
       std::vector<float> x = general(rank, step, n), y = x;
-      DDPH_CHILD_CHECK(run(a, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "fp32");
-      DDPH_CHILD_CHECK(run(b, y, kShapes, 0, uint64_t(step), true) == DDPH_OK, "fp16");
+      DDPH_CHILD_CHECK(run_shaped(a, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "fp32");
+      DDPH_CHILD_CHECK(run_shaped(b, y, kShapes, 0, uint64_t(step), true) == DDPH_OK, "fp16");
       DDPH_CHILD_CHECK(max_rel_diff(y, x) < 5e-2, "fp16 step %d far from fp32: %g", step,
                        max_rel_diff(y, x));
     }
@@ -315,7 +319,7 @@ TEST(Stats, BytesBeforeAndAfterCompression) {
     const uint64_t n = uint64_t(numel_of(kShapes));
     for (int step = 0; step < 5; ++step) {
       std::vector<float> x = general(rank, step, n);
-      DDPH_CHILD_CHECK(run(s, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "step");
+      DDPH_CHILD_CHECK(run_shaped(s, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "step");
     }
     ddph_stats_t st{};
     st.struct_size = sizeof st;
@@ -341,7 +345,7 @@ TEST(ZeroGradients, GiveZerosNotNaN) {
         DDPH_CHILD_CHECK(s != nullptr, "open failed");
         for (int step = 0; step < 4; ++step) {
           std::vector<float> x(size_t(numel_of(kShapes)), 0.0f);
-          DDPH_CHILD_CHECK(run(s, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "step");
+          DDPH_CHILD_CHECK(run_shaped(s, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "step");
           for (float v : x) DDPH_CHILD_CHECK(v == 0.0f, "%s rank %s: %g", hook, rank_opt, v);
         }
         ddph_session_close(s);
@@ -369,7 +373,7 @@ TEST_P(Resume, FromStepFiveMatchesAnUninterruptedRun) {
     auto step_of = [&](ddph_session_t* s, int step, std::vector<float>* out) {
       for (int b = 0; b < 2; ++b) {
         std::vector<float> x = general(rank + 10 * b, step, n);
-        if (run(s, x, kShapes, uint64_t(b), uint64_t(step), b == 1) != DDPH_OK) return false;
+        if (run_shaped(s, x, kShapes, uint64_t(b), uint64_t(step), b == 1) != DDPH_OK) return false;
         out->insert(out->end(), x.begin(), x.end());
       }
       return true;
@@ -380,7 +384,7 @@ TEST_P(Resume, FromStepFiveMatchesAnUninterruptedRun) {
     std::string blob;
     for (int step = 1; step <= 10; ++step) {
       DDPH_CHILD_CHECK(step_of(a, step, step > 5 ? &whole : &ignored), "a step %d", step);
-      if (step == 5) blob = ddph_test::quant::session_state(a);
+      if (step == 5) blob = ddph_test::session_state(a);
     }
     ddph_session_close(a);
     ddph_session_t* b = ddph_test::open_session(y, rank, w, dir);
@@ -426,20 +430,21 @@ TEST(ErrorFeedback, LayoutChangeSettlesTheDeferredError) {
     std::vector<float> x;
     for (int step = 0; step < 4; ++step) {
       x = general(rank, step, n);
-      DDPH_CHILD_CHECK(run(a, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "a step %d", step);
+      DDPH_CHILD_CHECK(run_shaped(a, x, kShapes, 0, uint64_t(step), true) == DDPH_OK, "a step %d",
+                       step);
     }
-    const std::string blob = ddph_test::quant::session_state(a);
+    const std::string blob = ddph_test::session_state(a);
     std::vector<float> changed = general(rank, 4, n);
-    DDPH_CHILD_CHECK(run(a, changed, other, 0, 4, true) == DDPH_OK, "a, new layout");
+    DDPH_CHILD_CHECK(run_shaped(a, changed, other, 0, 4, true) == DDPH_OK, "a, new layout");
     ddph_session_t* b = ddph_test::open_session(y, rank, w, dir);
     DDPH_CHILD_CHECK(b != nullptr, "open b");
     ddph_error_t* e = ddph_session_load_state(b, blob.data(), blob.size());
     DDPH_CHILD_CHECK(e == nullptr, "load: %s", ddph_error_message(e));
     std::vector<float> loaded = general(rank, 4, n);
-    DDPH_CHILD_CHECK(run(b, loaded, other, 0, 4, true) == DDPH_OK, "b, new layout");
+    DDPH_CHILD_CHECK(run_shaped(b, loaded, other, 0, 4, true) == DDPH_OK, "b, new layout");
     DDPH_CHILD_CHECK(std::memcmp(changed.data(), loaded.data(), n * 4) == 0,
                      "the step after the layout change differs from the checkpointed run");
-    DDPH_CHILD_CHECK(ddph_test::quant::session_state(a) == ddph_test::quant::session_state(b),
+    DDPH_CHILD_CHECK(ddph_test::session_state(a) == ddph_test::session_state(b),
                      "the errors after the layout change differ");
     ddph_session_close(a);
     ddph_session_close(b);
@@ -458,9 +463,10 @@ TEST(State, WarmStartDrawsOncePerBucketEvenWithNothingToCompress) {
     DDPH_CHILD_CHECK(s != nullptr, "open");
     for (int step = 0; step < 6; ++step) {
       std::vector<float> bias = general(rank, step, 64);
-      DDPH_CHILD_CHECK(run(s, bias, {{64}}, 0, uint64_t(step), true) == DDPH_OK, "step %d", step);
+      DDPH_CHILD_CHECK(run_shaped(s, bias, {{64}}, 0, uint64_t(step), true) == DDPH_OK, "step %d",
+                       step);
     }
-    const std::string hb = ddph_test::quant::hook_blob(ddph_test::quant::session_state(s));
+    const std::string hb = ddph_test::hook_blob(ddph_test::session_state(s));
     const ddph::powersgd::PsgdState st =
         ddph::powersgd::decode_state(hb.data(), hb.size(), ddph::powersgd::HookKind::kLayerwise);
     ddph::powersgd::Mt19937 once(3);
@@ -495,7 +501,8 @@ TEST(State, ForeignBlobsAndWrongLayoutsAreRefused) {
     DDPH_CHILD_CHECK(e == nullptr, "load: %s", ddph_error_message(e));
     std::vector<float> x(100, 1.0f);
     std::string msg;
-    DDPH_CHILD_CHECK(run(s, x, {{100}}, 4, 5, true, &msg) == DDPH_INVALID_ARGUMENT, "accepted");
+    DDPH_CHILD_CHECK(run_shaped(s, x, {{100}}, 4, 5, true, &msg) == DDPH_INVALID_ARGUMENT,
+                     "accepted");
     DDPH_CHILD_CHECK(
         msg.find("bucket 4") != std::string::npos && msg.find("7 floats of P") != std::string::npos,
         "message: %s", msg.c_str());

@@ -17,9 +17,8 @@
 #include <vector>
 
 #include "tests/powersgd/psgd_support.h"
-#include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 
@@ -131,8 +130,8 @@ int run_case(const std::string& hook, int rank_opt, bool ef, Pattern p, int rank
   for (int step = 0; step < kSteps; ++step) {
     std::vector<float> x = gradients(p, o, rank, step);
     std::string msg;
-    DDPH_CHILD_CHECK(run(s, x, kShapes, 0, uint64_t(step), true, &msg) == DDPH_OK, "%s step %d: %s",
-                     what.c_str(), step, msg.c_str());
+    DDPH_CHILD_CHECK(run_shaped(s, x, kShapes, 0, uint64_t(step), true, &msg) == DDPH_OK,
+                     "%s step %d: %s", what.c_str(), step, msg.c_str());
     DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, x.data(), kN * sizeof(float)),
                      "%s step %d: ranks differ", what.c_str(), step);
     for (size_t i = 0; i < kN; ++i) scale = std::max(scale, std::fabs(double(o(0, step, i))) * 2);
@@ -163,7 +162,7 @@ int run_case(const std::string& hook, int rank_opt, bool ef, Pattern p, int rank
   if (ef) {
     // The error is the last of the bucket's three arrays in the blob, before
     // the u64 checksum (docs/powersgd.md).
-    const std::string hb = ddph_test::quant::hook_blob(ddph_test::quant::session_state(s));
+    const std::string hb = ddph_test::hook_blob(ddph_test::session_state(s));
     const size_t len = batched ? kSide * kSide : kN;
     DDPH_CHILD_CHECK(hb.size() > 8 + len * 4, "%s: blob too short", what.c_str());
     std::vector<float> err(len);

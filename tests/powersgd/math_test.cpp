@@ -19,8 +19,8 @@
 #include "plugins/powersgd/orthogonalize.h"
 #include "plugins/powersgd/state.h"
 #include "plugins/powersgd/torch_rng.h"
-#include "tests/kernels/torch_ref.h"
 #include "tests/powersgd/huge_operands.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 

@@ -6,9 +6,8 @@
 #include <cstring>
 
 #include "core/base/le_bytes.h"
-#include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"
+#include "tests/support/session_ranks.h"
 
 namespace ddph_test {
 namespace psgd {
@@ -18,52 +17,6 @@ std::string yaml(const std::string& hook, const std::string& options, const std:
   if (wrapper.empty()) return "comm: {backend: gloo, timeout: 30s}\nhook: " + inner + "\n";
   return "comm: {backend: gloo, timeout: 30s}\nhook: {family: default, name: " + wrapper +
          ", wrap: " + inner + "}\n";
-}
-
-int64_t numel_of(const std::vector<Shape>& shapes) {
-  int64_t n = 0;
-  for (const Shape& s : shapes) {
-    int64_t k = 1;
-    for (int64_t d : s) k *= d;
-    n += k;
-  }
-  return n;
-}
-
-ShapedBucket::ShapedBucket(std::vector<float>& data, const std::vector<Shape>& shapes,
-                           uint64_t index, uint64_t step, bool is_last)
-    : shapes_(shapes), numel_(int64_t(data.size())) {
-  int64_t offset = 0;
-  for (const Shape& s : shapes_) {
-    ddph_param_t p{};
-    p.struct_size = sizeof p;
-    p.offset = offset;
-    p.ndim = int32_t(s.size());
-    p.shape = s.data();
-    params_.push_back(p);
-    offset += numel_of({s});
-  }
-  bucket_.struct_size = sizeof bucket_;
-  bucket_.index = index;
-  bucket_.step = step;
-  bucket_.is_last = is_last ? 1 : 0;
-  bucket_.buffer.data = data.data();
-  bucket_.buffer.device = {kDLCPU, 0};
-  bucket_.buffer.ndim = 1;
-  bucket_.buffer.dtype = {kDLFloat, 32, 1};
-  bucket_.buffer.shape = &numel_;
-  bucket_.num_params = params_.size();
-  bucket_.params = params_.empty() ? nullptr : params_.data();
-}
-
-ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
-                uint64_t index, uint64_t step, bool is_last, std::string* message) {
-  ShapedBucket b(data, shapes, index, step, is_last);
-  std::string text;
-  const ddph_code_t code = run_bucket(s, *b.get(), &text);
-  if (code != DDPH_OK) std::fprintf(stderr, "bucket %d: %s\n", int(index), text.c_str());
-  if (message != nullptr) *message = text;
-  return code;
 }
 
 std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
@@ -97,7 +50,7 @@ std::string session_blob(const std::string& hook_name, const std::string& hook_b
 
 std::vector<float> gather(ddph_session_t* s, const std::vector<float>& mine) {
   ddph_comm_t* c = ddph_session_comm(s);
-  return quant::gather_floats(s, mine, c->size(c->ctx));
+  return gather_floats(s, mine, c->size(c->ctx));
 }
 
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -1,6 +1,6 @@
-// Helpers of the powersgd tests: YAML, buckets with per-parameter shapes,
-// checkpoint blobs written from the format in docs/powersgd.md (not with the
-// plugin's encoder), and the exact mean computed in double.
+// Helpers of the powersgd tests: YAML, checkpoint blobs written from the
+// format in docs/powersgd.md (not with the plugin's encoder), and the exact
+// mean computed in double.
 #pragma once
 
 #include <ddph/ddph.h>
@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/shaped_bucket.h"
+
 namespace ddph_test {
 namespace psgd {
 
@@ -18,29 +20,12 @@ namespace psgd {
 std::string yaml(const std::string& hook, const std::string& options,
                  const std::string& wrapper = "");
 
-using Shape = std::vector<int64_t>;
-
-// A float32 bucket over data with one ddph_param_t per shape, laid out
-// back to back from offset 0.
-class ShapedBucket {
- public:
-  ShapedBucket(std::vector<float>& data, const std::vector<Shape>& shapes, uint64_t index,
-               uint64_t step, bool is_last);
-  ShapedBucket(const ShapedBucket&) = delete;
-  const ddph_bucket_t* get() const { return &bucket_; }
-
- private:
-  std::vector<Shape> shapes_;
-  std::vector<ddph_param_t> params_;
-  int64_t numel_ = 0;
-  ddph_bucket_t bucket_{};
-};
-
-int64_t numel_of(const std::vector<Shape>& shapes);
-
-// Submits and flushes; returns the bucket's code, its message in *message.
-ddph_code_t run(ddph_session_t* s, std::vector<float>& data, const std::vector<Shape>& shapes,
-                uint64_t index, uint64_t step, bool is_last, std::string* message = nullptr);
+// The shaped buckets of tests/support/shaped_bucket.h, under the names the
+// powersgd tests use.
+using ddph_test::numel_of;
+using ddph_test::run_shaped;
+using ddph_test::Shape;
+using ddph_test::ShapedBucket;
 
 // One bucket's memories in a hand-written checkpoint (P and Q count as
 // present when either is non-empty).

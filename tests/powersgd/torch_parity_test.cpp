@@ -19,11 +19,10 @@
 #include <iterator>
 
 #include "plugins/powersgd/state.h"
-#include "tests/kernels/torch_ref.h"
 #include "tests/powersgd/psgd_support.h"
-#include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 
@@ -305,9 +304,9 @@ TEST_P(TorchParity, MatchesPowerSGDHook) {
       for (int b = 0; b < 2; ++b) {
         const float* g = grad(ref, x, step, rank) + at;
         std::vector<float> data(g, g + kSize[b]);
-        DDPH_CHILD_CHECK(
-            run(s, data, kBuckets[size_t(b)], uint64_t(b), uint64_t(step), b == 1) == DDPH_OK,
-            "step %d bucket %d", step, b);
+        DDPH_CHILD_CHECK(run_shaped(s, data, kBuckets[size_t(b)], uint64_t(b), uint64_t(step),
+                                    b == 1) == DDPH_OK,
+                         "step %d bucket %d", step, b);
         const size_t off = size_t(step) * kTotal + size_t(at);
         std::vector<float> want(ref.out[v][rank].begin() + off,
                                 ref.out[v][rank].begin() + off + kSize[b]);
@@ -323,7 +322,7 @@ TEST_P(TorchParity, MatchesPowerSGDHook) {
         worst_torch_exact = std::max(worst_torch_exact, max_rel_diff(want, mean));
 
         const ddph::powersgd::PsgdState st = [&] {
-          const std::string hb = ddph_test::quant::hook_blob(ddph_test::quant::session_state(s));
+          const std::string hb = ddph_test::hook_blob(ddph_test::session_state(s));
           return ddph::powersgd::decode_state(hb.data(), hb.size(),
                                               x.batched ? ddph::powersgd::HookKind::kBatched
                                                         : ddph::powersgd::HookKind::kLayerwise);

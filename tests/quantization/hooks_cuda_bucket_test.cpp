@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/fake_cuda_bucket.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 #if DDPH_TEST_WITH_CUDA
 #include "tests/support/cuda_device.h"
 #endif

@@ -9,9 +9,9 @@
 #include "core/base/error.h"
 #include "plugins/quantization/residuals.h"
 #include "tests/quantization/hooks_ranks.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -7,9 +7,8 @@
 #include <cstring>
 #include <map>
 
-#include "tests/kernels/torch_ref.h"
-#include "tests/session_gloo/session_ranks.h"
-#include "tests/support/checkpoint_layout.h"
+#include "tests/support/session_ranks.h"
+#include "tests/support/torch_ref.h"
 
 namespace ddph_test {
 namespace quant {
@@ -29,17 +28,6 @@ std::vector<float> inputs(int rank, uint64_t step, size_t n) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = input(rank, step, i);
   return v;
-}
-
-std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mine, int world) {
-  ddph_comm_t* c = ddph_session_comm(s);
-  std::vector<float> all(mine.size() * size_t(world));
-  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
-  DLTensor send{
-      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
-  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
-  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
-  return all;
 }
 
 std::string yaml(const std::string& hook, const std::string& options) {
@@ -198,14 +186,6 @@ ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t
   const ddph_code_t code = run_bucket(s, b.bucket, &text);
   if (message != nullptr) *message = text;
   return code;
-}
-
-std::string hook_blob(const std::string& b) {
-  namespace layout = ddph_test::layout;
-  std::vector<layout::Record> records;
-  std::string why;
-  if (!layout::parse_container(b, &records, &why) || records.empty()) return "";
-  return records[0].blob;
 }
 
 }  // namespace quant

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/session_ranks.h"
 
 namespace ddph_test {
 namespace quant {
@@ -52,18 +52,16 @@ uint64_t settled_wire_bytes(ddph_session_t* s);
 // Whether `mine` is true on every rank (an allgather on the session's comm).
 bool all_ranks_true(ddph_session_t* s, bool mine);
 
-// Every rank's `mine` (the same length on each), in rank order: an
-// allgather on the session's communicator.
-std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mine, int world);
 
 // Runs one bucket; returns its code and fills *message with its error text.
 ddph_code_t run_bucket_msg(ddph_session_t* s, std::vector<float>& data, uint64_t index,
                            uint64_t step, std::string* message);
 
-// The hook's own blob inside a session state blob (the first record),
-// read by tests/support/checkpoint_layout.h; empty on a bad container.
+// The session helpers the quantization tests call as quant::
+// (tests/support/session_ranks.h).
+using ddph_test::gather_floats;
+using ddph_test::hook_blob;
 using ddph_test::session_state;
-std::string hook_blob(const std::string& session_blob);
 
 }  // namespace quant
 }  // namespace ddph_test

@@ -1,5 +1,5 @@
 // Bit-exact parity with PyTorch, computed at test time by Debian's
-// /usr/bin/python3 + torch (tests/kernels/torch_ref.h): the observers'
+// /usr/bin/python3 + torch (tests/support/torch_ref.h): the observers'
 // calculate_qparams (MinMaxObserver per tensor, PerChannelMinMaxObserver on
 // the hook's zero-padded (-1, 512) view), the quantization hook's own
 // quantize/dequantize functions, and its rank-order aggregation loop.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "plugins/quantization/kernels/quant_cpu.h"
-#include "tests/kernels/torch_ref.h"
 #include "tests/quantization/kernels_test_data.h"
+#include "tests/support/torch_ref.h"
 
 namespace {
 

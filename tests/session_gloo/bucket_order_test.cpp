@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "loader/rank_agreement.h"
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/cuda_device.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

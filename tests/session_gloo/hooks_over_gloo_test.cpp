@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // the hook on GPU buckets over NCCL, one running it on host buckets over
 // Gloo, and a non-blocking stream for the GPU buckets (not the legacy
 // default stream, so any ordering is the hook's own doing). Link
-// tests/session_gloo/session_ranks.cpp and the CUDA runtime.
+// tests/support/session_ranks.cpp and the CUDA runtime.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,8 +11,8 @@
 
 #include <string>
 
-#include "tests/session_gloo/session_ranks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
 
 namespace ddph_test {
 

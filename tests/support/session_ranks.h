@@ -56,5 +56,12 @@ ddph_code_t load_state(ddph_session_t* s, const std::string& blob, std::string* 
 // (tests/support/checkpoint_layout.h); returns how many load_state did not
 // refuse with DDPH_INVALID_ARGUMENT, and sets *offered to how many it tried.
 size_t accepted_byte_changes(ddph_session_t* s, const std::string& blob, size_t* offered);
+// The first hook's own blob inside a session state blob, read by
+// tests/support/checkpoint_layout.h; empty on a bad container.
+std::string hook_blob(const std::string& session_blob);
+
+// Every rank's `mine` (the same length on each), in rank order: an
+// allgather on the session's communicator.
+std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mine, int world);
 
 }  // namespace ddph_test

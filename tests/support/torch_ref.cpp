@@ -1,4 +1,4 @@
-#include "tests/kernels/torch_ref.h"
+#include "tests/support/torch_ref.h"
 
 #include <sys/wait.h>
 

@@ -1,4 +1,4 @@
-#include "tests/session_gloo/session_ranks.h"
+#include "tests/support/session_ranks.h"
 
 #include <cstdio>
 #include <cstring>
@@ -177,6 +177,24 @@ size_t accepted_byte_changes(ddph_session_t* s, const std::string& blob, size_t*
                                    offer(layout::container(changed));
                                  });
   return accepted;
+}
+
+std::string hook_blob(const std::string& session_blob) {
+  std::vector<layout::Record> records;
+  std::string why;
+  if (!layout::parse_container(session_blob, &records, &why) || records.empty()) return "";
+  return records[0].blob;
+}
+
+std::vector<float> gather_floats(ddph_session_t* s, const std::vector<float>& mine, int world) {
+  ddph_comm_t* c = ddph_session_comm(s);
+  std::vector<float> all(mine.size() * size_t(world));
+  int64_t one = int64_t(mine.size()), many = int64_t(all.size());
+  DLTensor send{
+      const_cast<float*>(mine.data()), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &one, nullptr, 0};
+  DLTensor recv{all.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &many, nullptr, 0};
+  ddph_error_free(c->allgather(c->ctx, &send, &recv, nullptr));
+  return all;
 }
 
 }  // namespace ddph_test

@@ -1,4 +1,4 @@
-#include "tests/optimizer_overlap/gpu_lent_bucket.h"
+#include "tests/support/gpu_lent_bucket.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
