@@ -18,7 +18,7 @@ int64_t numel_of(const std::vector<Shape>& shapes) {
 
 ShapedBucket::ShapedBucket(std::vector<float>& data, const std::vector<Shape>& shapes,
                            uint64_t index, uint64_t step, bool is_last)
-    : shapes_(shapes), numel_(int64_t(data.size())) {
+    : shapes_(shapes), flat_(data, index, step, is_last) {
   int64_t offset = 0;
   for (const Shape& s : shapes_) {
     ddph_param_t p{};
@@ -29,17 +29,8 @@ ShapedBucket::ShapedBucket(std::vector<float>& data, const std::vector<Shape>& s
     params_.push_back(p);
     offset += numel_of({s});
   }
-  bucket_.struct_size = sizeof bucket_;
-  bucket_.index = index;
-  bucket_.step = step;
-  bucket_.is_last = is_last ? 1 : 0;
-  bucket_.buffer.data = data.data();
-  bucket_.buffer.device = {kDLCPU, 0};
-  bucket_.buffer.ndim = 1;
-  bucket_.buffer.dtype = {kDLFloat, 32, 1};
-  bucket_.buffer.shape = &numel_;
-  bucket_.num_params = params_.size();
-  bucket_.params = params_.empty() ? nullptr : params_.data();
+  flat_.bucket.num_params = params_.size();
+  flat_.bucket.params = params_.empty() ? nullptr : params_.data();
 }
 
 ddph_code_t run_shaped(ddph_session_t* s, std::vector<float>& data,

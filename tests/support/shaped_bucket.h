@@ -8,24 +8,25 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/session_ranks.h"
+
 namespace ddph_test {
 
 using Shape = std::vector<int64_t>;
 
-// A float32 bucket over data with one ddph_param_t per shape, laid out
-// back to back from offset 0.
+// A float32 bucket over data (session_ranks.h's FloatBucket) with one
+// ddph_param_t per shape, laid out back to back from offset 0.
 class ShapedBucket {
  public:
   ShapedBucket(std::vector<float>& data, const std::vector<Shape>& shapes, uint64_t index,
                uint64_t step, bool is_last);
   ShapedBucket(const ShapedBucket&) = delete;
-  const ddph_bucket_t* get() const { return &bucket_; }
+  const ddph_bucket_t* get() const { return &flat_.bucket; }
 
  private:
   std::vector<Shape> shapes_;
   std::vector<ddph_param_t> params_;
-  int64_t numel_ = 0;
-  ddph_bucket_t bucket_{};
+  FloatBucket flat_;  // points at shapes_' and params_' storage
 };
 
 int64_t numel_of(const std::vector<Shape>& shapes);
