@@ -13,7 +13,7 @@
 #include "core/kernels/cast.h"
 #include "core/kernels/cuda/elementwise_cuda.h"
 #include "core/kernels/divide.h"
-#include "tests/kernels/test_values.h"
+#include "tests/kernels/corner_cases.h"
 #include "tests/support/cuda_device.h"
 
 namespace {

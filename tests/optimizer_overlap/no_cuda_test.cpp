@@ -3,7 +3,7 @@
 // saying so, before the inner hook sends anything; in a build with CUDA on a
 // machine without a GPU, the wrapped hook's refusal comes back named. The
 // bucket's pointers are never read, so none is real. Where a GPU is present
-// the GPU tests (optim_gpu_test.cpp) cover CUDA buckets instead.
+// the GPU tests (gpu_test.cpp) cover CUDA buckets instead.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -40,7 +40,7 @@ std::string refusal() {
 
 TEST(OptimizerWithoutCuda, ACudaBucketIsRefusedUpFront) {
 #if DDPH_TEST_WITH_CUDA
-  GTEST_SKIP() << "this build has CUDA: ddph_test_optim_gpu covers CUDA buckets";
+  GTEST_SKIP() << "this build has CUDA: ddph_test_optimizer_overlap_gpu covers CUDA buckets";
 #endif
   const std::string message = refusal();
   EXPECT_NE(message.find("hook_then_optimizer: the buffer is CUDA memory, but this build of "
@@ -54,7 +54,7 @@ TEST(OptimizerWithoutGpu, TheWrappedHooksRefusalIsNamed) {
   GTEST_SKIP() << "this build has no CUDA: ACudaBucketIsRefusedUpFront covers it";
 #else
   if (ddph_test::no_cuda_device_reason().empty())
-    GTEST_SKIP() << "a GPU is present: ddph_test_optim_gpu runs CUDA buckets instead";
+    GTEST_SKIP() << "a GPU is present: ddph_test_optimizer_overlap_gpu runs CUDA buckets instead";
   const std::string message = refusal();
   EXPECT_NE(message.find("hook_then_optimizer: the wrapped hook 'allreduce' cannot run on this "
                          "CUDA bucket"),

@@ -1,7 +1,7 @@
 // In a build without CUDA (DDPH_WITH_CUDA=OFF), post_localsgd and
 // model_averaging refuse a CUDA bucket with DDPH_UNSUPPORTED saying so,
 // before anything is sent. The bucket's pointers are never read, so none is
-// real. In a build with CUDA the GPU tests (localsgd_gpu_test.cpp) cover
+// real. In a build with CUDA the GPU tests (gpu_test.cpp) cover
 // CUDA buckets.
 #include <gtest/gtest.h>
 

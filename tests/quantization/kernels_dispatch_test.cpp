@@ -1,7 +1,7 @@
 // Every SIMD level of the quantization kernels gives the same bytes as the
 // scalar level, through the public entry points, on the shared cases, in
 // every mode, with unaligned pointers (the pattern of
-// tests/kernels/test_dispatch.cpp).
+// tests/kernels/dispatch_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstring>

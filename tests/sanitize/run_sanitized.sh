@@ -72,7 +72,7 @@ case "$kind" in
     # knows (vm.mmap_rnd_bits > 28 on newer kernels) every program dies with
     # "FATAL: ThreadSanitizer: unexpected memory mapping". Then run without
     # address randomization (setarch -R; children inherit it).
-    probe=$("$build/bin/ddph_core_test" --gtest_list_tests 2>&1 >/dev/null || true)
+    probe=$("$build/bin/ddph_test_core_base" --gtest_list_tests 2>&1 >/dev/null || true)
     if grep -q "unexpected memory mapping" <<<"$probe"; then
       echo "run_sanitized.sh: TSan needs setarch -R on this kernel"
       wrap=(setarch "$(uname -m)" -R)

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/kernels/scalar.h"
-#include "tests/kernels/test_values.h"
+#include "tests/kernels/corner_cases.h"
 
 namespace {
 

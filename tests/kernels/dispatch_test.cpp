@@ -13,7 +13,7 @@
 #include "core/kernels/isa.h"
 #include "core/kernels/reduce.h"
 #include "core/kernels/scalar.h"
-#include "tests/kernels/test_values.h"
+#include "tests/kernels/corner_cases.h"
 #include "tests/support/isa_levels.h"
 
 namespace {

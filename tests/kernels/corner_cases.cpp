@@ -1,4 +1,4 @@
-#include "tests/kernels/test_values.h"
+#include "tests/kernels/corner_cases.h"
 
 #include <cmath>
 #include <cstring>

@@ -12,7 +12,7 @@
 #include "core/kernels/divide.h"
 #include "core/kernels/reduce.h"
 #include "core/kernels/scalar.h"
-#include "tests/kernels/test_values.h"
+#include "tests/kernels/corner_cases.h"
 #include "tests/support/torch_ref.h"
 
 namespace {
