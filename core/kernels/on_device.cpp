@@ -1,5 +1,8 @@
 #include "core/kernels/on_device.h"
 
+#include <climits>
+#include <cstring>
+
 #include "core/base/error.h"
 #include "core/kernels/cast.h"
 #include "core/kernels/divide.h"
@@ -30,6 +33,12 @@ class OnDevice : public cuda::DeviceGuard {
 
 }  // namespace
 
+#ifndef DDPH_HAVE_CUDA
+namespace cuda {
+class DeviceGuard {};  // never made without CUDA; complete for unique_ptr
+}  // namespace cuda
+#endif
+
 void refuse_cuda_memory(const char* who) {
   DDPH_FAIL(DDPH_UNSUPPORTED, who << ": the buffer is CUDA memory, but this build of ddphooks "
                                      "has no CUDA (DDPH_WITH_CUDA was off; docs/cuda.md)");
@@ -46,6 +55,58 @@ void require_cuda_build(const Where& at, const char* who) {
 
 Where where_of(const ddph_bucket_t& bucket) {
   return Where{bucket.buffer.device, bucket.stream};
+}
+
+DeviceScope::DeviceScope(const Where& at, const char* who) {
+  if (!at.cuda()) return;
+#ifdef DDPH_HAVE_CUDA
+  guard_ = std::make_unique<cuda::DeviceGuard>(at.device.device_id, who);
+#else
+  refuse_cuda_memory(who);
+#endif
+}
+
+DeviceScope::~DeviceScope() = default;
+
+void zero_bytes(const Where& at, void* p, size_t bytes, const char* who) {
+  if (bytes == 0) return;
+  if (!at.cuda()) {
+    std::memset(p, 0, bytes);
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  DeviceScope on(at, who);
+  DDPH_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_of(at)), who);
+#else
+  refuse_cuda_memory(who);
+#endif
+}
+
+void read_strided_bytes(const Where& at, const uint8_t* first, size_t stride, size_t rows,
+                        uint8_t* out, const char* who) {
+  if (rows == 0) return;
+  if (!at.cuda()) {
+    for (size_t r = 0; r < rows; ++r) out[r] = first[r * stride];
+    return;
+  }
+#ifdef DDPH_HAVE_CUDA
+  DeviceScope on(at, who);
+  // One strided copy, unless the stride is past what a 2-D copy's pitch may
+  // be (blocks of gigabytes): then a byte at a time.
+  if (stride <= size_t(INT_MAX)) {
+    DDPH_CUDA_CHECK(
+        cudaMemcpy2DAsync(out, 1, first, stride, 1, rows, cudaMemcpyDeviceToHost, stream_of(at)),
+        who);
+  } else {
+    for (size_t r = 0; r < rows; ++r)
+      DDPH_CUDA_CHECK(
+          cudaMemcpyAsync(out + r, first + r * stride, 1, cudaMemcpyDeviceToHost, stream_of(at)),
+          who);
+  }
+  DDPH_CUDA_CHECK(cudaStreamSynchronize(stream_of(at)), who);
+#else
+  refuse_cuda_memory(who);
+#endif
 }
 
 void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w) {

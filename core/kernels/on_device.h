@@ -9,12 +9,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "core/base/dtype.h"
 
 namespace ddph {
+namespace cuda {
+class DeviceGuard;
+}
 
 // Where a kernel runs: the device of the memory, and the stream for CUDA.
 struct Where {
@@ -32,6 +36,29 @@ Where where_of(const ddph_bucket_t& bucket);
 // CUDA; nothing otherwise. For hooks that must refuse before sending
 // anything, on every rank alike, rather than fail midway.
 void require_cuda_build(const Where& at, const char* who);
+
+// Makes the GPU of at's memory current for a scope, whatever the calling
+// thread had, and restores the caller's at its end (cuda::DeviceGuard,
+// behind a header that needs no CUDA). Nothing for host memory; `who` names
+// the caller in the error of a failed switch.
+class DeviceScope {
+ public:
+  DeviceScope(const Where& at, const char* who);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  std::unique_ptr<cuda::DeviceGuard> guard_;
+};
+
+// Zeroes `bytes` at p; on a GPU enqueued on at's stream, with no host wait.
+void zero_bytes(const Where& at, void* p, size_t bytes, const char* who);
+// out[r] = first[r * stride] for r < rows (out on the host), once the work
+// enqueued so far is done: on a GPU one strided copy and a wait for at's
+// stream. A failed CUDA call is DDPH_INTERNAL naming `who` and the call.
+void read_strided_bytes(const Where& at, const uint8_t* first, size_t stride, size_t rows,
+                        uint8_t* out, const char* who);
 
 // As in divide.h and cast.h.
 void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w);

@@ -17,7 +17,7 @@ enum : uint64_t { kParamsKey = 100, kCodesKey = 101, kFlagsKey = 102 };
 Codec::Codec(const Where& at, ScratchBuffers& scratch, int bits, size_t max_n, size_t max_channels,
              size_t encodings)
     : at_(at),
-      guard_(at),
+      on_device_(at, "quantization"),
       params_(scratch.get(at, kParamsKey, at.cuda() ? 0 : max_channels * sizeof(QParams))),
       codes_(scratch.get(at, kCodesKey, bits == 8 ? 0 : max_n)),
       flags_(scratch.get(at, kFlagsKey, at.cuda() ? encodings : 0)),
@@ -49,7 +49,7 @@ void Codec::write_rank_header(uint8_t* out) {
 std::vector<int> Codec::nonfinite_senders(const uint8_t* first, size_t stride, int world) {
   if (!at_.cuda()) return quantization::nonfinite_senders(first, stride, world);
   std::vector<uint8_t> headers(static_cast<size_t>(world));
-  read_column(at_, first, stride, size_t(world), headers.data());
+  read_strided_bytes(at_, first, stride, size_t(world), headers.data(), "quantization");
   return quantization::nonfinite_senders(headers.data(), 1, world);
 }
 

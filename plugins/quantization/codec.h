@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "core/kernels/on_device.h"
-#include "plugins/quantization/device.h"
 #include "plugins/quantization/wire_segment.h"
 
 namespace ddph {
@@ -57,14 +56,14 @@ class Codec {
                           int world, const EncodeArgs& args, float* acc, uint8_t* out);
   void decode_into(const uint8_t* in, const Segment& s, int bits, float* out);
 
-  void zero(void* p, size_t bytes) { zero_bytes(at_, p, bytes); }
+  void zero(void* p, size_t bytes) { zero_bytes(at_, p, bytes, "quantization"); }
   void divide(float* x, size_t n, int world);
 
  private:
   uint8_t* next_flag();
 
   Where at_;
-  DeviceGuard guard_;
+  DeviceScope on_device_;
   ScratchBuffers::Lease params_, codes_, flags_;
   CodecScratch scratch_;
   size_t encodings_ = 0, flags_used_ = 0;

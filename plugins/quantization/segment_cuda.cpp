@@ -4,7 +4,6 @@
 #include "plugins/quantization/rank_header.h"
 #ifdef DDPH_HAVE_CUDA
 #include "core/kernels/cuda/cuda_check.h"
-#include "plugins/quantization/device.h"
 #include "plugins/quantization/kernels/quant_cuda.h"
 #endif
 
@@ -42,7 +41,7 @@ void encode_segment_cuda(const Where& at, const float* x, const Segment& s, cons
   if (args.bits != 8)
     DDPH_CUDA_CHECK(pack_cuda(a.q, s.n, args.bits, out + head, stream_of(at)), kWho);
   const size_t used = head + packed_bytes(s.n, args.bits);
-  zero_bytes(at, out + used, encoded_bytes(s, args.bits) - used);
+  zero_bytes(at, out + used, encoded_bytes(s, args.bits) - used, kWho);
 }
 
 void write_rank_header_cuda(const Where& at, const uint8_t* flags, size_t count, uint8_t* out) {
