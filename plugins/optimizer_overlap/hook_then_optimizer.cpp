@@ -18,7 +18,7 @@
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
-#include "plugins/optimizer_overlap/device_slots.h"
+#include "core/optim/device_slots.h"
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
 #include "plugins/optimizer_overlap/param_select.h"
@@ -92,16 +92,17 @@ class HookThenOptimizer : public Hook {
         }
         const ParamKey key =
             ids != nullptr ? ParamKey::id(ids[i]) : ParamKey::position(bucket.index, uint32_t(i));
-        ParamState& s = states_[key];
+        optim::ParamState& s = states_[key];
         if (at.cuda()) {
-          DeviceSlots& slots = on_device(key, s, at);
-          const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
-          run_step_device(at, plan, params_[i], grad, slot_data(plan, slots), n);
+          optim::DeviceSlots& slots = on_device(key, s, at);
+          const optim::StepPlan plan = optim::plan_step(options_.optim, &s.step, slots, n);
+          optim::run_step_device(at, plan, params_[i], grad, optim::slot_data(plan, slots), n,
+                                 kName);
         } else {
           to_host(key, &s);
-          HostSlots slots(s);
-          const StepPlan plan = plan_step(options_.optim, &s.step, slots, n);
-          run_step_host(plan, params_[i], grad, slot_data(plan, slots), n);
+          optim::HostSlots slots(s);
+          const optim::StepPlan plan = optim::plan_step(options_.optim, &s.step, slots, n);
+          optim::run_step_host(plan, params_[i], grad, optim::slot_data(plan, slots), n);
         }
       }
     }
@@ -152,7 +153,7 @@ class HookThenOptimizer : public Hook {
 
   // key's state as device slots on at's GPU, uploaded from the host the
   // first time (a loaded checkpoint, or earlier host steps).
-  DeviceSlots& on_device(const ParamKey& key, ParamState& s, const Where& at) {
+  optim::DeviceSlots& on_device(const ParamKey& key, optim::ParamState& s, const Where& at) {
     auto found = device_.find(key);
     if (found != device_.end() && found->second->device() != at.device.device_id) {
       found->second->download(&s);  // the parameter moved GPUs: through the host
@@ -162,7 +163,7 @@ class HookThenOptimizer : public Hook {
     if (found == device_.end()) {
       // Entered only once uploaded, so device_ never holds a half-made entry
       // and the host copy stays whole if the upload fails.
-      auto fresh = std::make_unique<DeviceSlots>(at);
+      auto fresh = std::make_unique<optim::DeviceSlots>(at, kName);
       fresh->upload(s);
       found = device_.emplace(key, std::move(fresh)).first;
       s.momentum = {};  // the device holds the buffers from here on
@@ -174,7 +175,7 @@ class HookThenOptimizer : public Hook {
   }
 
   // key's state back on the host if a CUDA bucket had it.
-  void to_host(const ParamKey& key, ParamState* s) {
+  void to_host(const ParamKey& key, optim::ParamState* s) {
     auto d = device_.find(key);
     if (d == device_.end()) return;
     d->second->download(s);
@@ -187,7 +188,7 @@ class HookThenOptimizer : public Hook {
   // Every parameter's step count and, for host buckets, its buffers; the
   // buffers of parameters stepped on a GPU live in device_ instead.
   StateMap states_;
-  std::map<ParamKey, std::unique_ptr<DeviceSlots>> device_;
+  std::map<ParamKey, std::unique_ptr<optim::DeviceSlots>> device_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
   std::vector<float*> params_;

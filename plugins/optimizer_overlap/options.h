@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "core/base/option_check.h"
-#include "plugins/optimizer_overlap/functional_optim.h"
+#include "core/optim/functional_optim.h"
 
 namespace ddph {
 namespace optimizer_overlap {
 
 struct HookOptions {
-  OptimConfig optim;
+  optim::OptimConfig optim;
   // Parameter indices to update, ascending (see param_select.h); empty: all.
   std::vector<size_t> params;
 };

@@ -26,7 +26,7 @@
 #include <tuple>
 #include <utility>
 
-#include "plugins/optimizer_overlap/functional_optim.h"
+#include "core/optim/functional_optim.h"
 
 namespace ddph {
 namespace optimizer_overlap {
@@ -44,14 +44,14 @@ struct ParamKey {
     return std::tie(by_id, first, second) < std::tie(o.by_id, o.first, o.second);
   }
 };
-using StateMap = std::map<ParamKey, ParamState>;  // ordered: the blob is deterministic
+using StateMap = std::map<ParamKey, optim::ParamState>;  // ordered: the blob is deterministic
 
 constexpr uint32_t kStateVersion = 2;
 
-std::string encode_state(const StateMap& states, OptimKind kind);
+std::string encode_state(const StateMap& states, optim::OptimKind kind);
 // Throws DDPH_INVALID_ARGUMENT on a wrong magic, version or checksum, an
 // optimizer other than `kind`, truncation, trailing bytes or a repeated key.
-StateMap decode_state(const void* bytes, size_t n, OptimKind kind);
+StateMap decode_state(const void* bytes, size_t n, optim::OptimKind kind);
 
 }  // namespace optimizer_overlap
 }  // namespace ddph

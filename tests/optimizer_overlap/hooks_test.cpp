@@ -8,7 +8,7 @@
 
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
-#include "plugins/optimizer_overlap/functional_optim.h"
+#include "core/optim/functional_optim.h"
 #include "plugins/optimizer_overlap/state.h"
 #include "tests/optimizer_overlap/optim_support.h"
 #include "tests/support/multiprocess.h"
@@ -18,6 +18,7 @@ namespace {
 
 using namespace ddph_test::optim;
 namespace oo = ddph::optimizer_overlap;
+namespace core_optim = ddph::optim;
 
 // Opens yaml on this rank and returns the error text ("" on success).
 std::string open_error(const std::string& yaml, int rank, int world, const std::string& dir) {
@@ -54,7 +55,8 @@ TEST_P(Checkpoint, MidRunResumesBitForBit) {
     // to 4 parameters at step 10, with every buffer.
     if (plain) {
       const std::string hook = ddph_test::hook_blob(blob);
-      const oo::StateMap states = oo::decode_state(hook.data(), hook.size(), oo::OptimKind::kAdam);
+      const oo::StateMap states =
+          oo::decode_state(hook.data(), hook.size(), core_optim::OptimKind::kAdam);
       DDPH_CHILD_CHECK(states.size() == 4, "%zu parameter states", states.size());
       for (const auto& kv : states)
         DDPH_CHILD_CHECK(kv.second.step == 10 && !kv.second.max_second.empty(),
@@ -139,8 +141,9 @@ TEST(State, CodecRoundTripsAndRejectsTruncation) {
   m[id7].step = 2;
   m[id7].second = {9.f, 8.f};
   m[id0].step = 1;
-  const std::string good = oo::encode_state(m, oo::OptimKind::kAdamW);
-  const oo::StateMap back = oo::decode_state(good.data(), good.size(), oo::OptimKind::kAdamW);
+  const std::string good = oo::encode_state(m, core_optim::OptimKind::kAdamW);
+  const oo::StateMap back =
+      oo::decode_state(good.data(), good.size(), core_optim::OptimKind::kAdamW);
   ASSERT_EQ(back.size(), 4u);
   EXPECT_EQ(back.at(id7).second, m[id7].second);
   EXPECT_EQ(back.at(id0).step, 1u);
@@ -148,7 +151,7 @@ TEST(State, CodecRoundTripsAndRejectsTruncation) {
   EXPECT_EQ(back.at(k01).momentum, m[k01].momentum);
   EXPECT_EQ(back.at(k20).max_second, m[k20].max_second);
   EXPECT_EQ(back.at(k20).step, 7u);
-  auto code_of = [](const std::string& b, oo::OptimKind k) {
+  auto code_of = [](const std::string& b, core_optim::OptimKind k) {
     try {
       oo::decode_state(b.data(), b.size(), k);
       return ddph_code_t(DDPH_OK);
@@ -157,9 +160,10 @@ TEST(State, CodecRoundTripsAndRejectsTruncation) {
     }
   };
   for (size_t cut = 0; cut < good.size(); ++cut)
-    EXPECT_EQ(code_of(good.substr(0, cut), oo::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT) << cut;
-  EXPECT_EQ(code_of(good + "x", oo::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT);
-  EXPECT_EQ(code_of(good, oo::OptimKind::kAdam), DDPH_INVALID_ARGUMENT);
+    EXPECT_EQ(code_of(good.substr(0, cut), core_optim::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT)
+        << cut;
+  EXPECT_EQ(code_of(good + "x", core_optim::OptimKind::kAdamW), DDPH_INVALID_ARGUMENT);
+  EXPECT_EQ(code_of(good, core_optim::OptimKind::kAdam), DDPH_INVALID_ARGUMENT);
 }
 
 // A checkpoint of the first format (version 1: positions only, no key
@@ -168,7 +172,7 @@ TEST(State, Version1BlobsStillLoad) {
   ddph::LeWriter w;
   const char magic[8] = {'D', 'D', 'P', 'H', 'O', 'P', 'T', 'M'};
   ddph::put_frame_header(w, magic, 1);
-  w.put(uint32_t(oo::OptimKind::kSgd), 4);
+  w.put(uint32_t(core_optim::OptimKind::kSgd), 4);
   w.put(1, 4);  // one parameter
   w.put(3, 8);  // bucket 3
   w.put(1, 4);  // position 1
@@ -177,9 +181,9 @@ TEST(State, Version1BlobsStillLoad) {
   w.put_floats({});
   w.put_floats({});
   const std::string v1 = ddph::finish_frame(w);
-  const oo::StateMap back = oo::decode_state(v1.data(), v1.size(), oo::OptimKind::kSgd);
+  const oo::StateMap back = oo::decode_state(v1.data(), v1.size(), core_optim::OptimKind::kSgd);
   ASSERT_EQ(back.size(), 1u);
-  const oo::ParamState& s = back.at(oo::ParamKey::position(3, 1));
+  const core_optim::ParamState& s = back.at(oo::ParamKey::position(3, 1));
   EXPECT_EQ(s.step, 5u);
   EXPECT_EQ(s.momentum, (std::vector<float>{0.5f, -1.f}));
 }

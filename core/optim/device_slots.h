@@ -1,4 +1,4 @@
-// hook_then_optimizer's state for a parameter of a CUDA bucket: the same
+// An optimizer's state for a parameter of a CUDA bucket: the same
 // slots as ParamState's vectors (functional_optim.h), in memory on the
 // bucket's GPU (core's resident state, core/hook/resident_floats.h), so the
 // step never copies state across PCIe. It meets the host form only at the
@@ -7,7 +7,7 @@
 // writes the CPU path's bytes.
 //
 // Without CUDA in the build the slots refuse CUDA memory with
-// DDPH_UNSUPPORTED (the hook refuses a CUDA bucket before it gets here).
+// DDPH_UNSUPPORTED (a hook refuses a CUDA bucket before it gets here).
 #pragma once
 
 #include <array>
@@ -15,15 +15,16 @@
 
 #include "core/hook/resident_floats.h"
 #include "core/kernels/on_device.h"
-#include "plugins/optimizer_overlap/functional_optim.h"
+#include "core/optim/functional_optim.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 
 class DeviceSlots : public StateSlots {
  public:
-  // Empty slots on at's device; created and copied on at's stream.
-  explicit DeviceSlots(const Where& at);
+  // Empty slots on at's device; created and copied on at's stream. `who`
+  // (a literal: the hook) is named in errors.
+  DeviceSlots(const Where& at, const char* who);
 
   int device() const { return at_.device.device_id; }
   // Later work (creation, the steps) goes on this bucket's stream.
@@ -46,7 +47,7 @@ class DeviceSlots : public StateSlots {
 
 // run_step_host's twin: enqueues plan on at's stream over device memory.
 void run_step_device(const Where& at, const StepPlan& plan, float* param, const float* grad,
-                     const SlotData& state, size_t n);
+                     const SlotData& state, size_t n, const char* who);
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

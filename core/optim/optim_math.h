@@ -16,7 +16,7 @@
 #include "core/kernels/scalar.h"  // DDPH_HD
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 
 struct SgdScalars {
   float wd, mu, keep, neg_lr;
@@ -62,5 +62,5 @@ DDPH_HD inline void adam_element(const AdamScalars& k, float* __restrict p,
   p[i] = p[i] + k.neg_step_size * mi / denom;  // addcdiv_: value * t1 / t2
 }
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

@@ -1,12 +1,10 @@
-#include "plugins/optimizer_overlap/device_slots.h"
+#include "core/optim/device_slots.h"
 
 #include <vector>
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 namespace {
-
-constexpr const char* kWho = "hook_then_optimizer";
 
 template <class State>  // ParamState or const ParamState
 auto& vec(State& s, int slot) {
@@ -15,9 +13,9 @@ auto& vec(State& s, int slot) {
 
 }  // namespace
 
-DeviceSlots::DeviceSlots(const Where& at)
-    : at_(at), slots_{{ResidentFloats(kWho), ResidentFloats(kWho), ResidentFloats(kWho)}} {
-  require_cuda_build(at, kWho);
+DeviceSlots::DeviceSlots(const Where& at, const char* who)
+    : at_(at), slots_{{ResidentFloats(who), ResidentFloats(who), ResidentFloats(who)}} {
+  require_cuda_build(at, who);
 }
 
 void DeviceSlots::upload(const ParamState& s) {
@@ -31,5 +29,5 @@ void DeviceSlots::download(ParamState* s) const {
   for (int i = 0; i < 3; ++i) vec(*s, i) = slots_[i].to_host();
 }
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

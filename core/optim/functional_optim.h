@@ -10,16 +10,18 @@
 #include <cstdint>
 #include <vector>
 
-#include "plugins/optimizer_overlap/optim_plan.h"
+#include "core/optim/optim_plan.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 
 enum class OptimKind : uint32_t { kSgd = 0, kAdam = 1, kAdamW = 2 };
 
 const char* optim_name(OptimKind kind);
 
 struct OptimConfig {
+  // The hook that runs the optimizer (a literal), named in its errors.
+  const char* who = "optimizer";
   OptimKind kind = OptimKind::kSgd;
   double lr = 1e-3;
   // sgd
@@ -43,7 +45,7 @@ struct ParamState {
 };
 
 // The state tensors of one parameter, wherever they live: ParamState's host
-// vectors (HostSlots) or device memory (the hook's CUDA path). Size 0 is
+// vectors (HostSlots) or device memory (DeviceSlots, a CUDA bucket's). Size 0 is
 // torch's "not created yet".
 enum class Slot { kMomentum = 0, kSecond = 1, kMaxSecond = 2 };
 class StateSlots {
@@ -91,5 +93,5 @@ void run_step_host(const StepPlan& plan, float* param, const float* grad, const 
 // plan_step, then run_step_host, on host state.
 void optim_step(const OptimConfig& c, ParamState& state, float* param, const float* grad, size_t n);
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

@@ -1,4 +1,4 @@
-#include "plugins/optimizer_overlap/functional_optim.h"
+#include "core/optim/functional_optim.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 #include "core/kernels/clones.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 namespace {
 
 const char* slot_name(const OptimConfig& c, Slot slot) {
@@ -30,10 +30,10 @@ bool ready(const OptimConfig& c, StateSlots& slots, Slot slot, size_t n) {
     return false;
   }
   DDPH_CHECK(have == n, DDPH_INVALID_ARGUMENT,
-             "hook_then_optimizer: the optimizer state holds "
-                 << have << " elements of " << slot_name(c, slot) << " for a parameter of " << n
-                 << " (a checkpoint of "
-                    "another model?)");
+             c.who << ": the optimizer state holds " << have << " elements of "
+                   << slot_name(c, slot) << " for a parameter of " << n
+                   << " (a checkpoint of "
+                      "another model?)");
   return true;
 }
 
@@ -132,5 +132,5 @@ void optim_step(const OptimConfig& c, ParamState& state, float* param, const flo
   run_step_host(plan, param, grad, slot_data(plan, slots), n);
 }
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

@@ -1,9 +1,9 @@
 #include <algorithm>
 
-#include "plugins/optimizer_overlap/cuda/optim_cuda.h"
+#include "core/optim/cuda/optim_cuda.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 namespace cuda {
 namespace {
 
@@ -52,5 +52,5 @@ cudaError_t run_step(const StepPlan& plan, float* param, const float* grad, cons
 }
 
 }  // namespace cuda
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

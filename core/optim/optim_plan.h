@@ -6,10 +6,10 @@
 
 #include <type_traits>
 
-#include "plugins/optimizer_overlap/optim_math.h"
+#include "core/optim/optim_math.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 
 struct StepPlan {
   bool adam = false;  // adam or adamw; else sgd
@@ -76,5 +76,5 @@ void dispatch(const StepPlan& plan, Sgd&& sgd, Adam&& adam) {
   });
 }
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

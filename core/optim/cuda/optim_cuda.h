@@ -8,15 +8,15 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 
-#include "plugins/optimizer_overlap/optim_plan.h"
+#include "core/optim/optim_plan.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 namespace cuda {
 
 cudaError_t run_step(const StepPlan& plan, float* param, const float* grad, const SlotData& state,
                      size_t n, cudaStream_t stream);
 
 }  // namespace cuda
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

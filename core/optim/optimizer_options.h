@@ -1,0 +1,31 @@
+// The options of every hook that steps an optimizer (hook_then_optimizer
+// and those to come), with torch.optim's names, defaults and checks (the
+// SGD, Adam and AdamW constructors), so one config line means the same
+// optimizer in each family and a config PyTorch refuses is refused.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <vector>
+
+#include "core/base/option_check.h"
+#include "core/base/options.h"
+#include "core/optim/functional_optim.h"
+
+namespace ddph {
+namespace optim {
+
+// optimizer, lr, weight_decay, maximize, momentum, dampening, nesterov,
+// beta1, beta2, eps, amsgrad: a family appends its own after them.
+std::vector<ddph_option_spec_t> optimizer_specs();
+
+// What the schema cannot say, as torch.optim refuses it: a beta of 1,
+// nesterov without momentum or with dampening. Throws DDPH_INVALID_ARGUMENT
+// naming the option and `who` (the hook, a literal).
+void check_optimizer_options(OptionCheck& c, const char* who);
+
+// The optimizer the checked options describe; errors in its steps name `who`.
+OptimConfig parse_optimizer(const Options& o, const char* who);
+
+}  // namespace optim
+}  // namespace ddph
