@@ -22,7 +22,7 @@
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
 #include "plugins/optimizer_overlap/param_select.h"
-#include "plugins/optimizer_overlap/state.h"
+#include "core/optim/state_blob.h"
 
 namespace ddph {
 namespace optimizer_overlap {
@@ -90,8 +90,8 @@ class HookThenOptimizer : public Hook {
           cast_into(at, dtype, g, DType::F32, upcast.data(), n);
           grad = static_cast<const float*>(upcast.data());
         }
-        const ParamKey key =
-            ids != nullptr ? ParamKey::id(ids[i]) : ParamKey::position(bucket.index, uint32_t(i));
+        const optim::ParamKey key =
+            ids != nullptr ? optim::ParamKey::id(ids[i]) : optim::ParamKey::position(bucket.index, uint32_t(i));
         optim::ParamState& s = states_[key];
         if (at.cuda()) {
           optim::DeviceSlots& slots = on_device(key, s, at);
@@ -114,19 +114,19 @@ class HookThenOptimizer : public Hook {
   void save_state(ddph_write_fn write, void* sink) override {
     std::string blob;
     if (device_.empty()) {
-      blob = encode_state(states_, options_.optim.kind);
+      blob = optim::encode_state(states_, options_.optim.kind);
     } else {
-      StateMap snapshot = states_;
+      optim::StateMap snapshot = states_;
       for (const auto& kv : device_) kv.second->download(&snapshot.at(kv.first));
-      blob = encode_state(snapshot, options_.optim.kind);
+      blob = optim::encode_state(snapshot, options_.optim.kind);
     }
     write(sink, blob.data(), blob.size());
   }
 
   // Loaded state lands on the host; a CUDA bucket uploads it at its next step.
   void load_state(const void* bytes, size_t n) override {
-    StateMap loaded =
-        decode_state(bytes, n, options_.optim.kind);  // decoded whole, then swapped in
+    optim::StateMap loaded =
+        optim::decode_state(bytes, n, options_.optim.kind);  // decoded whole, then swapped in
     device_.clear();
     states_ = std::move(loaded);
   }
@@ -153,7 +153,7 @@ class HookThenOptimizer : public Hook {
 
   // key's state as device slots on at's GPU, uploaded from the host the
   // first time (a loaded checkpoint, or earlier host steps).
-  optim::DeviceSlots& on_device(const ParamKey& key, optim::ParamState& s, const Where& at) {
+  optim::DeviceSlots& on_device(const optim::ParamKey& key, optim::ParamState& s, const Where& at) {
     auto found = device_.find(key);
     if (found != device_.end() && found->second->device() != at.device.device_id) {
       found->second->download(&s);  // the parameter moved GPUs: through the host
@@ -175,7 +175,7 @@ class HookThenOptimizer : public Hook {
   }
 
   // key's state back on the host if a CUDA bucket had it.
-  void to_host(const ParamKey& key, optim::ParamState* s) {
+  void to_host(const optim::ParamKey& key, optim::ParamState* s) {
     auto d = device_.find(key);
     if (d == device_.end()) return;
     d->second->download(s);
@@ -187,8 +187,8 @@ class HookThenOptimizer : public Hook {
   ParamSelection selection_;
   // Every parameter's step count and, for host buckets, its buffers; the
   // buffers of parameters stepped on a GPU live in device_ instead.
-  StateMap states_;
-  std::map<ParamKey, std::unique_ptr<optim::DeviceSlots>> device_;
+  optim::StateMap states_;
+  std::map<optim::ParamKey, std::unique_ptr<optim::DeviceSlots>> device_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
   std::vector<float*> params_;

@@ -37,8 +37,9 @@ std::vector<Share> assign_buckets(const std::vector<std::vector<size_t>>& numels
   DDPH_CHECK(world >= 1, DDPH_INVALID_ARGUMENT, kWho << ": world size " << world << " is below 1");
   for (size_t b = 0; b < numels.size(); ++b)
     DDPH_CHECK(!numels[b].empty(), DDPH_INVALID_ARGUMENT,
-               kWho << ": bucket " << b << " has no parameters; every bucket must lend its "
-                                           "parameters (ddph_bucket_t.params)");
+               kWho << ": bucket " << b
+                    << " has no parameters; every bucket must lend its "
+                       "parameters (ddph_bucket_t.params)");
   std::vector<Share> shares;
   if (!shard_buckets) {
     for (size_t b = 0; b < numels.size(); ++b)

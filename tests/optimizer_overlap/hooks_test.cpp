@@ -9,15 +9,14 @@
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
 #include "core/optim/functional_optim.h"
-#include "plugins/optimizer_overlap/state.h"
-#include "tests/optimizer_overlap/optim_support.h"
+#include "core/optim/state_blob.h"
+#include "tests/support/optim_model.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/session_ranks.h"
 
 namespace {
 
 using namespace ddph_test::optim;
-namespace oo = ddph::optimizer_overlap;
 namespace core_optim = ddph::optim;
 
 // Opens yaml on this rank and returns the error text ("" on success).
@@ -55,8 +54,8 @@ TEST_P(Checkpoint, MidRunResumesBitForBit) {
     // to 4 parameters at step 10, with every buffer.
     if (plain) {
       const std::string hook = ddph_test::hook_blob(blob);
-      const oo::StateMap states =
-          oo::decode_state(hook.data(), hook.size(), core_optim::OptimKind::kAdam);
+      const core_optim::StateMap states =
+          core_optim::decode_state(hook.data(), hook.size(), core_optim::OptimKind::kAdam);
       DDPH_CHILD_CHECK(states.size() == 4, "%zu parameter states", states.size());
       for (const auto& kv : states)
         DDPH_CHILD_CHECK(kv.second.step == 10 && !kv.second.max_second.empty(),
@@ -129,9 +128,9 @@ TEST(State, CorruptAndForeignBlobsAreRefused) {
 
 // The codec alone: round trip, truncation at every byte, trailing bytes.
 TEST(State, CodecRoundTripsAndRejectsTruncation) {
-  const oo::ParamKey k01 = oo::ParamKey::position(0, 1), k20 = oo::ParamKey::position(2, 0);
-  const oo::ParamKey id7 = oo::ParamKey::id(7), id0 = oo::ParamKey::id(0);
-  oo::StateMap m;
+  const core_optim::ParamKey k01 = core_optim::ParamKey::position(0, 1), k20 = core_optim::ParamKey::position(2, 0);
+  const core_optim::ParamKey id7 = core_optim::ParamKey::id(7), id0 = core_optim::ParamKey::id(0);
+  core_optim::StateMap m;
   m[k01].step = 3;
   m[k01].momentum = {1.5f, -2.f};
   m[k20].step = 7;
@@ -141,19 +140,19 @@ TEST(State, CodecRoundTripsAndRejectsTruncation) {
   m[id7].step = 2;
   m[id7].second = {9.f, 8.f};
   m[id0].step = 1;
-  const std::string good = oo::encode_state(m, core_optim::OptimKind::kAdamW);
-  const oo::StateMap back =
-      oo::decode_state(good.data(), good.size(), core_optim::OptimKind::kAdamW);
+  const std::string good = core_optim::encode_state(m, core_optim::OptimKind::kAdamW);
+  const core_optim::StateMap back =
+      core_optim::decode_state(good.data(), good.size(), core_optim::OptimKind::kAdamW);
   ASSERT_EQ(back.size(), 4u);
   EXPECT_EQ(back.at(id7).second, m[id7].second);
   EXPECT_EQ(back.at(id0).step, 1u);
-  EXPECT_EQ(back.count(oo::ParamKey::position(7, 0)), 0u);  // an id is not a bucket index
+  EXPECT_EQ(back.count(core_optim::ParamKey::position(7, 0)), 0u);  // an id is not a bucket index
   EXPECT_EQ(back.at(k01).momentum, m[k01].momentum);
   EXPECT_EQ(back.at(k20).max_second, m[k20].max_second);
   EXPECT_EQ(back.at(k20).step, 7u);
   auto code_of = [](const std::string& b, core_optim::OptimKind k) {
     try {
-      oo::decode_state(b.data(), b.size(), k);
+      core_optim::decode_state(b.data(), b.size(), k);
       return ddph_code_t(DDPH_OK);
     } catch (const ddph::Error& e) {
       return e.code();
@@ -181,9 +180,9 @@ TEST(State, Version1BlobsStillLoad) {
   w.put_floats({});
   w.put_floats({});
   const std::string v1 = ddph::finish_frame(w);
-  const oo::StateMap back = oo::decode_state(v1.data(), v1.size(), core_optim::OptimKind::kSgd);
+  const core_optim::StateMap back = core_optim::decode_state(v1.data(), v1.size(), core_optim::OptimKind::kSgd);
   ASSERT_EQ(back.size(), 1u);
-  const core_optim::ParamState& s = back.at(oo::ParamKey::position(3, 1));
+  const core_optim::ParamState& s = back.at(core_optim::ParamKey::position(3, 1));
   EXPECT_EQ(s.step, 5u);
   EXPECT_EQ(s.momentum, (std::vector<float>{0.5f, -1.f}));
 }

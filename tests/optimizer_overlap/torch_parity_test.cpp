@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-#include "tests/optimizer_overlap/optim_support.h"
+#include "tests/support/optim_model.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/session_ranks.h"
 #include "tests/support/torch_ref.h"
@@ -54,61 +54,9 @@ const Case kCases[] = {
 // Every case's final parameters, computed once by one torch run.
 const std::map<std::string, std::vector<float>>& torch_results() {
   static const std::map<std::string, std::vector<float>> results = [] {
-    std::map<std::string, std::vector<float>> out;
-    std::vector<float> init, grads;
-    for (int p = 0; p < kParams; ++p)
-      for (size_t i = 0; i < numel(p); ++i) init.push_back(initial(p, i));
-    for (int s = 0; s < kSteps; ++s)
-      for (int r = 0; r < kWorld; ++r)
-        for (int p = 0; p < kParams; ++p)
-          for (size_t i = 0; i < numel(p); ++i) grads.push_back(gradient(r, uint64_t(s), p, i));
-    std::string shapes_text = "[";
-    for (const auto& s : shapes()) {
-      shapes_text += "(";
-      for (int64_t d : s) shapes_text += std::to_string(d) + ",";
-      shapes_text += "),";
-    }
-    shapes_text += "]";
-    std::string script =
-        "import sys, numpy as np, torch\n"
-        "d = sys.argv[1]\n"
-        "shapes = " +
-        shapes_text +
-        "\n"
-        "sizes = [int(np.prod(s)) for s in shapes]\n"
-        "total = sum(sizes)\n"
-        "init = np.fromfile(d + '/init', dtype=np.float32)\n"
-        "grads = np.fromfile(d + '/grads', dtype=np.float32).reshape(" +
-        std::to_string(kSteps) + ", " + std::to_string(kWorld) +
-        ", total)\n"
-        "def split(flat):\n"
-        "    out, at = [], 0\n"
-        "    for s, n in zip(shapes, sizes):\n"
-        "        out.append(torch.from_numpy(flat[at:at + n].copy()).reshape(s)); at += n\n"
-        "    return out\n"
-        "def run(name, make):\n"
-        "    ps = [torch.nn.Parameter(t) for t in split(init)]\n"
-        "    opt = make(ps)\n"
-        "    for s in range(grads.shape[0]):\n"
-        "        # default/allreduce: each rank's value divided by the world size, then summed\n"
-        "        mean = torch.zeros(total, dtype=torch.float32)\n"
-        "        for r in range(grads.shape[1]):\n"
-        "            mean = mean + torch.from_numpy(grads[s, r]) / grads.shape[1]\n"
-        "        for p, g in zip(ps, split(mean.numpy())):\n"
-        "            p.grad = g.clone()\n"
-        "        opt.step()\n"
-        "    np.concatenate([p.detach().numpy().ravel() for p in ps]).astype(np.float32)"
-        ".tofile(d + '/out_' + name)\n";
-    std::vector<std::string> names;
-    for (const Case& c : kCases) {
-      script += "run('" + std::string(c.name) + "', lambda ps: " + c.torch + ")\n";
-      names.push_back(std::string("out_") + c.name);
-    }
-    ddph_test::Blobs blobs = ddph_test::run_torch(
-        script, {{"init", ddph_test::to_blob(init)}, {"grads", ddph_test::to_blob(grads)}}, names);
-    for (const Case& c : kCases)
-      out[c.name] = ddph_test::from_blob<float>(blobs.at(std::string("out_") + c.name));
-    return out;
+    std::vector<std::pair<std::string, std::string>> makers;
+    for (const Case& c : kCases) makers.push_back({c.name, c.torch});
+    return torch_optim_reference(std::vector<int>(kSteps, kWorld), makers);
   }();
   return results;
 }

@@ -1,10 +1,10 @@
-#include "plugins/optimizer_overlap/state.h"
+#include "core/optim/state_blob.h"
 
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 namespace {
 
 constexpr char kMagic[8] = {'D', 'D', 'P', 'H', 'O', 'P', 'T', 'M'};
@@ -12,7 +12,7 @@ constexpr const char* kBlob = "hook_then_optimizer state";
 
 }  // namespace
 
-std::string encode_state(const StateMap& states, optim::OptimKind kind) {
+std::string encode_state(const StateMap& states, OptimKind kind) {
   LeWriter w;
   put_frame_header(w, kMagic, kStateVersion);
   w.put(uint32_t(kind), 4);
@@ -29,16 +29,15 @@ std::string encode_state(const StateMap& states, optim::OptimKind kind) {
   return finish_frame(w);
 }
 
-StateMap decode_state(const void* bytes, size_t n, optim::OptimKind kind) {
+StateMap decode_state(const void* bytes, size_t n, OptimKind kind) {
   uint32_t version = 0;
   LeReader body =
       open_frame(bytes, n, kMagic, 1, kStateVersion, kBlob, "hook_then_optimizer", &version);
   const uint64_t saved_kind = body.get(4, "the optimizer");
-  DDPH_CHECK(
-      saved_kind == uint32_t(kind), DDPH_INVALID_ARGUMENT,
-      kBlob << ": saved by optimizer "
-            << (saved_kind <= 2 ? optim::optim_name(optim::OptimKind(saved_kind)) : "(unknown)")
-            << ", but this hook runs " << optim::optim_name(kind));
+  DDPH_CHECK(saved_kind == uint32_t(kind), DDPH_INVALID_ARGUMENT,
+             kBlob << ": saved by optimizer "
+                   << (saved_kind <= 2 ? optim_name(OptimKind(saved_kind)) : "(unknown)")
+                   << ", but this hook runs " << optim_name(kind));
   const uint64_t count = body.get(4, "the parameter count");
   StateMap states;
   for (uint64_t k = 0; k < count; ++k) {
@@ -48,7 +47,7 @@ StateMap decode_state(const void* bytes, size_t n, optim::OptimKind kind) {
     ParamKey key{kind == 1, 0, 0};
     key.first = body.get(8, key.by_id ? "a parameter id" : "a bucket index");
     if (!key.by_id) key.second = uint32_t(body.get(4, "a parameter position"));
-    optim::ParamState s;
+    ParamState s;
     s.step = body.get(8, "a step count");
     s.momentum = body.get_floats("momentum");
     s.second = body.get_floats("exp_avg_sq");
@@ -66,5 +65,5 @@ StateMap decode_state(const void* bytes, size_t n, optim::OptimKind kind) {
   return states;
 }
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

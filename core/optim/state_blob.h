@@ -1,5 +1,6 @@
-// hook_then_optimizer's checkpoint: the optimizer state of every parameter
-// it has updated, keyed by the host's parameter id (ddph_bucket_t.param_ids,
+// The optimizer state blob: the state of every parameter an optimizer hook
+// has updated (hook_then_optimizer's checkpoint, and what the zero family's
+// shards consolidate into), keyed by the host's parameter id (ddph_bucket_t.param_ids,
 // ABI 1.2) or, for a host that gives none, by (bucket index, position in
 // the bucket).
 //
@@ -29,7 +30,7 @@
 #include "core/optim/functional_optim.h"
 
 namespace ddph {
-namespace optimizer_overlap {
+namespace optim {
 
 // Where a parameter's state is kept: by the host's id when it gives one
 // (the state then follows the parameter when the host regroups its
@@ -44,14 +45,14 @@ struct ParamKey {
     return std::tie(by_id, first, second) < std::tie(o.by_id, o.first, o.second);
   }
 };
-using StateMap = std::map<ParamKey, optim::ParamState>;  // ordered: the blob is deterministic
+using StateMap = std::map<ParamKey, ParamState>;  // ordered: the blob is deterministic
 
 constexpr uint32_t kStateVersion = 2;
 
-std::string encode_state(const StateMap& states, optim::OptimKind kind);
+std::string encode_state(const StateMap& states, OptimKind kind);
 // Throws DDPH_INVALID_ARGUMENT on a wrong magic, version or checksum, an
 // optimizer other than `kind`, truncation, trailing bytes or a repeated key.
-StateMap decode_state(const void* bytes, size_t n, optim::OptimKind kind);
+StateMap decode_state(const void* bytes, size_t n, OptimKind kind);
 
-}  // namespace optimizer_overlap
+}  // namespace optim
 }  // namespace ddph

@@ -1,8 +1,10 @@
-#include "tests/optimizer_overlap/optim_support.h"
+#include "tests/support/optim_model.h"
 
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+
+#include "tests/support/torch_ref.h"
 
 namespace ddph_test {
 namespace optim {
@@ -37,11 +39,16 @@ float gradient(int rank, uint64_t step, int param, size_t i) {
   return (h & 3) == 0 ? v * 1e-3f : v;
 }
 
-std::string yaml(const std::string& options, const std::string& inner) {
+std::string yaml(const std::string& options, const std::string& inner, const std::string& hook) {
+  const size_t slash = hook.find('/');
   return "comm: {backend: gloo, timeout: 30s}\n"
          "hook:\n"
-         "  family: optimizer_overlap\n"
-         "  name: hook_then_optimizer\n"
+         "  family: " +
+         hook.substr(0, slash) +
+         "\n"
+         "  name: " +
+         hook.substr(slash + 1) +
+         "\n"
          "  options: {" +
          options +
          "}\n"
@@ -161,6 +168,71 @@ void Model::set_flat(const std::vector<float>& values) {
   size_t at = 0;
   for (auto& p : params)
     for (float& v : p) v = values[at++];
+}
+
+std::map<std::string, std::vector<float>> torch_optim_reference(
+    const std::vector<int>& worlds,
+    const std::vector<std::pair<std::string, std::string>>& makers) {
+  std::vector<float> init, grads;
+  for (int p = 0; p < kParams; ++p)
+    for (size_t i = 0; i < numel(p); ++i) init.push_back(initial(p, i));
+  std::string worlds_text = "[";
+  for (size_t s = 0; s < worlds.size(); ++s) {
+    worlds_text += std::to_string(worlds[s]) + ",";
+    for (int r = 0; r < worlds[s]; ++r)
+      for (int p = 0; p < kParams; ++p)
+        for (size_t i = 0; i < numel(p); ++i) grads.push_back(gradient(r, uint64_t(s), p, i));
+  }
+  worlds_text += "]";
+  std::string shapes_text = "[";
+  for (const auto& s : shapes()) {
+    shapes_text += "(";
+    for (int64_t d : s) shapes_text += std::to_string(d) + ",";
+    shapes_text += "),";
+  }
+  shapes_text += "]";
+  std::string script =
+      "import sys, numpy as np, torch\n"
+      "d = sys.argv[1]\n"
+      "shapes = " +
+      shapes_text +
+      "\n"
+      "worlds = " +
+      worlds_text +
+      "\n"
+      "sizes = [int(np.prod(s)) for s in shapes]\n"
+      "total = sum(sizes)\n"
+      "init = np.fromfile(d + '/init', dtype=np.float32)\n"
+      "grads = np.fromfile(d + '/grads', dtype=np.float32).reshape(-1, total)\n"
+      "def split(flat):\n"
+      "    out, at = [], 0\n"
+      "    for s, n in zip(shapes, sizes):\n"
+      "        out.append(torch.from_numpy(flat[at:at + n].copy()).reshape(s)); at += n\n"
+      "    return out\n"
+      "def run(name, make):\n"
+      "    ps = [torch.nn.Parameter(t) for t in split(init)]\n"
+      "    opt = make(ps)\n"
+      "    row = 0\n"
+      "    for w in worlds:\n"
+      "        # default/allreduce: each rank's value divided by the world size, then summed\n"
+      "        mean = torch.zeros(total, dtype=torch.float32)\n"
+      "        for r in range(w):\n"
+      "            mean = mean + torch.from_numpy(grads[row + r]) / w\n"
+      "        row += w\n"
+      "        for p, g in zip(ps, split(mean.numpy())):\n"
+      "            p.grad = g.clone()\n"
+      "        opt.step()\n"
+      "    np.concatenate([p.detach().numpy().ravel() for p in ps]).astype(np.float32)"
+      ".tofile(d + '/out_' + name)\n";
+  std::vector<std::string> names;
+  for (const auto& m : makers) {
+    script += "run('" + m.first + "', lambda ps: " + m.second + ")\n";
+    names.push_back("out_" + m.first);
+  }
+  Blobs blobs = run_torch(script, {{"init", to_blob(init)}, {"grads", to_blob(grads)}}, names);
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& m : makers) out[m.first] = from_blob<float>(blobs.at("out_" + m.first));
+  return out;
 }
 
 }  // namespace optim

@@ -1,13 +1,16 @@
-// A small model for the hook_then_optimizer tests: four parameters of mixed
-// shapes in two buckets (params 0, 1 in bucket 0; params 2, 3 in bucket 1),
-// with deterministic rank- and step-dependent gradients that every rank
-// (and the PyTorch reference) can compute for every rank.
+// A small model for the tests of hooks that step an optimizer
+// (hook_then_optimizer, the zero hooks): four parameters of mixed shapes in
+// two buckets (params 0, 1 in bucket 0; params 2, 3 in bucket 1), with
+// deterministic rank- and step-dependent gradients that every rank (and the
+// PyTorch reference) can compute for every rank.
 #pragma once
 
 #include <ddph/ddph.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddph_test {
@@ -21,10 +24,21 @@ size_t total_numel();
 float initial(int param, size_t i);
 float gradient(int rank, uint64_t step, int param, size_t i);
 
-// "comm: ...\nhook: {family: optimizer_overlap, name: hook_then_optimizer,
-//  options: {<options>}, wrap: <inner>}"
+// "comm: ...\nhook: {family: <family>, name: <name>, options: {<options>},
+//  wrap: <inner>}", hook being "<family>/<name>".
 std::string yaml(const std::string& options,
-                 const std::string& inner = "{family: default, name: allreduce}");
+                 const std::string& inner = "{family: default, name: allreduce}",
+                 const std::string& hook = "optimizer_overlap/hook_then_optimizer");
+
+// torch.optim on the model, run by one /usr/bin/python3: step s on the
+// mean of the gradients of ranks 0 .. worlds[s] - 1 (as default/allreduce
+// forms it: each divided by the world size, summed in rank order), so a run
+// may change its world size midway (a checkpoint loaded at another world).
+// makers maps a case name to a torch.optim constructor given the parameter
+// list `ps` ("torch.optim.SGD(ps, lr=0.1, foreach=False)"); returns each
+// case's final parameters, concatenated in parameter order.
+std::map<std::string, std::vector<float>> torch_optim_reference(
+    const std::vector<int>& worlds, const std::vector<std::pair<std::string, std::string>>& makers);
 
 // How Model::step hands over gradients: float32 buckets; float32 buckets
 // of values rounded toward zero to bfloat16; or bfloat16 buckets of those

@@ -1,0 +1,56 @@
+#include "plugins/zero/options.h"
+
+#include <string>
+#include <vector>
+
+#include "core/base/options.h"
+#include "core/optim/optimizer_options.h"
+
+namespace ddph {
+namespace zero {
+
+const ddph_option_spec_t* zero_specs(size_t* count) {
+  static const std::vector<ddph_option_spec_t> specs = [] {
+    std::vector<ddph_option_spec_t> v = optim::optimizer_specs();
+    v.push_back(spec_string("protocol", "allreduce",
+                            "allreduce: the wrapped hook reduces each bucket, each parameter's "
+                            "owner steps it and broadcasts it (PyTorch's ddp_zero_hook); "
+                            "reduce_scatter: each rank receives and steps only the mean of its "
+                            "1/world of each bucket, then the ranges are all-gathered (ZeRO-2)",
+                            "allreduce|reduce_scatter"));
+    v.push_back(spec_bool("shard_buckets", "false",
+                          "allreduce: split buckets over ranks by element count, as "
+                          "ZeroRedundancyOptimizer's shard_buckets (else whole buckets "
+                          "round-robin)"));
+    return v;
+  }();
+  *count = specs.size();
+  return specs.data();
+}
+
+const char* protocol_name(Protocol p) {
+  return p == Protocol::kAllreduce ? "allreduce" : "reduce_scatter";
+}
+
+void check_zero_options(OptionCheck& c, const char* who) {
+  optim::check_optimizer_options(c, who);
+  DDPH_CHECK_OPTION(c,
+                    !(c.options.get_bool("shard_buckets") &&
+                      c.options.get_string("protocol") == "reduce_scatter"),
+                    "shard_buckets",
+                    who << ": option 'shard_buckets' applies to protocol allreduce only; "
+                           "reduce_scatter already splits every bucket over every rank");
+}
+
+ZeroOptions parse_zero_options(const ddph_hook_init_t& init, const char* who) {
+  Options o(init.options, init.num_options);
+  ZeroOptions z;
+  z.optim = optim::parse_optimizer(o, who);
+  z.protocol = o.get_string("protocol") == "reduce_scatter" ? Protocol::kReduceScatter
+                                                            : Protocol::kAllreduce;
+  z.shard_buckets = o.get_bool("shard_buckets");
+  return z;
+}
+
+}  // namespace zero
+}  // namespace ddph

@@ -1,0 +1,432 @@
+// The zero hooks: ZeRO overlapped with DDP. Each rank keeps the optimizer
+// state of its share of the parameters only (layout.h says which), steps
+// that share with core's functional optimizers once its gradient is
+// reduced, and hands the updated values to the other ranks:
+// - protocol allreduce (PyTorch's ddp_zero_hook): the wrapped hook reduces
+//   the whole bucket, each owner steps its parameters and broadcasts them;
+// - protocol reduce_scatter (ZeRO-2): an alltoallv leaves each rank the mean
+//   of its 1/world of the bucket, the rank steps it and an allgather hands
+//   every rank every range: the bytes of one allreduce.
+// zero_step_interleaved steps each bucket as it is reduced; zero_step keeps
+// the reduced gradients of its share (1/world of them) and steps every
+// bucket at the step's last one, as PyTorch's hook_with_zero_step does.
+// Every rank walks the same buckets, pieces and shares in the same order,
+// so the collectives pair up without any ownership being sent.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/hook.h"
+#include "core/hook/param_view.h"
+#include "plugins/zero/assignment.h"
+#include "plugins/zero/hooks.h"
+#include "plugins/zero/layout.h"
+#include "plugins/zero/options.h"
+#include "plugins/zero/shard_state.h"
+
+namespace ddph {
+namespace zero {
+namespace {
+
+// One bucket of the current step whose pieces are stepped at its end.
+struct Deferred {
+  uint64_t index = 0;
+  std::vector<float*> params;  // the host's parameters, lent for the step
+  std::vector<float> grads;    // reduced gradients of bucket elements [base, ...)
+  size_t base = 0;
+};
+
+template <bool kInterleaved>
+class ZeroHook : public Hook {
+ public:
+  static constexpr uint32_t kFlags =
+      DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_STEPS_OPTIMIZER;
+  static constexpr const char* kName = kInterleaved ? "zero_step_interleaved" : "zero_step";
+  static void check_options(OptionCheck& c) { check_zero_options(c, kName); }
+
+  explicit ZeroHook(const ddph_hook_init_t& init)
+      : inner_(*init.inner),
+        comm_(init.comm),
+        options_(parse_zero_options(init, kName)),
+        rank_(comm_rank(comm_)),
+        world_(comm_size(comm_)) {
+    const char* inner_name = inner_.hook->name ? inner_.hook->name : "?";
+    DDPH_CHECK(!(inner_.hook->flags & DDPH_HOOK_RESULT_ELSEWHERE), DDPH_UNSUPPORTED,
+               kName << ": the wrapped hook '" << inner_name
+                     << "' does not leave the reduced gradient in the bucket buffer "
+                        "(DDPH_HOOK_RESULT_ELSEWHERE), so there is no gradient to step the "
+                        "optimizer with; wrap a hook whose result lands in the bucket, e.g. "
+                        "default/allreduce");
+    if (options_.protocol == Protocol::kReduceScatter) {
+      // The protocol averages the gradients itself; a wrapped hook that does
+      // something else (compresses, skips) would be silently ignored.
+      DDPH_CHECK(std::string(inner_name) == "allreduce", DDPH_INVALID_ARGUMENT,
+                 kName << ": protocol reduce_scatter averages the gradients itself, as "
+                          "default/allreduce does, so it wraps default/allreduce; it was given '"
+                       << inner_name << "' (use protocol: allreduce to reduce with it)");
+      DDPH_CHECK(comm_can_alltoallv(comm_), DDPH_UNSUPPORTED,
+                 kName << ": protocol reduce_scatter needs a communicator with alltoallv or "
+                          "send/recv; this one has neither (use protocol: allreduce)");
+    }
+  }
+
+  void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    DDPH_CHECK(dtype == DType::F32, DDPH_UNSUPPORTED,
+               kName << ": bucket dtype " << dtype_name(dtype)
+                     << " is not supported: the zero hooks step float32 gradients into float32 "
+                        "parameters");
+    // Every parameter is checked, the ones other ranks own too: this rank
+    // writes their broadcast or gathered values.
+    params_.assign(bucket.num_params, nullptr);
+    for (size_t i = 0; i < bucket.num_params; ++i)
+      params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)");
+    count_in(uint64_t(bucket.buffer.shape[0]) * sizeof(float));
+    const BucketLayout& layout = learn(bucket);
+
+    float* buffer = static_cast<float*>(data_ptr(bucket.buffer));
+    const float* reduced = buffer;
+    size_t base = 0;
+    if (options_.protocol == Protocol::kAllreduce) {
+      run_hook_blocking(inner_, bucket);
+    } else {
+      const Range mine = rank_range(layout.n, world_, rank_);
+      reduce_scatter_mean(buffer, layout.n, mine);
+      reduced = mean_.data();
+      base = mine.begin;
+    }
+
+    const bool owners_known = pieces_.count(layout.index) != 0;
+    if (kInterleaved && owners_known) {
+      step_and_share(layout, params_.data(), reduced, base);
+    } else {
+      Deferred d;
+      d.index = layout.index;
+      d.params = params_;
+      // Only this rank's span is kept, unless no owner is known yet
+      // (shard_buckets' first step): then the whole bucket.
+      Range keep{0, layout.n};
+      if (options_.protocol == Protocol::kReduceScatter)
+        keep = rank_range(layout.n, world_, rank_);
+      else if (owners_known)
+        keep = owned_span(layout, pieces_.at(layout.index), rank_);
+      d.base = keep.begin;
+      d.grads.assign(reduced + (keep.begin - base), reduced + (keep.begin - base) + keep.count);
+      deferred_.push_back(std::move(d));
+    }
+    if (bucket.is_last) finish_step();
+    done.ok();
+  }
+
+  void save_state(ddph_write_fn write, void* sink) override {
+    if (!full_.empty()) {
+      // A loaded full state not yet cut into pieces (no step since the
+      // load): saved as it came, so nothing of it is lost.
+      const std::string blob = optim::encode_state(full_, options_.optim.kind);
+      write(sink, blob.data(), blob.size());
+      return;
+    }
+    Shard s;
+    s.kind = options_.optim.kind;
+    s.world = uint32_t(world_);
+    s.rank = uint32_t(rank_);
+    s.layout_hash = layout_hash_ != 0 ? layout_hash_ : shard_hash_;
+    s.pieces = states_;
+    const std::string blob = encode_shard(s);
+    write(sink, blob.data(), blob.size());
+  }
+
+  void load_state(const void* bytes, size_t n) override {
+    LoadedState loaded = decode_loaded(bytes, n, options_.optim.kind, kName);
+    if (loaded.single_shard) {
+      const Shard& s = loaded.shard;
+      DDPH_CHECK(s.world == uint32_t(world_) && s.rank == uint32_t(rank_), DDPH_INVALID_ARGUMENT,
+                 kName << ": the checkpoint is the shard of rank " << s.rank << " of a world of "
+                       << s.world << ", but this is rank " << rank_ << " of " << world_
+                       << "; to load at another world size or rank, load every rank's shard "
+                          "joined (docs/zero.md)");
+      DDPH_CHECK(layout_hash_ == 0 || s.layout_hash == 0 || s.layout_hash == layout_hash_,
+                 DDPH_INVALID_ARGUMENT, kName << ": " << kOtherLayout);
+      states_ = s.pieces;
+      shard_hash_ = s.layout_hash;
+      from_shard_ = true;
+      full_.clear();
+    } else {
+      states_.clear();
+      full_ = std::move(loaded.full);
+      from_shard_ = false;
+      shard_hash_ = 0;
+    }
+  }
+
+  void stats(ddph_stats_t* out) const override {
+    Hook::stats(out);
+    const uint64_t own = out->bytes_out;
+    if (options_.protocol == Protocol::kAllreduce) {
+      take_inner_bytes_out(inner_, out);
+      out->bytes_out += own;
+    }
+  }
+
+ private:
+  static constexpr const char* kOtherLayout =
+      "the checkpoint is a shard of another bucket layout or protocol; its optimizer state "
+      "belongs to other parameters. Load every rank's shard joined (docs/zero.md), which "
+      "reshards to any layout";
+
+  // The bucket's layout, the same as before and on every rank.
+  const BucketLayout& learn(const ddph_bucket_t& bucket) {
+    BucketLayout now = layout_of(bucket);
+    auto known = layouts_.find(bucket.index);
+    if (known != layouts_.end()) {
+      DDPH_CHECK(known->second == now, DDPH_INVALID_ARGUMENT,
+                 kName << ": bucket " << bucket.index << " holds other parameters than at step "
+                       << first_step_
+                       << "; each rank's optimizer shard was cut from the first step's buckets, "
+                          "so a host must keep its buckets (with PyTorch DDP, attach the hook "
+                          "after DDP rebuilt them)");
+      return known->second;
+    }
+    DDPH_CHECK(layout_hash_ == 0, DDPH_INVALID_ARGUMENT,
+               kName << ": bucket " << bucket.index << " first arrives at step " << bucket.step
+                     << ", after the layout of step " << first_step_
+                     << " was fixed; a host must keep its buckets");
+    if (layouts_.empty()) first_step_ = bucket.step;
+    agree_on(now);
+    const BucketLayout& l = layouts_.emplace(bucket.index, std::move(now)).first->second;
+    if (options_.protocol == Protocol::kReduceScatter) {
+      pieces_[l.index] = range_pieces(l, world_);
+    } else if (!options_.shard_buckets) {
+      const Share whole{l.index, 0, l.keys.size(), int(l.index % uint64_t(world_))};
+      shares_[l.index] = {whole};
+      pieces_[l.index] = share_pieces(l, shares_[l.index]);
+    }
+    return l;
+  }
+
+  // Ranks that disagree on a bucket would step and send different
+  // parameters: every rank's layout hash is compared before any gradient
+  // moves.
+  void agree_on(const BucketLayout& l) {
+    if (world_ == 1) return;
+    uint64_t mine = layout_hash(l);
+    std::vector<uint64_t> all(static_cast<size_t>(world_));
+    FlatTensor send(&mine, DType::U8, 8);
+    FlatTensor recv(all.data(), DType::U8, int64_t(8 * all.size()));
+    comm_allgather(comm_, send, recv, nullptr);
+    for (int r = 0; r < world_; ++r)
+      DDPH_CHECK(all[size_t(r)] == mine, DDPH_INVALID_ARGUMENT,
+                 kName << ": rank " << r << " and rank " << rank_ << " disagree on bucket "
+                       << l.index
+                       << "'s parameters (their count, sizes, offsets or ids); every rank must "
+                          "hand the hook the same buckets");
+  }
+
+  // The step's last bucket: owners of shard_buckets are known now; every
+  // deferred bucket is stepped and shared, in index order.
+  void finish_step() {
+    if (layout_hash_ == 0) {
+      std::vector<const BucketLayout*> all;
+      for (const auto& kv : layouts_) all.push_back(&kv.second);
+      if (options_.protocol == Protocol::kAllreduce && options_.shard_buckets) assign_shards();
+      layout_hash_ = layouts_hash(all, world_, int(options_.protocol) + 2 * options_.shard_buckets);
+      if (layout_hash_ == 0) layout_hash_ = 1;  // 0 means "not known yet"
+    }
+    DDPH_CHECK(shard_hash_ == 0 || shard_hash_ == layout_hash_, DDPH_INVALID_ARGUMENT,
+               kName << ": " << kOtherLayout);
+    std::sort(deferred_.begin(), deferred_.end(),
+              [](const Deferred& a, const Deferred& b) { return a.index < b.index; });
+    for (Deferred& d : deferred_)
+      step_and_share(layouts_.at(d.index), d.params.data(), d.grads.data(), d.base);
+    deferred_.clear();
+    full_.clear();  // every owned piece took its slice at this step
+  }
+
+  void assign_shards() {
+    std::vector<std::vector<size_t>> numels;
+    std::vector<uint64_t> indices;
+    for (const auto& kv : layouts_) {
+      numels.push_back(kv.second.numels);
+      indices.push_back(kv.first);
+    }
+    const std::vector<Share> shares = assign_buckets(numels, world_, true);
+    for (Share s : shares) {
+      s.bucket = indices[s.bucket];
+      shares_[s.bucket].push_back(s);
+    }
+    for (const auto& kv : shares_)
+      pieces_[kv.first] = share_pieces(layouts_.at(kv.first), kv.second);
+  }
+
+  // Steps this rank's pieces of a bucket (reduced holds its gradient
+  // elements from `base` on), then hands every rank every piece.
+  void step_and_share(const BucketLayout& l, float* const* params, const float* reduced,
+                      size_t base) {
+    const std::vector<Piece>& pieces = pieces_.at(l.index);
+    for (const Piece& p : pieces) {
+      if (p.rank != rank_) continue;
+      const size_t at = l.offsets[p.param] + p.begin;
+      step_piece(l, p, params[p.param] + p.begin, reduced + (at - base));
+    }
+    if (world_ == 1) return;
+    if (options_.protocol == Protocol::kAllreduce)
+      broadcast_shares(l, params);
+    else
+      gather_ranges(l, pieces, params);
+  }
+
+  void step_piece(const BucketLayout& l, const Piece& p, float* param, const float* grad) {
+    const PieceKey key{l.keys[p.param], p.begin};
+    PieceState& st = state_for(key, l.numels[p.param], p);
+    optim::HostSlots slots(st.state);
+    const optim::StepPlan plan = optim::plan_step(options_.optim, &st.state.step, slots, p.count);
+    optim::run_step_host(plan, param, grad, optim::slot_data(plan, slots), p.count);
+  }
+
+  PieceState& state_for(const PieceKey& key, size_t numel, const Piece& p) {
+    auto found = states_.find(key);
+    if (found != states_.end()) {
+      DDPH_CHECK(found->second.count == p.count, DDPH_INVALID_ARGUMENT,
+                 kName << ": " << kOtherLayout);
+      return found->second;
+    }
+    DDPH_CHECK(!from_shard_ || states_.empty(), DDPH_INVALID_ARGUMENT,
+               kName << ": " << kOtherLayout);
+    PieceState fresh;
+    fresh.count = p.count;
+    auto whole = full_.find(key.param);
+    if (whole != full_.end()) fresh = slice_state(whole->second, numel, p.begin, p.count, kName);
+    return states_.emplace(key, std::move(fresh)).first->second;
+  }
+
+  // protocol allreduce: each share from its owner, in assignment order.
+  void broadcast_shares(const BucketLayout& l, float* const* params) {
+    for (const Share& s : shares_.at(l.index)) {
+      size_t n = 0;
+      for (size_t i = s.first; i < s.first + s.count; ++i) n += l.numels[i];
+      send_.resize(n);
+      if (s.rank == rank_) copy_params(l, s, params, /*into_buffer=*/true);
+      FlatTensor buf(send_.data(), DType::F32, int64_t(n));
+      comm_broadcast(comm_, buf, s.rank, nullptr);
+      count_out(n * sizeof(float));
+      if (s.rank != rank_) copy_params(l, s, params, /*into_buffer=*/false);
+    }
+  }
+
+  void copy_params(const BucketLayout& l, const Share& s, float* const* params, bool into_buffer) {
+    float* at = send_.data();
+    for (size_t i = s.first; i < s.first + s.count; ++i) {
+      const size_t bytes = l.numels[i] * sizeof(float);
+      if (into_buffer)
+        std::memcpy(at, params[i], bytes);
+      else
+        std::memcpy(params[i], at, bytes);
+      at += l.numels[i];
+    }
+  }
+
+  // protocol reduce_scatter: the mean of this rank's range of the bucket,
+  // into mean_. Each rank's contribution is divided by the world size and
+  // the contributions summed in rank order, as default/allreduce averages.
+  void reduce_scatter_mean(const float* buffer, size_t n, const Range& mine) {
+    mean_.assign(mine.count, 0.f);
+    const float w = float(world_);
+    if (world_ == 1) {
+      for (size_t k = 0; k < mine.count; ++k) mean_[k] = buffer[mine.begin + k] / w;
+      return;
+    }
+    std::vector<int64_t> send_counts(static_cast<size_t>(world_));
+    for (int j = 0; j < world_; ++j)
+      send_counts[size_t(j)] = int64_t(rank_range(n, world_, j).count);
+    recv_.resize(size_t(world_) * mine.count);
+    FlatTensor send(const_cast<float*>(buffer), DType::F32, int64_t(n));
+    FlatTensor recv(recv_.data(), DType::F32, int64_t(recv_.size()));
+    comm_alltoallv(comm_, send, send_counts, recv,
+                   std::vector<int64_t>(size_t(world_), int64_t(mine.count)), nullptr);
+    count_out((n - mine.count) * sizeof(float));
+    for (int r = 0; r < world_; ++r) {
+      const float* from = recv_.data() + size_t(r) * mine.count;
+      for (size_t k = 0; k < mine.count; ++k) mean_[k] += from[k] / w;
+    }
+  }
+
+  // protocol reduce_scatter: every rank's stepped range to every rank, in
+  // blocks of range_width elements (the last ranges padded).
+  void gather_ranges(const BucketLayout& l, const std::vector<Piece>& pieces,
+                     float* const* params) {
+    const size_t width = range_width(l.n, world_);
+    send_.assign(width, 0.f);
+    recv_.resize(width * size_t(world_));
+    const Range mine = rank_range(l.n, world_, rank_);
+    for (const Piece& p : pieces)
+      if (p.rank == rank_)
+        std::memcpy(send_.data() + (l.offsets[p.param] + p.begin - mine.begin),
+                    params[p.param] + p.begin, p.count * sizeof(float));
+    FlatTensor send(send_.data(), DType::F32, int64_t(width));
+    FlatTensor recv(recv_.data(), DType::F32, int64_t(recv_.size()));
+    comm_allgather(comm_, send, recv, nullptr);
+    count_out(width * sizeof(float));
+    for (const Piece& p : pieces) {
+      if (p.rank == rank_) continue;
+      const Range theirs = rank_range(l.n, world_, p.rank);
+      std::memcpy(
+          params[p.param] + p.begin,
+          recv_.data() + size_t(p.rank) * width + (l.offsets[p.param] + p.begin - theirs.begin),
+          p.count * sizeof(float));
+    }
+  }
+
+  ddph_hook_ref_t inner_;
+  ddph_comm_t* comm_;
+  ZeroOptions options_;
+  int rank_, world_;
+  // Fixed at the first step: every bucket's layout, its pieces and (protocol
+  // allreduce) its shares, and their hash once the first step ended.
+  std::map<uint64_t, BucketLayout> layouts_;
+  std::map<uint64_t, std::vector<Piece>> pieces_;
+  std::map<uint64_t, std::vector<Share>> shares_;
+  uint64_t layout_hash_ = 0, first_step_ = 0;
+  // The optimizer state of this rank's pieces.
+  PieceMap states_;
+  // A loaded checkpoint: every parameter's whole state, sliced into pieces
+  // as they are first stepped; or (from_shard_) a shard, whose layout hash
+  // must match.
+  optim::StateMap full_;
+  bool from_shard_ = false;
+  uint64_t shard_hash_ = 0;
+  std::vector<Deferred> deferred_;
+  // Reused from bucket to bucket.
+  std::vector<float*> params_;
+  std::vector<float> mean_, send_, recv_;
+};
+
+template <bool kInterleaved>
+const ddph_hook_t& zero_table(const char* summary) {
+  static const ddph_hook_t table = [summary] {
+    size_t n = 0;
+    const ddph_option_spec_t* specs = zero_specs(&n);
+    return hook_table<ZeroHook<kInterleaved>>(ZeroHook<kInterleaved>::kName, summary, specs, n,
+                                              /*keeps_state=*/true);
+  }();
+  return table;
+}
+
+}  // namespace
+
+const ddph_hook_t& zero_step_hook() {
+  return zero_table<false>(
+      "ZeRO: each rank keeps and steps the optimizer state of 1/world of the parameters, at "
+      "the step's last bucket, and shares the updated parameters");
+}
+
+const ddph_hook_t& zero_step_interleaved_hook() {
+  return zero_table<true>(
+      "ZeRO: each rank keeps and steps the optimizer state of 1/world of the parameters, "
+      "bucket by bucket as each is reduced, and shares the updated parameters");
+}
+
+}  // namespace zero
+}  // namespace ddph
