@@ -34,7 +34,7 @@ namespace {
 
 // One bucket of the current step whose pieces are stepped at its end.
 struct Deferred {
-  uint64_t index = 0;
+  uint64_t index = 0, step = 0;
   std::vector<float*> params;  // the host's parameters, lent for the step
   std::vector<float> grads;    // reduced gradients of bucket elements [base, ...)
   size_t base = 0;
@@ -85,6 +85,9 @@ class ZeroHook : public Hook {
     for (size_t i = 0; i < bucket.num_params; ++i)
       params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)");
     count_in(uint64_t(bucket.buffer.shape[0]) * sizeof(float));
+    // Buckets kept from a step that failed before its last bucket are
+    // dropped: their parameters were lent for that step only.
+    if (!deferred_.empty() && deferred_.front().step != bucket.step) deferred_.clear();
     const BucketLayout& layout = learn(bucket);
 
     float* buffer = static_cast<float*>(data_ptr(bucket.buffer));
@@ -105,6 +108,7 @@ class ZeroHook : public Hook {
     } else {
       Deferred d;
       d.index = layout.index;
+      d.step = bucket.step;
       d.params = params_;
       // Only this rank's span is kept, unless no owner is known yet
       // (shard_buckets' first step): then the whole bucket.

@@ -2,6 +2,8 @@
 // own (ZeroRedundancyOptimizer._bucket_assignments_per_rank, run at test
 // time on the same bucket layouts): whole buckets and shard_buckets, worlds
 // of 1 to 5, random layouts and the edges of the threshold.
+#include "plugins/zero/assignment.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "plugins/zero/assignment.h"
 #include "tests/support/torch_ref.h"
 
 namespace {

@@ -1,0 +1,250 @@
+// The zero hooks' sharded checkpoints: each rank saves only its shard; the
+// shards of every rank, joined back to back, load at another world size
+// (resharding), and a shard that is not this rank's, or was cut from
+// another layout, is refused with a message naming the problem.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "plugins/zero/shard_state.h"
+#include "tests/support/checkpoint_layout.h"
+#include "tests/support/multiprocess.h"
+#include "tests/support/optim_model.h"
+#include "tests/support/session_ranks.h"
+#include "tests/support/torch_ref.h"
+
+namespace {
+
+using namespace ddph_test::optim;
+
+constexpr const char* kAdam = "optimizer: adam, lr: 0.01, weight_decay: 0.01, amsgrad: true";
+constexpr int kSaveAt = 5, kSteps = 20;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// Runs steps [first, last) of the model on `world` ranks of `hook` (options
+// kAdam + `protocol`), starting from `params` (empty: the initial values)
+// and the session state in `state` (empty: none). Each rank writes its
+// session state to <out>.<rank>, rank 0 the parameters to <out>.params.
+bool run_span(int world, const std::string& hook, const std::string& protocol, int first, int last,
+              const std::string& params, const std::string& state, const std::string& out) {
+  const std::string config =
+      yaml(std::string(kAdam) + ", " + protocol, "{family: default, name: allreduce}", hook);
+  auto results = ddph_test::run_ranks(world, [&](int rank, int w, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, w, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    if (!state.empty()) {
+      std::string message;
+      DDPH_CHILD_CHECK(ddph_test::load_state(s, state, &message) == DDPH_OK, "load: %s",
+                       message.c_str());
+    }
+    Model m;
+    if (!params.empty()) {
+      std::vector<float> values(total_numel());
+      std::memcpy(values.data(), params.data(), values.size() * 4);
+      m.set_flat(values);
+    }
+    m.with_ids = true;
+    for (int step = first; step < last; ++step)
+      DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
+    write_file(out + "." + std::to_string(rank), ddph_test::session_state(s));
+    const std::vector<float> flat = m.flat();
+    if (rank == 0)
+      write_file(out + ".params",
+                 std::string(reinterpret_cast<const char*>(flat.data()), flat.size() * 4));
+    ddph_session_close(s);
+    return 0;
+  });
+  if (!ddph_test::all_passed(results)) {
+    ADD_FAILURE() << ddph_test::describe(results);
+    return false;
+  }
+  return true;
+}
+
+// The session states of ranks 0 .. world - 1 with their zero records'
+// blobs joined into one: the consolidated checkpoint (docs/zero.md).
+std::string joined(const std::string& out, int world) {
+  std::vector<ddph_test::layout::Record> all;
+  for (int r = 0; r < world; ++r) {
+    std::vector<ddph_test::layout::Record> records;
+    std::string why;
+    EXPECT_TRUE(ddph_test::layout::parse_container(read_file(out + "." + std::to_string(r)),
+                                                   &records, &why))
+        << why;
+    if (records.size() != 1) return "";
+    if (all.empty())
+      all = records;
+    else
+      all[0].blob += records[0].blob;
+  }
+  return ddph_test::layout::container(all);
+}
+
+std::vector<float> floats(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+struct Resume {
+  const char* name;
+  const char* hook;
+  const char* protocol;
+};
+
+class ZeroCheckpoint : public ::testing::TestWithParam<Resume> {};
+
+// Steps 0..4 on 2 ranks, save, join the shards, steps 5..19 on 3 ranks:
+// equal to torch.optim continuing the same optimizer across the change of
+// world (the mean of 2 ranks' gradients, then of 3).
+TEST_P(ZeroCheckpoint, SavedOnTwoRanksJoinedAndLoadedOnThreeContinuesAsTorch) {
+  if (!ddph_test::torch_available()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
+  const Resume c = GetParam();
+  std::vector<int> worlds(kSaveAt, 2);
+  worlds.resize(kSteps, 3);
+  const std::vector<float> want =
+      torch_optim_reference(worlds,
+                            {{"adam",
+                              "torch.optim.Adam(ps, lr=0.01, weight_decay=0.01, amsgrad=True, "
+                              "foreach=False)"}})
+          .at("adam");
+  const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+  ASSERT_TRUE(run_span(2, c.hook, c.protocol, 0, kSaveAt, "", "", dir + "/two"));
+  // Each shard holds only its rank's pieces, and together they hold every
+  // element's state once.
+  size_t elements = 0;
+  for (int r = 0; r < 2; ++r) {
+    const std::string shard = ddph_test::hook_blob(read_file(dir + "/two." + std::to_string(r)));
+    const ddph::zero::LoadedState loaded = ddph::zero::decode_loaded(
+        shard.data(), shard.size(), ddph::optim::OptimKind::kAdam, "test");
+    ASSERT_TRUE(loaded.single_shard);
+    EXPECT_EQ(loaded.shard.rank, uint32_t(r));
+    size_t mine = 0;
+    for (const auto& kv : loaded.shard.pieces) {
+      mine += kv.second.count;
+      EXPECT_EQ(kv.second.state.step, uint64_t(kSaveAt));
+      EXPECT_EQ(kv.second.state.max_second.size(), kv.second.count);
+    }
+    EXPECT_GT(mine, 0u) << "rank " << r;
+    EXPECT_LT(mine, total_numel()) << "rank " << r;
+    elements += mine;
+  }
+  EXPECT_EQ(elements, total_numel());
+  const std::string consolidated = joined(dir + "/two", 2);
+  ASSERT_FALSE(consolidated.empty());
+  ASSERT_TRUE(run_span(3, c.hook, c.protocol, kSaveAt, kSteps, read_file(dir + "/two.params"),
+                       consolidated, dir + "/three"));
+  const std::vector<float> got = floats(read_file(dir + "/three.params"));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-6 * std::max(1.0f, std::fabs(want[i]))) << "element " << i;
+  // Without the state the continuation is another run: the state mattered.
+  ASSERT_TRUE(run_span(3, c.hook, c.protocol, kSaveAt, kSteps, read_file(dir + "/two.params"), "",
+                       dir + "/fresh"));
+  const std::vector<float> fresh = floats(read_file(dir + "/fresh.params"));
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += std::fabs(fresh[i] - want[i]) > 1e-5f;
+  EXPECT_GT(differ, got.size() / 2);
+}
+
+// Each rank reloads its own shard at the same world: the same bits as the
+// uninterrupted run.
+TEST_P(ZeroCheckpoint, EachRanksOwnShardResumesBitForBit) {
+  const Resume c = GetParam();
+  const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+  ASSERT_TRUE(run_span(2, c.hook, c.protocol, 0, 12, "", "", dir + "/whole"));
+  ASSERT_TRUE(run_span(2, c.hook, c.protocol, 0, 6, "", "", dir + "/half"));
+  const std::string config =
+      yaml(std::string(kAdam) + ", " + c.protocol, "{family: default, name: allreduce}", c.hook);
+  const std::vector<float> at6 = floats(read_file(dir + "/half.params"));
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& d) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, d);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    std::string message;
+    const std::string own = read_file(dir + "/half." + std::to_string(rank));
+    DDPH_CHILD_CHECK(ddph_test::load_state(s, own, &message) == DDPH_OK, "%s", message.c_str());
+    Model m;
+    m.with_ids = true;
+    m.set_flat(at6);
+    for (int step = 6; step < 12; ++step)
+      DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
+    const std::vector<float> want = floats(read_file(dir + "/whole.params"));
+    DDPH_CHILD_CHECK(std::memcmp(m.flat().data(), want.data(), want.size() * 4) == 0,
+                     "the resumed run differs from the uninterrupted one");
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zero, ZeroCheckpoint,
+    ::testing::Values(
+        Resume{"step_reduce_scatter", "zero/zero_step", "protocol: reduce_scatter"},
+        Resume{"interleaved_allreduce", "zero/zero_step_interleaved", "protocol: allreduce"},
+        Resume{"step_shard_buckets", "zero/zero_step", "protocol: allreduce, shard_buckets: true"}),
+    [](const ::testing::TestParamInfo<Resume>& i) { return std::string(i.param.name); });
+
+// What load_state refuses, each with the message that names it.
+TEST(ZeroCheckpointRefusals, ForeignShardsAndIncompleteJoinsAreNamed) {
+  const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+  ASSERT_TRUE(run_span(2, "zero/zero_step", "protocol: reduce_scatter", 0, 3, "", "", dir + "/rs"));
+  ASSERT_TRUE(run_span(2, "zero/zero_step", "protocol: allreduce", 0, 3, "", "", dir + "/ar"));
+  const std::string rank1 = read_file(dir + "/rs.1");
+  const std::string other_layout = read_file(dir + "/ar.0");
+  std::vector<ddph_test::layout::Record> records;
+  std::string why;
+  ASSERT_TRUE(ddph_test::layout::parse_container(read_file(dir + "/rs.0"), &records, &why));
+  std::vector<ddph_test::layout::Record> twice = records;
+  twice[0].blob += records[0].blob;  // rank 0's shard twice, rank 1's missing
+  const std::string doubled = ddph_test::layout::container(twice);
+
+  const std::string config = yaml(std::string(kAdam) + ", protocol: reduce_scatter",
+                                  "{family: default, name: allreduce}", "zero/zero_step");
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& d) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, d);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    std::string message;
+    if (rank == 0) {
+      // Rank 1's shard on rank 0.
+      DDPH_CHILD_CHECK(ddph_test::load_state(s, rank1, &message) == DDPH_INVALID_ARGUMENT &&
+                           message.find("shard of rank 1 of a world of 2, but this is rank 0") !=
+                               std::string::npos,
+                       "%s", message.c_str());
+      DDPH_CHILD_CHECK(ddph_test::load_state(s, doubled, &message) == DDPH_INVALID_ARGUMENT &&
+                           message.find("rank 0's shard twice") != std::string::npos,
+                       "%s", message.c_str());
+    }
+    // A shard of protocol allreduce loads (it is this rank's), but the first
+    // step finds its layout is another one, on every rank alike, before any
+    // parameter moves.
+    DDPH_CHILD_CHECK(ddph_test::load_state(s, rank == 0 ? other_layout : read_file(dir + "/ar.1"),
+                                           &message) == DDPH_OK,
+                     "%s", message.c_str());
+    Model m;
+    m.with_ids = true;
+    const std::vector<float> before = m.flat();
+    m.step(s, rank, 0, &message);
+    DDPH_CHILD_CHECK(
+        message.find("shard of another bucket layout or protocol") != std::string::npos, "%s",
+        message.c_str());
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+}  // namespace

@@ -1,0 +1,177 @@
+// Bad input and faults around the zero hooks: each is an error on every
+// rank that names the problem, before any parameter moves, and nothing
+// hangs past the communicator's timeout.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/support/multiprocess.h"
+#include "tests/support/optim_model.h"
+#include "tests/support/session_ranks.h"
+
+namespace {
+
+using namespace ddph_test::optim;
+
+const std::string kAllreduce = "{family: default, name: allreduce}";
+
+std::string config(const std::string& options, const std::string& hook = "zero/zero_step",
+                   const std::string& inner = kAllreduce) {
+  return yaml("optimizer: adam, lr: 0.01, " + options, inner, hook);
+}
+
+// Opens `yaml` on 2 ranks, lets `prepare` change rank's model, runs one
+// step and checks that it fails on every rank with `expected` in the message
+// and that no parameter moved.
+void expect_step_error(const std::string& yaml, const std::string& expected,
+                       const std::function<void(Model&, int rank)>& prepare) {
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(yaml, rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model m;
+    m.with_ids = true;
+    prepare(m, rank);
+    const std::vector<float> before = m.flat();
+    std::string message;
+    const ddph_code_t code = m.step(s, rank, 0, &message);
+    DDPH_CHILD_CHECK(code != DDPH_OK && message.find(expected) != std::string::npos, "code %d: %s",
+                     int(code), message.c_str());
+    DDPH_CHILD_CHECK(m.flat() == before, "a parameter moved");
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+TEST(ZeroFaults, RanksThatDisagreeOnTheLayoutFailBeforeAnyStep) {
+  for (const char* protocol : {"protocol: allreduce", "protocol: reduce_scatter"})
+    expect_step_error(config(protocol), "disagree on bucket 0's parameters",
+                      [](Model& m, int rank) {
+                        if (rank == 1) m.regroup({{0}, {1, 2, 3}});
+                      });
+}
+
+// Parameter 3 (bucket 1, the step's last) not lent: zero_step refuses the
+// step before stepping bucket 0's share, and the refused step leaves
+// nothing behind: the next step (a model that lends all) runs as usual.
+TEST(ZeroFaults, AHostThatDoesNotLendTheParametersIsRefused) {
+  for (const char* protocol : {"protocol: allreduce", "protocol: reduce_scatter"})
+    expect_step_error(config(protocol), "params[1].data.data is NULL",
+                      [](Model& m, int) { m.hide(3); });
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s =
+        ddph_test::open_session(config("protocol: reduce_scatter"), rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model hidden, lent;
+    hidden.hide(3);
+    const std::vector<float> before = hidden.flat();
+    DDPH_CHILD_CHECK(hidden.step(s, rank, 0) != DDPH_OK, "step 0 passed");
+    DDPH_CHILD_CHECK(lent.step(s, rank, 1) == DDPH_OK, "step 1 failed");
+    DDPH_CHILD_CHECK(hidden.flat() == before, "the refused step's parameters moved later");
+    DDPH_CHILD_CHECK(lent.flat() != before, "step 1 did not move its parameters");
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+TEST(ZeroFaults, LowPrecisionBucketsAreRefused) {
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(config("protocol: allreduce"), rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model m(GradMode::kBF16);
+    std::string message;
+    DDPH_CHILD_CHECK(m.step(s, rank, 0, &message) == DDPH_UNSUPPORTED &&
+                         message.find("bfloat16 is not supported") != std::string::npos,
+                     "%s", message.c_str());
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// The shards were cut from the first step's buckets: a host that regroups
+// its parameters later is told so instead of stepping with another rank's
+// state.
+TEST(ZeroFaults, BucketsThatChangeAfterTheFirstStepAreRefused) {
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s =
+        ddph_test::open_session(config("protocol: reduce_scatter"), rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model m;
+    m.with_ids = true;
+    DDPH_CHILD_CHECK(m.step(s, rank, 0) == DDPH_OK, "step 0");
+    m.regroup({{1, 0}, {2, 3}});
+    std::string message;
+    DDPH_CHILD_CHECK(
+        m.step(s, rank, 1, &message) == DDPH_INVALID_ARGUMENT &&
+            message.find("bucket 0 holds other parameters than at step 0") != std::string::npos,
+        "%s", message.c_str());
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+TEST(ZeroFaults, BadConfigsAreRefusedAtOpenNamingTheOption) {
+  struct Bad {
+    std::string yaml, expected;
+  };
+  const Bad bad[] = {
+      {config("protocol: reduce_scatter, shard_buckets: true"),
+       "option 'shard_buckets' applies to protocol allreduce only"},
+      {config("protocol: reduce_scatter", "zero/zero_step",
+              "{family: default, name: fp16_compress}"),
+       "protocol reduce_scatter averages the gradients itself"},
+      {config("protocol: allgather"), "protocol"},
+      {config("beta1: 1"), "beta1"},
+      {"comm: {backend: gloo}\nhook: {family: zero, name: zero_step}\n",
+       "'zero_step' is a wrapper; name the hook it wraps"},
+  };
+  auto results = ddph_test::run_ranks(1, [&](int rank, int world, const std::string& dir) {
+    for (const Bad& b : bad) {
+      const ddph_test::OpenOutcome o = ddph_test::open_outcome(b.yaml, rank, world, dir);
+      DDPH_CHILD_CHECK(
+          o.code == DDPH_INVALID_ARGUMENT && o.message.find(b.expected) != std::string::npos,
+          "expected '%s', got %d: %s", b.expected.c_str(), int(o.code), o.message.c_str());
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// A rank that dies mid-step: the survivor's step fails within the
+// communicator's timeout (3 s here), naming the failure, and never hangs.
+TEST(ZeroFaults, ARankThatDiesMidStepFailsTheOthersWithinTheTimeout) {
+  for (const char* hook : {"zero/zero_step", "zero/zero_step_interleaved"}) {
+    std::string y = config("protocol: reduce_scatter", hook);
+    y.replace(y.find("timeout: 30s"), 12, "timeout: 3s");
+    auto results = ddph_test::run_ranks(
+        2,
+        [&](int rank, int world, const std::string& dir) {
+          ddph_session_t* s = ddph_test::open_session(y, rank, world, dir);
+          DDPH_CHILD_CHECK(s != nullptr, "open failed");
+          Model m;
+          DDPH_CHILD_CHECK(m.step(s, rank, 0) == DDPH_OK, "step 0");
+          if (rank == 1) _exit(0);  // gone before step 1
+          const auto start = std::chrono::steady_clock::now();
+          std::string message;
+          const ddph_code_t code = m.step(s, rank, 1, &message);
+          const double took =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          DDPH_CHILD_CHECK(code != DDPH_OK && !message.empty(), "step 1 passed without rank 1");
+          DDPH_CHILD_CHECK(took < 20, "noticed after %.1f s", took);
+          ddph_session_close(s);
+          return 0;
+        },
+        60);
+    EXPECT_TRUE(results[0].exit_code == 0 && !results[0].timed_out)
+        << hook << ": " << ddph_test::describe(results);
+  }
+}
+
+}  // namespace
