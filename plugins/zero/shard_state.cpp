@@ -22,7 +22,9 @@ std::string key_text(const optim::ParamKey& k) {
              : "parameter " + std::to_string(k.second) + " of bucket " + std::to_string(k.first);
 }
 
-Shard decode_one(const void* bytes, size_t n, optim::OptimKind kind, const char* who) {
+}  // namespace
+
+Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const char* who) {
   LeReader body = open_frame(bytes, n, kMagic, kShardVersion, kBlob, who);
   const uint64_t length = body.get(8, "the shard length");
   DDPH_CHECK(length == n, DDPH_INVALID_ARGUMENT,
@@ -107,8 +109,6 @@ optim::StateMap join_pieces(const std::vector<Shard>& shards, const char* who) {
   return out;
 }
 
-}  // namespace
-
 std::string encode_shard(const Shard& shard) {
   LeWriter body;
   body.put(uint32_t(shard.kind), 4);
@@ -154,7 +154,7 @@ LoadedState decode_loaded(const void* bytes, size_t n, optim::OptimKind kind, co
     DDPH_CHECK(len >= kLengthAt + 16 && len <= n - at, DDPH_INVALID_ARGUMENT,
                kBlob << " at byte " << at << ": length " << len << " runs past the " << n - at
                      << " bytes left");
-    shards.push_back(decode_one(p + at, size_t(len), kind, who));
+    shards.push_back(decode_shard(p + at, size_t(len), kind, who));
     at += size_t(len);
   }
   DDPH_CHECK(!shards.empty(), DDPH_INVALID_ARGUMENT, who << ": the checkpoint is empty");

@@ -79,6 +79,14 @@ struct LoadedState {
 // pieces do not tile it.
 LoadedState decode_loaded(const void* bytes, size_t n, optim::OptimKind kind, const char* who);
 
+// Every parameter's whole state from the pieces of `shards`; throws
+// DDPH_INVALID_ARGUMENT naming `who` when a parameter's pieces do not tile
+// it from element 0, or come from different steps.
+optim::StateMap join_pieces(const std::vector<Shard>& shards, const char* who);
+
+// One shard, checked alone (nothing checks that it belongs with others).
+Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const char* who);
+
 // The state of elements [begin, begin + count) of a parameter's whole
 // state; throws DDPH_INVALID_ARGUMENT when the parameter's buffers are not
 // `numel` long (a checkpoint of another model).

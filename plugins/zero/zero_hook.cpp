@@ -87,8 +87,13 @@ class ZeroHook : public Hook {
     count_in(uint64_t(bucket.buffer.shape[0]) * sizeof(float));
     // Buckets kept from a step that failed before its last bucket are
     // dropped: their parameters were lent for that step only.
-    if (!deferred_.empty() && deferred_.front().step != bucket.step) deferred_.clear();
+    if (bucket.step != step_) {
+      step_ = bucket.step;
+      deferred_.clear();
+      buckets_this_step_ = 0;
+    }
     const BucketLayout& layout = learn(bucket);
+    ++buckets_this_step_;
 
     float* buffer = static_cast<float*>(data_ptr(bucket.buffer));
     const float* reduced = buffer;
@@ -181,23 +186,25 @@ class ZeroHook : public Hook {
       "belongs to other parameters. Load every rank's shard joined (docs/zero.md), which "
       "reshards to any layout";
 
-  // The bucket's layout, the same as before and on every rank.
+  // The bucket's layout, the same as before and on every rank. A host may
+  // regroup its parameters between steps (PyTorch DDP rebuilds its buckets
+  // after the first step): the shards are then re-cut (relayout), provided
+  // the change shows at the step's first bucket, before anything of the
+  // step was stepped under the old layout.
   const BucketLayout& learn(const ddph_bucket_t& bucket) {
     BucketLayout now = layout_of(bucket);
     auto known = layouts_.find(bucket.index);
-    if (known != layouts_.end()) {
-      DDPH_CHECK(known->second == now, DDPH_INVALID_ARGUMENT,
-                 kName << ": bucket " << bucket.index << " holds other parameters than at step "
+    if (known != layouts_.end() && known->second == now) return known->second;
+    if (known != layouts_.end() || layout_hash_ != 0) {
+      DDPH_CHECK(buckets_this_step_ == 0, DDPH_INVALID_ARGUMENT,
+                 kName << ": bucket " << bucket.index
+                       << (known != layouts_.end() ? " holds other parameters than at step "
+                                                   : " is new since step ")
                        << first_step_
-                       << "; each rank's optimizer shard was cut from the first step's buckets, "
-                          "so a host must keep its buckets (with PyTorch DDP, attach the hook "
-                          "after DDP rebuilt them)");
-      return known->second;
+                       << ", but not at the step's first bucket; a host that regroups its "
+                          "parameters must change its buckets between steps");
+      relayout();
     }
-    DDPH_CHECK(layout_hash_ == 0, DDPH_INVALID_ARGUMENT,
-               kName << ": bucket " << bucket.index << " first arrives at step " << bucket.step
-                     << ", after the layout of step " << first_step_
-                     << " was fixed; a host must keep its buckets");
     if (layouts_.empty()) first_step_ = bucket.step;
     agree_on(now);
     const BucketLayout& l = layouts_.emplace(bucket.index, std::move(now)).first->second;
@@ -229,6 +236,47 @@ class ZeroHook : public Hook {
                           "hand the hook the same buckets");
   }
 
+  // Gathers every rank's pieces into every parameter's whole state (full_),
+  // to be cut again for the new layout as its pieces are first stepped, and
+  // forgets the old layout. Collective: every rank meets the same changed
+  // bucket (their layouts are compared right after).
+  void relayout() {
+    Shard mine;
+    mine.kind = options_.optim.kind;
+    mine.world = uint32_t(world_);
+    mine.rank = uint32_t(rank_);
+    mine.layout_hash = layout_hash_;
+    mine.pieces = std::move(states_);
+    std::vector<Shard> shards;
+    if (world_ == 1) {
+      shards.push_back(std::move(mine));
+    } else {
+      const std::string blob = encode_shard(mine);
+      uint64_t length = blob.size();
+      std::vector<uint64_t> lengths(static_cast<size_t>(world_));
+      FlatTensor send_length(&length, DType::U8, 8);
+      FlatTensor recv_lengths(lengths.data(), DType::U8, int64_t(8 * lengths.size()));
+      comm_allgather(comm_, send_length, recv_lengths, nullptr);
+      const size_t widest = *std::max_element(lengths.begin(), lengths.end());
+      std::vector<char> block(widest, 0), all(widest * size_t(world_));
+      std::memcpy(block.data(), blob.data(), blob.size());
+      FlatTensor send(block.data(), DType::U8, int64_t(widest));
+      FlatTensor recv(all.data(), DType::U8, int64_t(all.size()));
+      comm_allgather(comm_, send, recv, nullptr);
+      for (int r = 0; r < world_; ++r)
+        shards.push_back(decode_shard(all.data() + size_t(r) * widest, size_t(lengths[size_t(r)]),
+                                      options_.optim.kind, kName));
+    }
+    full_ = join_pieces(shards, kName);
+    states_.clear();
+    layouts_.clear();
+    pieces_.clear();
+    shares_.clear();
+    layout_hash_ = 0;
+    from_shard_ = false;
+    shard_hash_ = 0;
+  }
+
   // The step's last bucket: owners of shard_buckets are known now; every
   // deferred bucket is stepped and shared, in index order.
   void finish_step() {
@@ -247,6 +295,7 @@ class ZeroHook : public Hook {
       step_and_share(layouts_.at(d.index), d.params.data(), d.grads.data(), d.base);
     deferred_.clear();
     full_.clear();  // every owned piece took its slice at this step
+    buckets_this_step_ = 0;
   }
 
   void assign_shards() {
@@ -402,6 +451,8 @@ class ZeroHook : public Hook {
   bool from_shard_ = false;
   uint64_t shard_hash_ = 0;
   std::vector<Deferred> deferred_;
+  uint64_t step_ = 0;             // the step of the buckets being run
+  size_t buckets_this_step_ = 0;  // buckets of it run so far
   // Reused from bucket to bucket.
   std::vector<float*> params_;
   std::vector<float> mean_, send_, recv_;

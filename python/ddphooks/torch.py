@@ -18,7 +18,7 @@ import threading
 import torch
 import torch.distributed as dist
 
-from . import _abi, _library, _tensors, errors
+from . import _abi, _library, _tensors, checkpoint, errors
 from .allocator import DeviceAllocator
 from . import session as session_mod
 from .session import Session
@@ -347,6 +347,20 @@ class DDPHook:
         self.session.load_state_dict(state["state"])
         self.step = int(state["step"])
 
+    @staticmethod
+    def consolidate(state_dicts):
+        """One state_dict() from those of every rank (any order), which
+        load_state_dict() takes on a job of any size: the zero hooks' shards
+        are joined (ddphooks.checkpoint.consolidate), as
+        ZeroRedundancyOptimizer.consolidate_state_dict gathers its state."""
+        steps = {int(s["step"]) for s in state_dicts}
+        if len(steps) != 1:
+            raise errors.DDPHError(errors.Code.INVALID_ARGUMENT,
+                                   "ddphooks.torch: the ranks' states are of steps %s; "
+                                   "consolidate the states of one step" % sorted(steps))
+        return {"step": steps.pop(),
+                "state": checkpoint.consolidate([s["state"] for s in state_dicts])}
+
     def _from_legacy_tensor(self, t):
         """Restores the uint8 tensor older versions saved under LEGACY_STATE_KEY:
         the step (8 bytes, little-endian), then the session's state."""
@@ -470,3 +484,47 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
     ddp_model._register_load_state_dict_pre_hook(load_legacy_state)
     ddp_model.register_comm_hook(hook, _ddph_comm_hook)
     return hook
+
+
+def _optimizer_config(family, name, optimizer, options, wrap, comm):
+    opts = dict(options, optimizer=optimizer)
+    return {"comm": comm or {"backend": "host"},
+            "hook": {"family": family, "name": name, "options": opts,
+                     "wrap": wrap or {"family": "default", "name": "allreduce"}}}
+
+
+def sharded_optimizer(ddp_model, optimizer="adamw", *, protocol="reduce_scatter",
+                      interleaved=True, wrap=None, comm=None, **options):
+    """ZeroRedundancyOptimizer overlapped with DDP: registers the zero hook
+    on ``ddp_model`` and returns its DDPHook. Each rank keeps and steps the
+    optimizer state of 1/world of the parameters as their gradients are
+    reduced, and the updated parameters are shared; do not call an
+    optimizer's step() for these parameters.
+
+    optimizer: "sgd", "adam" or "adamw"; options: its torch.optim options by
+    the ddph names (lr, weight_decay, momentum, beta1, beta2, eps, amsgrad,
+    ...; docs/zero.md). protocol: "reduce_scatter" (ZeRO-2: one allreduce's
+    bytes) or "allreduce" (PyTorch's scheme: the wrapped hook reduces, the
+    owners broadcast). interleaved: step each bucket as it is reduced
+    (zero_step_interleaved) or all at the step's last bucket (zero_step).
+    wrap: the hook that reduces under protocol allreduce (default/allreduce
+    by default). comm: the YAML comm section; by default DDP's own process
+    group. Checkpoints: ``hook.state_dict()`` is this rank's shard;
+    ``DDPHook.consolidate([...every rank's...])`` joins them into one that
+    loads at any world size."""
+    name = "zero_step_interleaved" if interleaved else "zero_step"
+    cfg = _optimizer_config("zero", name, optimizer, dict(options, protocol=protocol), wrap, comm)
+    return register(ddp_model, cfg)
+
+
+def optimizer_in_backward(ddp_model, optimizer="sgd", *, wrap=None, comm=None, **options):
+    """Steps ``optimizer`` on each bucket's parameters right after the
+    bucket is reduced, during the backward (hook_then_optimizer): registers
+    it on ``ddp_model`` and returns its DDPHook; do not call an optimizer's
+    step() for these parameters. options: the optimizer's options by the ddph
+    names, and the hook's own (docs/optimizer_overlap.md); wrap: the hook
+    that reduces (default/allreduce by default); comm: the YAML comm section,
+    by default DDP's own process group."""
+    cfg = _optimizer_config("optimizer_overlap", "hook_then_optimizer", optimizer, options, wrap,
+                            comm)
+    return register(ddp_model, cfg)

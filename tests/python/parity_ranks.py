@@ -49,17 +49,19 @@ def flat_params(model):
 
 def train(rank, register, *, bucket_view=False, step_optimizer=True, no_sync_every=0,
           bucket_cap_mb=0.01, resume_at=0, find_unused=False, bias=True, drop_state=False,
-          nan_at=-1):
+          nan_at=-1, optimizer=None):
     """Trains STEPS steps; register(ddp) installs a hook (or nothing). With
     resume_at, the run stops there, saves ddp.state_dict() and the ddph hook's
     state_dict() beside it, and goes on with a fresh model, DDP and hook
-    loaded from them."""
+    loaded from them. optimizer(params) makes the optimizer (SGD at LR by
+    default)."""
+    make_opt = optimizer or (lambda params: torch.optim.SGD(params, lr=LR))
     model = make_model(bias)
     # A small bucket cap: several buckets per step once DDP rebuilds them.
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=bucket_view,
               find_unused_parameters=find_unused)
     extra = register(ddp, None)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    opt = make_opt(model.parameters())
     for i, (x, y) in enumerate(batches(rank)):
         if resume_at and i == resume_at:
             checkpoint = {"model": ddp.state_dict()}
@@ -79,7 +81,7 @@ def train(rank, register, *, bucket_view=False, step_optimizer=True, no_sync_eve
             ddp.load_state_dict(checkpoint["model"])
             if "ddph" in checkpoint:
                 extra.load_state_dict(checkpoint["ddph"])
-            opt = torch.optim.SGD(model.parameters(), lr=LR)
+            opt = make_opt(model.parameters())
         if i == nan_at:
             x = x * float("nan")
         if no_sync_every and i % no_sync_every == 0:
@@ -283,6 +285,20 @@ def post_localsgd_case(comm=None):
     return {"ref": reg_ref, "ddph": ddph(cfg)}
 
 
+def zero_case(name, options, comm=None):
+    """The zero hooks against DDP with the plain, unsharded torch.optim
+    optimizer (AdamW here). Small buckets, which DDP rebuilds after the
+    first step: the hook re-cuts its shards then, keeping the state."""
+    opts = {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.01}
+    opts.update(options)
+    cfg = hook_config("zero", name, opts, wrap={"family": "default", "name": "allreduce"},
+                      comm=comm)
+    return {"ref": no_hook, "ddph": ddph(cfg),
+            "train": {"optimizer": lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.01,
+                                                                foreach=False)},
+            "ddph_train": {"step_optimizer": False}}
+
+
 CASES = {
     "allreduce": {"ref": torch_hook(None, default_hooks.allreduce_hook), "ddph": ddph(ALLREDUCE)},
     "allreduce_nohook": {"ref": no_hook, "ddph": ddph(ALLREDUCE)},
@@ -342,6 +358,16 @@ CASES = {
     "nonfinite_error": {"ddph": ddph(hook_config("quantization", "per_channel",
                                                  {"nonfinite": "error"})),
                         "train": {"nan_at": 3}},
+    "zero_reduce_scatter": zero_case("zero_step_interleaved", {"protocol": "reduce_scatter"}),
+    "zero_allreduce": zero_case("zero_step", {"protocol": "allreduce"}),
+    # The adapter's ZeroRedundancyOptimizer-like entry point (DDP's own
+    # process group, zero_step_interleaved, reduce_scatter).
+    "zero_sharded_optimizer": dict(zero_case("", {}), ddph=lambda ddp, restored:
+                                   ddphooks.torch.sharded_optimizer(
+                                       ddp, "adamw", lr=0.01, weight_decay=0.01)),
+    # Reduce-scatter and allgather through DDP's own process group.
+    "zero_host_comm": zero_case("zero_step", {"protocol": "reduce_scatter"},
+                                comm={"backend": "host"}),
     "per_channel": {"ref": torch_hook(None, ref_per_channel(512)),
                     "ddph": ddph(hook_config("quantization", "per_channel",
                                              {"channel_size": 512}))},
@@ -361,7 +387,8 @@ def main():
             if variant not in case:
                 continue
             try:
-                params, extra = train(rank, case[variant], **case.get("train", {}))
+                kwargs = dict(case.get("train", {}), **case.get(variant + "_train", {}))
+                params, extra = train(rank, case[variant], **kwargs)
                 result[variant] = params
                 if variant == "ddph" and extra is not None:
                     result["stats"] = extra.stats()

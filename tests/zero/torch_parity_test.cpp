@@ -126,6 +126,43 @@ TEST_P(ZeroTorchParity, TwentyStepsMatchDdpWithThePlainOptimizer) {
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
+// DDP rebuilds its buckets after the first step; here the host regroups
+// its parameters between steps 6 and 7. The shards are re-cut, the state
+// follows each parameter (by id), and the run still ends as torch's.
+class ZeroRegroup : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(ZeroRegroup, RegroupedBucketsBetweenStepsKeepTheOptimizerState) {
+  if (!ddph_test::torch_available()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
+  const Variant v = GetParam();
+  const Optimizer& adam = kOptimizers[1];
+  const std::vector<float> want = torch_results().at(key(adam, 3));
+  const std::string config = yaml(std::string(adam.options) + ", " + v.options,
+                                  "{family: default, name: allreduce}", v.hook);
+  auto results = ddph_test::run_ranks(3, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model m;
+    m.with_ids = true;
+    for (int step = 0; step < kSteps; ++step) {
+      if (step == 7) m.regroup({{3, 0}, {2, 1}});
+      DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
+    }
+    const std::vector<float> got = m.flat();
+    for (size_t i = 0; i < got.size(); ++i)
+      DDPH_CHILD_CHECK(
+          std::fabs(double(got[i]) - want[i]) <= 1e-6 * std::max(1.0, std::fabs(double(want[i]))),
+          "element %zu is %.9g, torch %.9g", i, got[i], want[i]);
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zero, ZeroRegroup, ::testing::ValuesIn(kVariants),
+                         [](const ::testing::TestParamInfo<Variant>& i) {
+                           return std::string(i.param.name);
+                         });
+
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (const Optimizer& o : kOptimizers)
