@@ -1,6 +1,8 @@
 #include "core/optim/optimizer_options.h"
 
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "core/base/error.h"
 
@@ -31,25 +33,41 @@ std::vector<ddph_option_spec_t> optimizer_specs() {
   };
 }
 
-void check_optimizer_options(OptionCheck& c, const char* who) {
-  const Options& o = c.options;
-  const std::string optimizer = o.get_string("optimizer");
-  const double beta1 = o.get_float("beta1"), beta2 = o.get_float("beta2");
-  const double momentum = o.get_float("momentum"), dampening = o.get_float("dampening");
+ConfigProblem find_config_problem(const OptimConfig& c) {
+  std::ostringstream what;
+  auto problem = [&](const char* option) { return ConfigProblem{option, what.str()}; };
+  // Written as !(x >= 0) so that NaN is refused too.
+  const std::pair<const char*, double> at_least_zero[] = {
+      {"lr", c.lr}, {"weight_decay", c.weight_decay}, {"momentum", c.momentum}, {"eps", c.eps}};
+  for (const auto& [name, value] : at_least_zero) {
+    if (value >= 0) continue;
+    what << "is " << value << "; it must be >= 0";
+    return problem(name);
+  }
   // The schema bounds betas to [0, 1]; torch.optim refuses 1 as well.
-  DDPH_CHECK_OPTION(c, beta1 < 1, "beta1",
-                    who << ": option 'beta1' is " << beta1 << "; it must be in [0, 1)");
-  DDPH_CHECK_OPTION(c, beta2 < 1, "beta2",
-                    who << ": option 'beta2' is " << beta2 << "; it must be in [0, 1)");
+  if (!(c.beta1 >= 0 && c.beta1 < 1)) {
+    what << "is " << c.beta1 << "; it must be in [0, 1)";
+    return problem("beta1");
+  }
+  if (!(c.beta2 >= 0 && c.beta2 < 1)) {
+    what << "is " << c.beta2 << "; it must be in [0, 1)";
+    return problem("beta2");
+  }
   // torch.optim.SGD: "Nesterov momentum requires a momentum and zero dampening".
-  DDPH_CHECK_OPTION(
-      c, !o.get_bool("nesterov") || (optimizer == "sgd" && momentum > 0 && dampening == 0),
-      "nesterov",
-      who << ": option 'nesterov' needs optimizer sgd with momentum > 0 "
-             "and dampening 0 (got optimizer "
-          << optimizer << ", momentum " << momentum << ", dampening " << dampening
-          << "), as torch.optim.SGD requires; set momentum above 0 and dampening "
-             "to 0, or nesterov: false");
+  if (c.nesterov && !(c.kind == OptimKind::kSgd && c.momentum > 0 && c.dampening == 0)) {
+    what << "needs optimizer sgd with momentum > 0 and dampening 0 (got optimizer "
+         << optim_name(c.kind) << ", momentum " << c.momentum << ", dampening " << c.dampening
+         << "), as torch.optim.SGD requires; set momentum above 0 and dampening to 0, or "
+            "nesterov: false";
+    return problem("nesterov");
+  }
+  return {};
+}
+
+void check_optimizer_options(OptionCheck& c, const char* who) {
+  const ConfigProblem p = find_config_problem(parse_optimizer(c.options, who));
+  DDPH_CHECK_OPTION(c, p.option == nullptr, p.option,
+                    who << ": option '" << p.option << "' " << p.what);
 }
 
 OptimConfig parse_optimizer(const Options& o, const char* who) {

@@ -6,6 +6,7 @@
 
 #include <ddph/ddph.h>
 
+#include <string>
 #include <vector>
 
 #include "core/base/option_check.h"
@@ -23,6 +24,17 @@ std::vector<ddph_option_spec_t> optimizer_specs();
 // nesterov without momentum or with dampening. Throws DDPH_INVALID_ARGUMENT
 // naming the option and `who` (the hook, a literal).
 void check_optimizer_options(OptionCheck& c, const char* who);
+
+// A rule of torch.optim's constructors that a whole config breaks: option is
+// the one at fault (a literal; NULL: none), what the rest of the sentence
+// ("is 1; it must be in [0, 1)"). Besides check_optimizer_options' rules it
+// checks the schema's bounds (lr, weight_decay, momentum, eps >= 0, betas in
+// [0, 1)), for configs that never passed the schema: a parameter group's.
+struct ConfigProblem {
+  const char* option = nullptr;
+  std::string what;
+};
+ConfigProblem find_config_problem(const OptimConfig& c);
 
 // The optimizer the checked options describe; errors in its steps name `who`.
 OptimConfig parse_optimizer(const Options& o, const char* who);

@@ -38,7 +38,9 @@ class HookThenOptimizer : public Hook {
   static void check_options(OptionCheck& c) { optimizer_overlap::check_options(c); }
 
   explicit HookThenOptimizer(const ddph_hook_init_t& init)
-      : inner_(*init.inner), options_(parse_options(init)), selection_(options_.params) {
+      : inner_(*init.inner),
+        options_(parse_options(init)),
+        selection_(options_.params, group_indices(options_.groups)) {
     // Refused here rather than at the first bucket: the optimizer would
     // otherwise step on whatever the bucket holds, and train on it quietly.
     DDPH_CHECK(!(inner_.hook->flags & DDPH_HOOK_RESULT_ELSEWHERE), DDPH_UNSUPPORTED,
@@ -56,7 +58,7 @@ class HookThenOptimizer : public Hook {
     require_cuda_build(where_of(bucket), kName);
     // Everything the step needs is checked before any byte is sent, so a
     // bad bucket is refused on every rank alike instead of failing midway.
-    selection_.select(bucket, &selected_);
+    selection_.select(bucket, &selected_, &group_);
     params_.assign(bucket.num_params, nullptr);
     size_t largest = 0;
     for (size_t i = 0; i < bucket.num_params; ++i) {
@@ -93,15 +95,17 @@ class HookThenOptimizer : public Hook {
         const optim::ParamKey key =
             ids != nullptr ? optim::ParamKey::id(ids[i]) : optim::ParamKey::position(bucket.index, uint32_t(i));
         optim::ParamState& s = states_[key];
+        const optim::OptimConfig& config =
+            group_[i] == 0 ? options_.optim : options_.groups[group_[i] - 1].optim;
         if (at.cuda()) {
           optim::DeviceSlots& slots = on_device(key, s, at);
-          const optim::StepPlan plan = optim::plan_step(options_.optim, &s.step, slots, n);
+          const optim::StepPlan plan = optim::plan_step(config, &s.step, slots, n);
           optim::run_step_device(at, plan, params_[i], grad, optim::slot_data(plan, slots), n,
                                  kName);
         } else {
           to_host(key, &s);
           optim::HostSlots slots(s);
-          const optim::StepPlan plan = optim::plan_step(options_.optim, &s.step, slots, n);
+          const optim::StepPlan plan = optim::plan_step(config, &s.step, slots, n);
           optim::run_step_host(plan, params_[i], grad, optim::slot_data(plan, slots), n);
         }
       }
@@ -137,6 +141,12 @@ class HookThenOptimizer : public Hook {
   }
 
  private:
+  static std::vector<std::vector<size_t>> group_indices(const std::vector<ParamGroup>& groups) {
+    std::vector<std::vector<size_t>> out;
+    for (const ParamGroup& g : groups) out.push_back(g.indices);
+    return out;
+  }
+
   // The inner hook, which must run on this bucket's memory too.
   void run_inner(const ddph_bucket_t& bucket, const Where& at) {
     try {
@@ -191,6 +201,7 @@ class HookThenOptimizer : public Hook {
   std::map<optim::ParamKey, std::unique_ptr<optim::DeviceSlots>> device_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
+  std::vector<uint32_t> group_;  // per parameter: its group + 1, or 0
   std::vector<float*> params_;
   ScratchBuffers scratch_;
 };

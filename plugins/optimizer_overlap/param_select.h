@@ -1,4 +1,5 @@
-// The `params` option: which parameters hook_then_optimizer updates.
+// The `params` option: which parameters hook_then_optimizer updates, and
+// `param_groups`' selections: which options each one is stepped with.
 //
 // PyTorch names them by tensor. Across the C ABI a host that gives
 // parameter ids (ddph_bucket_t.param_ids, ABI 1.2) names them by id: the
@@ -23,21 +24,31 @@ namespace optimizer_overlap {
 
 class ParamSelection {
  public:
-  // indices ascending and unique; empty selects every parameter.
-  explicit ParamSelection(std::vector<size_t> indices) : indices_(std::move(indices)) {}
+  // indices ascending and unique; empty selects every parameter. groups[g]:
+  // the indices of parameter group g (disjoint, each within indices).
+  ParamSelection(std::vector<size_t> indices, const std::vector<std::vector<size_t>>& groups);
 
-  // selected->at(i) = whether bucket.params[i] is updated. Throws
+  // selected->at(i) = whether bucket.params[i] is updated; group->at(i) =
+  // its parameter group + 1, or 0 for the hook's own options. Throws
   // DDPH_INVALID_ARGUMENT when a bucket has ids and an earlier one had none
   // (or the other way round); without ids, when the bucket's parameter count
-  // differs from an earlier step's, or, with a selection, when a lower
-  // bucket index has not been seen yet, or when the step's last bucket
-  // (is_last) shows that a selected index is past the last parameter.
-  void select(const ddph_bucket_t& bucket, std::vector<char>* selected);
+  // differs from an earlier step's, or, with a selection or groups, when a
+  // lower bucket index has not been seen yet, or when the step's last bucket
+  // (is_last) shows that a selected or grouped index is past the last
+  // parameter.
+  void select(const ddph_bucket_t& bucket, std::vector<char>* selected,
+              std::vector<uint32_t>* group);
 
  private:
-  void select_by_position(const ddph_bucket_t& bucket, std::vector<char>* selected);
+  // *index = the parameters' indices (ids, or positions over the buckets).
+  void index_by_position(const ddph_bucket_t& bucket, std::vector<uint64_t>* index);
+  // The option that makes indices matter, for errors.
+  const char* option() const { return indices_.empty() ? "param_groups" : "params"; }
+  bool by_index() const { return !indices_.empty() || !group_of_.empty(); }
   enum class Keys { kUnknown, kIds, kPositions };
   std::vector<size_t> indices_;
+  std::map<uint64_t, uint32_t> group_of_;  // index -> group + 1
+  std::vector<uint64_t> index_;            // per-bucket scratch
   Keys keys_ = Keys::kUnknown;
   std::map<uint64_t, size_t> counts_;  // bucket index -> number of params
 };

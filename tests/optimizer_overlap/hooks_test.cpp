@@ -1,7 +1,8 @@
 // hook_then_optimizer on real Gloo ranks: a checkpoint taken mid-run
 // resumes bit for bit, corrupt and foreign blobs are refused, a wrapped
 // hook whose result lands elsewhere is refused at create time, bad options
-// and unshared parameters get errors that name the problem.
+// (param_groups' among them) and unshared parameters get errors that name
+// the problem; parameter groups name ids or positions as `params` does.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -292,6 +293,97 @@ TEST(Create, BadOptionsAreRefusedNamingTheOption) {
         "comm: {backend: gloo}\nhook: {family: optimizer_overlap, name: hook_then_optimizer}\n",
         rank, world, dir);
     DDPH_CHILD_CHECK(msg.find("wrap") != std::string::npos, "no wrap: %s", msg.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// A bad param_groups is refused when the session opens, with
+// DDPH_INVALID_ARGUMENT naming the option and the piece at fault.
+TEST(Create, BadParamGroupsAreRefusedNamingTheOptionAndThePiece) {
+  auto results = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"param_groups: \"1,3: weight_decay=0; 3-4: lr=0.1\"",
+         "parameter 3 is in group \"1,3: weight_decay=0\" and in group \"3-4: lr=0.1\""},
+        {"param_groups: \"1: wd=0\"", "unknown key 'wd'"},
+        {"param_groups: \"1: lr=abc\"", "lr='abc' is not a finite number"},
+        {"param_groups: \"1: lr=inf\"", "lr='inf' is not a finite number"},
+        {"optimizer: adam, param_groups: \"1: amsgrad=yes\"", "amsgrad='yes' is not true or false"},
+        {"param_groups: \"1 lr=0.1\"", "group \"1 lr=0.1\" has no ':'"},
+        {"param_groups: \"1: lr\"", "'lr' is not key=value"},
+        {"param_groups: \"1:\"", "overrides no option"},
+        {"param_groups: \": lr=0.1\"", "names no parameter"},
+        {"param_groups: \"x: lr=0.1\"", "'x' in \"x\" is not a parameter index"},
+        {"param_groups: \"5-2: lr=0.1\"", "range '5-2'"},
+        {"param_groups: \"1: lr=0.1, lr=0.2\"", "sets 'lr' twice"},
+        {"param_groups: \"1: optimizer=adam\"", "one per hook"},
+        {"optimizer: adam, param_groups: \"1: momentum=0.9\"", "key 'momentum' is sgd's"},
+        {"optimizer: sgd, param_groups: \"1: beta1=0.5\"", "key 'beta1' is adam/adamw's"},
+        {"optimizer: adam, param_groups: \"1: beta1=1\"", "'beta1' is 1; it must be in [0, 1)"},
+        {"param_groups: \"1: lr=-0.5\"", "'lr' is -0.5; it must be >= 0"},
+        {"param_groups: \"0: nesterov=true\"", "'nesterov' needs optimizer sgd with momentum > 0"},
+        {"optimizer: sgd, momentum: 0.9, nesterov: true, param_groups: \"0: momentum=0\"",
+         "'nesterov' needs optimizer sgd with momentum > 0"},
+        {"params: \"0-2\", param_groups: \"2-3: lr=0.1\"",
+         "names parameter 3, which option 'params' leaves out"},
+    };
+    for (const auto& c : cases) {
+      const ddph_test::OpenOutcome o = ddph_test::open_outcome(yaml(c.first), rank, world, dir);
+      DDPH_CHILD_CHECK(o.code == DDPH_INVALID_ARGUMENT, "options {%s}: code %d, message: %s",
+                       c.first, int(o.code), o.message.c_str());
+      DDPH_CHILD_CHECK(o.message.find("option 'param_groups'") != std::string::npos &&
+                           o.message.find(c.second) != std::string::npos,
+                       "options {%s}: wanted \"%s\" in: %s", c.first, c.second, o.message.c_str());
+    }
+    // What is well-formed opens: a trailing ';', spaces, exponents.
+    const ddph_test::OpenOutcome ok = ddph_test::open_outcome(
+        yaml("optimizer: adam, param_groups: \" 0 , 2-3 : lr = 1e-3 , amsgrad = true ; 1: "
+             "eps=0;\""),
+        rank, world, dir);
+    DDPH_CHILD_CHECK(ok.code == DDPH_OK, "well-formed groups refused: %s", ok.message.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// Groups name parameters as `params` does: ids when the host gives them
+// (here id 3 sits at position 0 of bucket 0, so a position would pick
+// another parameter), positions otherwise; a group index past the last
+// parameter is refused at the step's last bucket. With lr=0 SGD leaves a
+// parameter exactly as it was: p + (-0) * d.
+TEST(ParamIds, GroupsNameIdsOrPositionsAndIndicesPastTheLastAreRefused) {
+  auto results = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    const std::string y = yaml("optimizer: sgd, lr: 0.1, param_groups: \"3: lr=0\"");
+    for (const bool ids : {true, false}) {
+      ddph_session_t* s = ddph_test::open_session(y, rank, world, dir);
+      DDPH_CHILD_CHECK(s != nullptr, "open");
+      Model m;
+      m.with_ids = ids;
+      m.regroup({{3, 1}, {0, 2}});
+      const std::vector<float> before = m.flat();
+      DDPH_CHILD_CHECK(m.step(s, rank, 0) == DDPH_OK, "step");
+      const std::vector<float> after = m.flat();
+      // By position, index 3 is bucket 1's second parameter: model parameter 2.
+      const int frozen = ids ? 3 : 2;
+      size_t at = 0;
+      for (int p = 0; p < kParams; ++p) {
+        const bool changed = std::memcmp(before.data() + at, after.data() + at, numel(p) * 4) != 0;
+        DDPH_CHILD_CHECK(changed == (p != frozen), "%s: parameter %d %s", ids ? "ids" : "positions",
+                         p, changed ? "changed" : "did not change");
+        at += numel(p);
+      }
+      ddph_session_close(s);
+    }
+    ddph_session_t* typo = ddph_test::open_session(
+        yaml("optimizer: sgd, param_groups: \"1: lr=0; 7: lr=0.5\""), rank, world, dir);
+    DDPH_CHILD_CHECK(typo != nullptr, "open typo");
+    Model m;
+    std::string msg;
+    DDPH_CHILD_CHECK(m.step(typo, rank, 0, &msg) == DDPH_INVALID_ARGUMENT &&
+                         msg.find("option 'param_groups' names parameter 7") != std::string::npos &&
+                         msg.find("hold 4 parameters") != std::string::npos,
+                     "index 7: %s", msg.c_str());
+    ddph_session_close(typo);
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
