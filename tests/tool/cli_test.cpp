@@ -194,6 +194,28 @@ TEST_F(ToolCli, BenchOverlapTimesAnyHooksReductionAgainstTheBackward) {
   EXPECT_EQ(row.count("optimizer_pass_s"), 0u) << out;
 }
 
+// --overlap on hook_then_optimizer times the optimizer against the inner
+// hook alone: the row says what the optimizer added to the step, and the
+// hidden share is 1 - added / optimizer pass (a pass of debugging/noop
+// subtracted), not the share of a step with a second session's pass.
+TEST_F(ToolCli, BenchOverlapOfAnOptimizerHookSaysWhatTheOptimizerAdds) {
+  std::string out;
+  auto row = one_json_row("bench --config " + kConfigs +
+                              "hook_then_optimizer_sgd.yaml --world 2 --bucket-size 1MiB "
+                              "--overlap 4 --backward-ms 20 --iters 3 --warmup 1 --json",
+                          &out);
+  ASSERT_FALSE(row.empty());
+  EXPECT_EQ(row["hidden_work"], "\"optimizer\"") << out;
+  const double backward = 4 * 0.020;
+  EXPECT_GE(std::stod(row["overlap_step_s"]), backward) << out;
+  EXPECT_GE(std::stod(row["inner_step_s"]), backward) << out;
+  const double pass = std::stod(row["optimizer_pass_s"]);
+  const double added = std::stod(row["optimizer_added_s"]);
+  EXPECT_NEAR(std::stod(row["separate_step_s"]), std::stod(row["inner_step_s"]) + pass, 1e-8)
+      << out;
+  if (pass > 0) EXPECT_NEAR(std::stod(row["hidden_fraction"]), 1 - added / pass, 1e-4) << out;
+}
+
 // PowerSGD on a flat bucket, or before its start_iter, sends every byte:
 // the figure is plain allreduce's, and the tool says so. Once it factors
 // matrices, no warning, and it hands collectives less than it was given.

@@ -24,10 +24,11 @@ bool steps_optimizer(const std::string& config) {
   return hook && hook["name"].as<std::string>("") == "hook_then_optimizer";
 }
 
-// The two configs the optimizer comparison needs, derived from the overlap
-// config: its inner hook alone, and its optimizer around debugging/noop.
+// The three configs the optimizer comparison needs, derived from the
+// overlap config: its inner hook alone, its optimizer around
+// debugging/noop, and debugging/noop alone.
 void derive_configs(const std::string& config, const std::string& inner_path,
-                    const std::string& optimizer_path) {
+                    const std::string& optimizer_path, const std::string& empty_path) {
   YAML::Node root = YAML::LoadFile(config);
   YAML::Node hook = root["hook"];
   if (!hook["wrap"])
@@ -41,8 +42,12 @@ void derive_configs(const std::string& config, const std::string& inner_path,
   noop["family"] = "debugging";
   noop["name"] = "noop";
   optimizer["hook"]["wrap"] = noop;
+  YAML::Node empty = YAML::Clone(root);
+  empty.remove("rules");
+  empty["hook"] = YAML::Clone(noop);
   std::ofstream(inner_path) << inner << "\n";
   std::ofstream(optimizer_path) << optimizer << "\n";
+  std::ofstream(empty_path) << empty << "\n";
 }
 
 }  // namespace
@@ -52,14 +57,16 @@ OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
                             int64_t numel) {
   OverlapResult r;
   r.optimizer = steps_optimizer(config);
-  const std::string inner_cfg = work_dir + "/inner.yaml", opt_cfg = work_dir + "/optimizer.yaml";
-  if (r.optimizer) derive_configs(config, inner_cfg, opt_cfg);
+  const std::string inner_cfg = work_dir + "/inner.yaml", opt_cfg = work_dir + "/optimizer.yaml",
+                    empty_cfg = work_dir + "/empty.yaml";
+  if (r.optimizer) derive_configs(config, inner_cfg, opt_cfg, empty_cfg);
   // Opened in the same order on every rank: each gets its own store prefix.
   Session overlap(config, rank, o.world, url);
-  std::unique_ptr<Session> inner, optimizer;
+  std::unique_ptr<Session> inner, optimizer, empty;
   if (r.optimizer) {
     inner = std::make_unique<Session>(inner_cfg, rank, o.world, url);
     optimizer = std::make_unique<Session>(opt_cfg, rank, o.world, url);
+    empty = std::make_unique<Session>(empty_cfg, rank, o.world, url);
   }
 
   const int64_t per = std::max<int64_t>(1, numel / o.buckets);
@@ -99,46 +106,58 @@ OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
     }
     s.flush();
   };
-  // The three variants of one iteration; a hook that counts steps sees
-  // each of its passes as a step of its own.
+  // The variants of one iteration; a hook that counts steps sees each of
+  // its passes as a step of its own.
+  constexpr int kVariants = 4;
   uint64_t step = 0;
-  auto variants = [&](double* a, double* b, double* c) {
+  auto variants = [&](double* v) {
     if (r.optimizer) {
-      *a = timed([&] { pass(overlap, step, true); });
-      *b = timed([&] {
-        pass(*inner, step, true);
-        pass(*optimizer, step, false);
-      });
-      *c = timed([&] { pass(*optimizer, step, false); });
+      v[0] = timed([&] { pass(overlap, step, true); });
+      v[1] = timed([&] { pass(*inner, step, true); });
+      v[2] = timed([&] { pass(*optimizer, step, false); });
+      v[3] = timed([&] { pass(*empty, step, false); });
       ++step;
       return;
     }
-    *a = timed([&] { pass(overlap, step++, true); });
-    *b = timed([&] {
+    v[0] = timed([&] { pass(overlap, step++, true); });
+    v[1] = timed([&] {
       std::this_thread::sleep_for(backward * o.buckets);
       pass(overlap, step++, false);
     });
-    *c = timed([&] { pass(overlap, step++, false); });
+    v[2] = timed([&] { pass(overlap, step++, false); });
   };
 
   // times[v * iters + it]: variant v of iteration it; one MAX allreduce at the end.
-  std::vector<double> times(3 * size_t(o.iters));
+  std::vector<double> times(kVariants * size_t(o.iters));
   for (int it = -o.warmup; it < o.iters; ++it) {
-    double a = 0, b = 0, c = 0;
-    variants(&a, &b, &c);
+    double v[kVariants] = {};
+    variants(v);
     if (it < 0) continue;
-    times[size_t(it)] = a;
-    times[size_t(o.iters + it)] = b;
-    times[size_t(2 * o.iters + it)] = c;
+    for (int k = 0; k < kVariants; ++k) times[size_t(k * o.iters + it)] = v[k];
   }
   overlap.allreduce(times.data(), int64_t(times.size()), DDPH_MAX);
+  auto at = [&](int v, int it) { return times[size_t(v * o.iters + it)]; };
   auto med = [&](int v) {
     return median(
         std::vector<double>(times.begin() + v * o.iters, times.begin() + (v + 1) * o.iters));
   };
+  // The median of per-iteration differences: slow drifts of the machine
+  // cancel within an iteration.
+  auto med_diff = [&](int a, int b) {
+    std::vector<double> d(size_t(o.iters));
+    for (int it = 0; it < o.iters; ++it) d[size_t(it)] = at(a, it) - at(b, it);
+    return median(d);
+  };
   r.overlap_s = med(0);
-  r.separate_s = med(1);
-  r.work_s = med(2);
+  if (r.optimizer) {
+    r.inner_s = med(1);
+    r.added_s = med_diff(0, 1);
+    r.work_s = med_diff(2, 3);
+    r.separate_s = r.inner_s + r.work_s;
+  } else {
+    r.separate_s = med(1);
+    r.work_s = med(2);
+  }
   return r;
 }
 
@@ -147,20 +166,24 @@ void print_overlap(const OverlapOptions& o, const std::string& label, int64_t nu
   if (o.json) {
     std::printf("{\"hook\":\"%s\",\"world\":%d,\"buckets\":%d,\"bucket_bytes\":%" PRId64
                 ",\"backward_ms_per_bucket\":%.3f,\"hidden_work\":\"%s\",\"overlap_step_s\":%.9g,"
-                "\"separate_step_s\":%.9g,\"%s\":%.9g,\"hidden_fraction\":%.4f,"
-                "\"iters\":%d}\n",
+                "\"separate_step_s\":%.9g,\"%s\":%.9g,",
                 label.c_str(), o.world, o.buckets, numel / o.buckets * 4, o.backward_ms,
                 r.optimizer ? "optimizer" : "reduction", r.overlap_s, r.separate_s,
-                r.optimizer ? "optimizer_pass_s" : "reduction_pass_s", r.work_s, r.hidden(),
-                o.iters);
+                r.optimizer ? "optimizer_pass_s" : "reduction_pass_s", r.work_s);
+    if (r.optimizer)
+      std::printf("\"inner_step_s\":%.9g,\"optimizer_added_s\":%.9g,", r.inner_s, r.added_s);
+    std::printf("\"hidden_fraction\":%.4f,\"iters\":%d}\n", r.hidden(), o.iters);
   } else {
     std::printf("%s: world %d, %d buckets of %.2f MB, backward %.1f ms per bucket\n", label.c_str(),
                 o.world, o.buckets, numel / o.buckets * 4 / 1048576.0, o.backward_ms);
     const char* work = r.optimizer ? "optimizer" : "reduction";
     std::printf("  step with overlap            %9.3f ms\n", r.overlap_s * 1e3);
-    std::printf("  %-28s %9.3f ms\n",
-                r.optimizer ? "inner hook, then optimizer" : "backward, then reduction",
-                r.separate_s * 1e3);
+    if (r.optimizer) {
+      std::printf("  step of the inner hook alone %9.3f ms\n", r.inner_s * 1e3);
+      std::printf("  optimizer added to the step  %9.3f ms\n", r.added_s * 1e3);
+    } else {
+      std::printf("  backward, then reduction     %9.3f ms\n", r.separate_s * 1e3);
+    }
     std::printf("  %-28s %9.3f ms\n", (std::string(work) + " pass alone").c_str(), r.work_s * 1e3);
     std::printf("  %-28s %8.1f %%  (medians of %d steps, slowest rank)\n",
                 (std::string(work) + " hidden").c_str(), 100 * r.hidden(), o.iters);
