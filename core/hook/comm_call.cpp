@@ -85,6 +85,12 @@ void comm_allgather(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv,
   DDPH_CALL(need(comm->allgather, "allgather")(comm->ctx, send.dl(), recv.dl(), stream));
 }
 
+void comm_reduce_scatter(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv,
+                         ddph_reduce_op_t op, void* stream) {
+  DDPH_CALL(
+      need(comm->reduce_scatter, "reduce_scatter")(comm->ctx, send.dl(), recv.dl(), op, stream));
+}
+
 void comm_broadcast(ddph_comm_t* comm, FlatTensor& buf, int root, void* stream) {
   DDPH_CALL(need(comm->broadcast, "broadcast")(comm->ctx, buf.dl(), root, stream));
 }

@@ -15,6 +15,10 @@ int comm_rank(ddph_comm_t* comm);
 int comm_size(ddph_comm_t* comm);
 void comm_allreduce(ddph_comm_t* comm, FlatTensor& buf, ddph_reduce_op_t op, void* stream);
 void comm_allgather(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv, void* stream);
+// send holds size() blocks of recv's numel; recv gets the reduction of
+// block rank().
+void comm_reduce_scatter(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv,
+                         ddph_reduce_op_t op, void* stream);
 void comm_broadcast(ddph_comm_t* comm, FlatTensor& buf, int root, void* stream);
 void comm_barrier(ddph_comm_t* comm);
 // Point-to-point; DDPH_UNSUPPORTED when the communicator has no send/recv.

@@ -61,14 +61,14 @@ uint64_t layouts_hash(const std::vector<const BucketLayout*>& layouts, int world
   return fnv1a64(w.bytes().data(), w.bytes().size());
 }
 
-size_t range_width(size_t n, int world) {
-  return (n + size_t(world) - 1) / size_t(world);
+size_t block_width(size_t n, int world) {
+  return n / size_t(world);
 }
 
 Range rank_range(size_t n, int world, int rank) {
-  const size_t width = range_width(n, world);
-  const size_t begin = std::min(n, width * size_t(rank));
-  return {begin, std::min(n, begin + width) - begin};
+  const size_t width = block_width(n, world);
+  const size_t begin = width * size_t(rank);
+  return {begin, rank == world - 1 ? n - begin : width};
 }
 
 std::vector<Piece> range_pieces(const BucketLayout& layout, int world) {

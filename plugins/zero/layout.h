@@ -46,13 +46,14 @@ struct Piece {
 };
 
 // The element range [begin, begin + count) of an n-element bucket that
-// `rank` owns under protocol reduce_scatter: ranges of ceil(n / world), the
-// last ones shorter or empty.
+// `rank` owns under protocol reduce_scatter: floor(n / world) elements
+// each, the communicator's reduce-scatter blocks, and the last rank also the
+// n mod world left over.
 struct Range {
   size_t begin, count;
 };
 Range rank_range(size_t n, int world, int rank);
-size_t range_width(size_t n, int world);  // ceil(n / world)
+size_t block_width(size_t n, int world);  // floor(n / world)
 
 // reduce_scatter: each parameter cut where the rank ranges cut it.
 std::vector<Piece> range_pieces(const BucketLayout& layout, int world);

@@ -4,9 +4,9 @@
 // reduced, and hands the updated values to the other ranks:
 // - protocol allreduce (PyTorch's ddp_zero_hook): the wrapped hook reduces
 //   the whole bucket, each owner steps its parameters and broadcasts them;
-// - protocol reduce_scatter (ZeRO-2): an alltoallv leaves each rank the mean
-//   of its 1/world of the bucket, the rank steps it and an allgather hands
-//   every rank every range: the bytes of one allreduce.
+// - protocol reduce_scatter (ZeRO-2): a reduce-scatter leaves each rank the
+//   mean of its 1/world of the bucket, the rank steps it and an allgather
+//   hands every rank every range: the bytes of one allreduce.
 // zero_step_interleaved steps each bucket as it is reduced; zero_step keeps
 // the reduced gradients of its share (1/world of them) and steps every
 // bucket at the step's last one, as PyTorch's hook_with_zero_step does.
@@ -68,9 +68,6 @@ class ZeroHook : public Hook {
                  kName << ": protocol reduce_scatter averages the gradients itself, as "
                           "default/allreduce does, so it wraps default/allreduce; it was given '"
                        << inner_name << "' (use protocol: allreduce to reduce with it)");
-      DDPH_CHECK(comm_can_alltoallv(comm_), DDPH_UNSUPPORTED,
-                 kName << ": protocol reduce_scatter needs a communicator with alltoallv or "
-                          "send/recv; this one has neither (use protocol: allreduce)");
     }
   }
 
@@ -382,54 +379,63 @@ class ZeroHook : public Hook {
   }
 
   // protocol reduce_scatter: the mean of this rank's range of the bucket,
-  // into mean_. Each rank's contribution is divided by the world size and
-  // the contributions summed in rank order, as default/allreduce averages.
+  // into mean_: the communicator's reduce-scatter (the mean, divide-first
+  // as default/allreduce averages) of W blocks of floor(n / W), and an
+  // allreduce of the few elements left over, which the last rank owns.
+  // Nothing of bucket size is allocated: the scratch is 1/W of it.
   void reduce_scatter_mean(const float* buffer, size_t n, const Range& mine) {
-    mean_.assign(mine.count, 0.f);
-    const float w = float(world_);
+    mean_.resize(mine.count);
     if (world_ == 1) {
-      for (size_t k = 0; k < mine.count; ++k) mean_[k] = buffer[mine.begin + k] / w;
+      std::memcpy(mean_.data(), buffer, n * sizeof(float));
       return;
     }
-    std::vector<int64_t> send_counts(static_cast<size_t>(world_));
-    for (int j = 0; j < world_; ++j)
-      send_counts[size_t(j)] = int64_t(rank_range(n, world_, j).count);
-    recv_.resize(size_t(world_) * mine.count);
-    FlatTensor send(const_cast<float*>(buffer), DType::F32, int64_t(n));
-    FlatTensor recv(recv_.data(), DType::F32, int64_t(recv_.size()));
-    comm_alltoallv(comm_, send, send_counts, recv,
-                   std::vector<int64_t>(size_t(world_), int64_t(mine.count)), nullptr);
-    count_out((n - mine.count) * sizeof(float));
-    for (int r = 0; r < world_; ++r) {
-      const float* from = recv_.data() + size_t(r) * mine.count;
-      for (size_t k = 0; k < mine.count; ++k) mean_[k] += from[k] / w;
+    const size_t width = block_width(n, world_), blocks = width * size_t(world_);
+    if (width > 0) {
+      FlatTensor send(const_cast<float*>(buffer), DType::F32, int64_t(blocks));
+      FlatTensor recv(mean_.data(), DType::F32, int64_t(width));
+      comm_reduce_scatter(comm_, send, recv, DDPH_AVG, nullptr);
+      count_out(blocks * sizeof(float));
+    }
+    if (blocks < n) {
+      tail_.assign(buffer + blocks, buffer + n);
+      FlatTensor tail(tail_.data(), DType::F32, int64_t(tail_.size()));
+      comm_allreduce(comm_, tail, DDPH_AVG, nullptr);
+      count_out(tail_.size() * sizeof(float));
+      if (rank_ == world_ - 1) std::copy(tail_.begin(), tail_.end(), mean_.begin() + long(width));
     }
   }
 
-  // protocol reduce_scatter: every rank's stepped range to every rank, in
-  // blocks of range_width elements (the last ranges padded).
+  // protocol reduce_scatter: every rank's stepped range to every rank: an
+  // allgather of the W blocks, then the last rank's leftover elements
+  // broadcast. recv_ ends with the whole bucket's updated values.
   void gather_ranges(const BucketLayout& l, const std::vector<Piece>& pieces,
                      float* const* params) {
-    const size_t width = range_width(l.n, world_);
-    send_.assign(width, 0.f);
-    recv_.resize(width * size_t(world_));
+    const size_t width = block_width(l.n, world_), blocks = width * size_t(world_);
     const Range mine = rank_range(l.n, world_, rank_);
+    send_.assign(mine.count, 0.f);
+    recv_.resize(l.n);
     for (const Piece& p : pieces)
       if (p.rank == rank_)
         std::memcpy(send_.data() + (l.offsets[p.param] + p.begin - mine.begin),
                     params[p.param] + p.begin, p.count * sizeof(float));
-    FlatTensor send(send_.data(), DType::F32, int64_t(width));
-    FlatTensor recv(recv_.data(), DType::F32, int64_t(recv_.size()));
-    comm_allgather(comm_, send, recv, nullptr);
-    count_out(width * sizeof(float));
-    for (const Piece& p : pieces) {
-      if (p.rank == rank_) continue;
-      const Range theirs = rank_range(l.n, world_, p.rank);
-      std::memcpy(
-          params[p.param] + p.begin,
-          recv_.data() + size_t(p.rank) * width + (l.offsets[p.param] + p.begin - theirs.begin),
-          p.count * sizeof(float));
+    if (width > 0) {
+      FlatTensor send(send_.data(), DType::F32, int64_t(width));
+      FlatTensor recv(recv_.data(), DType::F32, int64_t(blocks));
+      comm_allgather(comm_, send, recv, nullptr);
+      count_out(width * sizeof(float));
     }
+    if (blocks < l.n) {
+      float* tail = recv_.data() + blocks;
+      if (rank_ == world_ - 1)
+        std::memcpy(tail, send_.data() + width, (l.n - blocks) * sizeof(float));
+      FlatTensor buf(tail, DType::F32, int64_t(l.n - blocks));
+      comm_broadcast(comm_, buf, world_ - 1, nullptr);
+      count_out((l.n - blocks) * sizeof(float));
+    }
+    for (const Piece& p : pieces)
+      if (p.rank != rank_)
+        std::memcpy(params[p.param] + p.begin, recv_.data() + l.offsets[p.param] + p.begin,
+                    p.count * sizeof(float));
   }
 
   ddph_hook_ref_t inner_;
@@ -455,7 +461,7 @@ class ZeroHook : public Hook {
   size_t buckets_this_step_ = 0;  // buckets of it run so far
   // Reused from bucket to bucket.
   std::vector<float*> params_;
-  std::vector<float> mean_, send_, recv_;
+  std::vector<float> mean_, tail_, send_, recv_;
 };
 
 template <bool kInterleaved>
