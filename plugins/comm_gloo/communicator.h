@@ -23,6 +23,7 @@
 #include "plugins/comm_gloo/mailboxes.h"
 #include "plugins/comm_gloo/peer_identity.h"
 #include "plugins/comm_gloo/posted_buffers.h"
+#include "plugins/comm_gloo/ring_layout.h"
 #include "plugins/comm_gloo/small_allreduce.h"
 #include "plugins/comm_gloo/wire_bytes.h"
 
@@ -115,6 +116,11 @@ class Communicator : public CommBackend {
   // allreduce as one ring (ring_allreduce.cpp).
   void ring_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
                       ddph_reduce_op_t op);
+  // The ring over buf in place with `layout`: its reduce-scatter, after
+  // which this rank's chunk holds the result, then, with `gather`, its
+  // allgather (ring_allreduce.cpp).
+  void ring(const char* what, const CommBuf& buf, ddph_reduce_op_t op, const RingLayout& layout,
+            bool gather);
   // allreduce as one exchange of whole buffers through the mailboxes,
   // combined in the ring's order (small_allreduce.cpp).
   void small_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
@@ -156,6 +162,9 @@ class Communicator : public CommBackend {
   std::string broken_;  // the first failure; empty while healthy
 
   uint32_t next_tag_ = 1;
+  // reduce_scatter's copy of its send buffer, which the ring combines into;
+  // grown as needed, kept for the next call (collectives.cpp).
+  std::vector<char> reduce_scatter_scratch_;
   uint32_t splits_ = 0;  // split() calls so far: names each split's store namespace
   std::vector<uint64_t> send_seq_, recv_seq_;  // per peer, for point-to-point slots
   struct PendingSend {

@@ -44,17 +44,22 @@ constexpr size_t kSendsInFlight = 2;
 
 void Communicator::ring_allreduce(const char* what, const CommBuf& send, const CommBuf& recv,
                                   ddph_reduce_op_t op) {
+  if (send.data != recv.data) std::memcpy(recv.data, send.data, recv.bytes());
+  if (size() == 1) return;  // x / 1 == x, and any op of one value is that value
+  ring(what, recv, op, RingLayout(recv.numel, size(), dtype_size(recv.dtype)), true);
+}
+
+void Communicator::ring(const char* what, const CommBuf& recv, ddph_reduce_op_t op,
+                        const RingLayout& layout, bool gather) {
   const int world = size(), me = rank();
   const size_t es = dtype_size(recv.dtype);
   char* data = static_cast<char*>(recv.data);
-  if (send.data != recv.data) std::memcpy(data, send.data, recv.bytes());
-  if (world == 1) return;  // x / 1 == x, and any op of one value is that value
   const bool average = op == DDPH_AVG;
   const ddph_reduce_op_t combine = average ? DDPH_SUM : op;
-  const RingLayout layout(recv.numel, world, es);
   const int to = (me + world - 1) % world, from = (me + 1) % world;
   const uint64_t slot = comm_gloo::slot(
-      kRingSlot, agreement({name_code(what), recv.bytes(), uint64_t(recv.dtype), uint64_t(op)}),
+      kRingSlot,
+      agreement({name_code(what), recv.bytes(), uint64_t(recv.dtype), uint64_t(op), gather}),
       next_tag());
   auto divide = [&](std::pair<size_t, size_t> r) {
     if (average) divide_inplace(recv.dtype, data + r.first * es, r.second - r.first, world);
@@ -115,6 +120,7 @@ void Communicator::ring_allreduce(const char* what, const CommBuf& send, const C
     }
     // The allgather overwrites chunks that were sent from above.
     while (sends_done < sends_posted) wait_send();
+    if (!gather) return;
 
     // Allgather, straight into the buffer.
     std::deque<size_t> recvs_pending;  // steps with a posted receive, in order

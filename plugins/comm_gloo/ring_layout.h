@@ -34,12 +34,30 @@ class RingLayout {
     seg_ = seg_bytes / elem_size;
     per_chunk_ = segments / w;
   }
+  // The ring of a reduce-scatter: chunk c is block c of numel / world
+  // elements (numel a multiple of world), the blocks the caller asked for,
+  // each in segments of at most kSegmentBytes, at least two.
+  static RingLayout blocks(size_t numel, int world, size_t elem_size) {
+    RingLayout l;
+    l.numel_ = numel;
+    l.world_ = world;
+    l.block_ = numel / size_t(world);
+    const size_t max_seg = std::max<size_t>(1, kSegmentBytes / elem_size);
+    l.per_chunk_ = std::max<size_t>(2, (l.block_ + max_seg - 1) / max_seg);
+    l.seg_ = std::max<size_t>(1, (l.block_ + l.per_chunk_ - 1) / l.per_chunk_);
+    return l;
+  }
   size_t segment_elems() const { return seg_; }
   size_t steps() const { return size_t(world_ - 1) * per_chunk_; }
   size_t per_chunk() const { return per_chunk_; }
   // Element range [first, second) of segment j of chunk c; empty past the
   // end of the buffer.
   std::pair<size_t, size_t> segment(size_t chunk, size_t j) const {
+    if (block_ > 0) {
+      const size_t end = (chunk + 1) * block_;
+      const size_t b = std::min(end, chunk * block_ + j * seg_);
+      return {b, std::min(end, b + seg_)};
+    }
     const size_t b = std::min(numel_, (chunk * per_chunk_ + j) * seg_);
     return {b, std::min(numel_, b + seg_)};
   }
@@ -49,11 +67,13 @@ class RingLayout {
   }
 
  private:
+  RingLayout() = default;
   static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
-  size_t numel_;
-  int world_;
+  size_t numel_ = 0;
+  int world_ = 1;
   size_t seg_ = 0, per_chunk_ = 0;
+  size_t block_ = 0;  // blocks(): each chunk's elements; 0: gloo's geometry
 };
 
 }  // namespace comm_gloo

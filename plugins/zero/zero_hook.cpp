@@ -35,8 +35,8 @@ namespace {
 // One bucket of the current step whose pieces are stepped at its end.
 struct Deferred {
   uint64_t index = 0, step = 0;
-  std::vector<float*> params;  // the host's parameters, lent for the step
-  std::vector<float> grads;    // reduced gradients of bucket elements [base, ...)
+  std::vector<float*> params;           // the host's parameters, lent for the step
+  std::vector<float>* grads = nullptr;  // reduced gradients of bucket elements [base, ...)
   size_t base = 0;
 };
 
@@ -98,14 +98,17 @@ class ZeroHook : public Hook {
     if (options_.protocol == Protocol::kAllreduce) {
       run_hook_blocking(inner_, bucket);
     } else {
-      const Range mine = rank_range(layout.n, world_, rank_);
-      reduce_scatter_mean(buffer, layout.n, mine);
-      reduced = mean_.data();
-      base = mine.begin;
+      reduce_scatter_mean(buffer, layout.n);
     }
 
     const bool owners_known = pieces_.count(layout.index) != 0;
-    if (kInterleaved && owners_known) {
+    if (bucket.is_last && owners_known) {
+      // The step's end: the kept buckets, then this one from its own
+      // buffers, with no copy (all of a one-bucket step).
+      step_kept();
+      step_and_share(layout, params_.data(), reduced, base);
+      end_step();
+    } else if (kInterleaved && owners_known) {
       step_and_share(layout, params_.data(), reduced, base);
     } else {
       Deferred d;
@@ -120,10 +123,17 @@ class ZeroHook : public Hook {
       else if (owners_known)
         keep = owned_span(layout, pieces_.at(layout.index), rank_);
       d.base = keep.begin;
-      d.grads.assign(reduced + (keep.begin - base), reduced + (keep.begin - base) + keep.count);
+      // Storage kept per bucket index from step to step: a fresh vector
+      // would be faulted in page by page at every step.
+      std::vector<float>& kept = kept_grads_[layout.index];
+      kept.assign(reduced + (keep.begin - base), reduced + (keep.begin - base) + keep.count);
+      d.grads = &kept;
       deferred_.push_back(std::move(d));
+      if (bucket.is_last) {
+        step_kept();
+        end_step();
+      }
     }
-    if (bucket.is_last) finish_step();
     done.ok();
   }
 
@@ -276,7 +286,7 @@ class ZeroHook : public Hook {
 
   // The step's last bucket: owners of shard_buckets are known now; every
   // deferred bucket is stepped and shared, in index order.
-  void finish_step() {
+  void step_kept() {
     if (layout_hash_ == 0) {
       std::vector<const BucketLayout*> all;
       for (const auto& kv : layouts_) all.push_back(&kv.second);
@@ -289,9 +299,14 @@ class ZeroHook : public Hook {
     std::sort(deferred_.begin(), deferred_.end(),
               [](const Deferred& a, const Deferred& b) { return a.index < b.index; });
     for (Deferred& d : deferred_)
-      step_and_share(layouts_.at(d.index), d.params.data(), d.grads.data(), d.base);
+      step_and_share(layouts_.at(d.index), d.params.data(), d.grads->data(), d.base);
     deferred_.clear();
-    full_.clear();  // every owned piece took its slice at this step
+  }
+
+  // After the step's last bucket was stepped: every owned piece took its
+  // slice of a loaded or re-cut state.
+  void end_step() {
+    full_.clear();
     buckets_this_step_ = 0;
   }
 
@@ -379,29 +394,24 @@ class ZeroHook : public Hook {
   }
 
   // protocol reduce_scatter: the mean of this rank's range of the bucket,
-  // into mean_: the communicator's reduce-scatter (the mean, divide-first
-  // as default/allreduce averages) of W blocks of floor(n / W), and an
-  // allreduce of the few elements left over, which the last rank owns.
-  // Nothing of bucket size is allocated: the scratch is 1/W of it.
-  void reduce_scatter_mean(const float* buffer, size_t n, const Range& mine) {
-    mean_.resize(mine.count);
-    if (world_ == 1) {
-      std::memcpy(mean_.data(), buffer, n * sizeof(float));
-      return;
-    }
+  // left in place in the bucket buffer (whose other elements become
+  // scratch): the communicator's in-place reduce-scatter (the mean,
+  // divide-first as default/allreduce averages) of W blocks of
+  // floor(n / W), and an allreduce of the few elements left over, which the
+  // last rank owns. Nothing of bucket size is allocated or copied.
+  void reduce_scatter_mean(float* buffer, size_t n) {
+    if (world_ == 1) return;  // the mean of one rank's gradient is itself
     const size_t width = block_width(n, world_), blocks = width * size_t(world_);
     if (width > 0) {
-      FlatTensor send(const_cast<float*>(buffer), DType::F32, int64_t(blocks));
-      FlatTensor recv(mean_.data(), DType::F32, int64_t(width));
+      FlatTensor send(buffer, DType::F32, int64_t(blocks));
+      FlatTensor recv(buffer + size_t(rank_) * width, DType::F32, int64_t(width));
       comm_reduce_scatter(comm_, send, recv, DDPH_AVG, nullptr);
       count_out(blocks * sizeof(float));
     }
     if (blocks < n) {
-      tail_.assign(buffer + blocks, buffer + n);
-      FlatTensor tail(tail_.data(), DType::F32, int64_t(tail_.size()));
+      FlatTensor tail(buffer + blocks, DType::F32, int64_t(n - blocks));
       comm_allreduce(comm_, tail, DDPH_AVG, nullptr);
-      count_out(tail_.size() * sizeof(float));
-      if (rank_ == world_ - 1) std::copy(tail_.begin(), tail_.end(), mean_.begin() + long(width));
+      count_out((n - blocks) * sizeof(float));
     }
   }
 
@@ -412,22 +422,22 @@ class ZeroHook : public Hook {
                      float* const* params) {
     const size_t width = block_width(l.n, world_), blocks = width * size_t(world_);
     const Range mine = rank_range(l.n, world_, rank_);
-    send_.assign(mine.count, 0.f);
+    // This rank's range goes straight into its place in recv_ (an in-place
+    // allgather); elements between parameters are zeros.
     recv_.resize(l.n);
+    std::fill(recv_.begin() + long(mine.begin), recv_.begin() + long(mine.begin + mine.count), 0.f);
     for (const Piece& p : pieces)
       if (p.rank == rank_)
-        std::memcpy(send_.data() + (l.offsets[p.param] + p.begin - mine.begin),
-                    params[p.param] + p.begin, p.count * sizeof(float));
+        std::memcpy(recv_.data() + l.offsets[p.param] + p.begin, params[p.param] + p.begin,
+                    p.count * sizeof(float));
     if (width > 0) {
-      FlatTensor send(send_.data(), DType::F32, int64_t(width));
+      FlatTensor send(recv_.data() + mine.begin, DType::F32, int64_t(width));
       FlatTensor recv(recv_.data(), DType::F32, int64_t(blocks));
       comm_allgather(comm_, send, recv, nullptr);
       count_out(width * sizeof(float));
     }
     if (blocks < l.n) {
       float* tail = recv_.data() + blocks;
-      if (rank_ == world_ - 1)
-        std::memcpy(tail, send_.data() + width, (l.n - blocks) * sizeof(float));
       FlatTensor buf(tail, DType::F32, int64_t(l.n - blocks));
       comm_broadcast(comm_, buf, world_ - 1, nullptr);
       count_out((l.n - blocks) * sizeof(float));
@@ -457,11 +467,12 @@ class ZeroHook : public Hook {
   bool from_shard_ = false;
   uint64_t shard_hash_ = 0;
   std::vector<Deferred> deferred_;
-  uint64_t step_ = 0;             // the step of the buckets being run
-  size_t buckets_this_step_ = 0;  // buckets of it run so far
+  std::map<uint64_t, std::vector<float>> kept_grads_;  // by bucket index
+  uint64_t step_ = 0;                                  // the step of the buckets being run
+  size_t buckets_this_step_ = 0;                       // buckets of it run so far
   // Reused from bucket to bucket.
   std::vector<float*> params_;
-  std::vector<float> mean_, tail_, send_, recv_;
+  std::vector<float> send_, recv_;
 };
 
 template <bool kInterleaved>

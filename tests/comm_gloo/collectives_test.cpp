@@ -173,23 +173,41 @@ int gather_scatter_body(int rank, int world, const std::string& dir) {
                          "in-place allgather [%d][%d] = %g", r, i,
                          double(recv.as<float>()[r * n + i]));
   }
-  // reduce_scatter: rank r gets the reduction of block r.
-  for (ddph_reduce_op_t op : kOps) {
-    Tensor send(kF64, world * n), recv(kF64, n);
-    // AVG divides each rank's value first: scale by world so the quotients are exact.
-    const double scale = op == DDPH_AVG ? world : 1;
-    for (int j = 0; j < world * n; ++j) send.as<double>()[j] = scale * (rank + 1) * (j + 1);
-    CHILD_OK(comm->reduce_scatter(comm->ctx, send.dl(), recv.dl(), op, nullptr));
-    for (int i = 0; i < n; ++i) {
-      const int j = rank * n + i;
-      double sum = 0;
-      for (int r = 0; r < world; ++r) sum += double((r + 1) * (j + 1));
-      double want = op == DDPH_SUM   ? sum
-                    : op == DDPH_AVG ? sum
-                    : op == DDPH_MAX ? double(world * (j + 1))
-                                     : double(j + 1);
-      DDPH_CHILD_CHECK(recv.as<double>()[i] == want, "reduce_scatter %s [%d] = %g, want %g",
-                       op_name(op), i, recv.as<double>()[i], want);
+  // reduce_scatter: rank r gets the reduction of block r. Small blocks take
+  // the small exchange; blocks of 300001 doubles (2.4 MB, three ring
+  // segments each) the ring over the blocks.
+  for (const int b : {n, 300001})
+    for (ddph_reduce_op_t op : kOps) {
+      Tensor send(kF64, world * b), recv(kF64, b);
+      // AVG divides each rank's value first: scale by world so the quotients are exact.
+      const double scale = op == DDPH_AVG ? world : 1;
+      for (int j = 0; j < world * b; ++j) send.as<double>()[j] = scale * (rank + 1) * (j + 1);
+      CHILD_OK(comm->reduce_scatter(comm->ctx, send.dl(), recv.dl(), op, nullptr));
+      for (int i = 0; i < b; ++i) {
+        const int j = rank * b + i;
+        double sum = 0;
+        for (int r = 0; r < world; ++r) sum += double((r + 1) * (j + 1));
+        double want = op == DDPH_SUM   ? sum
+                      : op == DDPH_AVG ? sum
+                      : op == DDPH_MAX ? double(world * (j + 1))
+                                       : double(j + 1);
+        DDPH_CHILD_CHECK(recv.as<double>()[i] == want, "reduce_scatter %s [%d] = %g, want %g",
+                         op_name(op), i, recv.as<double>()[i], want);
+      }
+    }
+  // In place (recv is block rank() of send): the ring combines into send.
+  {
+    const int b = 300001;
+    Tensor send(kF64, world * b);
+    for (int j = 0; j < world * b; ++j) send.as<double>()[j] = world * (rank + 1) * double(j + 1);
+    int64_t shape = b;
+    DLTensor mine = view(send, rank * b, &shape);
+    CHILD_OK(comm->reduce_scatter(comm->ctx, send.dl(), &mine, DDPH_AVG, nullptr));
+    for (int i = 0; i < b; ++i) {
+      const int j = rank * b + i;
+      const double want = double(world * (world + 1) / 2) * (j + 1);
+      DDPH_CHILD_CHECK(send.as<double>()[j] == want, "in-place reduce_scatter [%d] = %g, want %g",
+                       i, send.as<double>()[j], want);
     }
   }
   // broadcast from the last rank (non-zero root).
@@ -276,6 +294,23 @@ int bytes_sent_body(int rank, int world, const std::string& dir) {
     if (again < grew + want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   DDPH_CHILD_CHECK(again >= grew + want, "second allreduce: %llu", (unsigned long long)again);
+  // A reduce-scatter puts (W-1)/W of the buffer on the wire, half of what
+  // an allreduce sends.
+  {
+    Tensor whole(kF32, n - n % world), block(kF32, n / world);
+    const uint64_t start = comm->bytes_sent(comm->ctx);
+    CHILD_OK(comm->reduce_scatter(comm->ctx, whole.dl(), block.dl(), DDPH_AVG, nullptr));
+    const uint64_t rs_want = uint64_t(world - 1) * uint64_t(n / world) * 4;
+    uint64_t sent = 0;
+    for (int i = 0; i < 200 && sent < rs_want; ++i) {
+      sent = comm->bytes_sent(comm->ctx) - start;
+      if (sent < rs_want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    DDPH_CHILD_CHECK(sent >= rs_want && sent < rs_want + rs_want / 8,
+                     "a reduce-scatter of %llu bytes sent %llu, expected %llu",
+                     (unsigned long long)payload, (unsigned long long)sent,
+                     (unsigned long long)rs_want);
+  }
   // A small allreduce sends the whole buffer to every peer (after a header
   // of 48 bytes and a seal of 8): (W - 1) times 16 KB, where the ring would send
   // 2 (W - 1) / W of it.

@@ -210,7 +210,10 @@ typedef struct ddph_comm {
                              void *stream);
   /* recv has size() * send numel elements, rank r's block at r * numel. */
   ddph_error_t *(*allgather)(void *ctx, const DLTensor *send, DLTensor *recv, void *stream);
-  /* send has size() * recv numel elements; rank r receives the reduction of block r. */
+  /* send has size() * recv numel elements; rank r receives the reduction of block r.
+   * In place, recv is block rank() of send (as ncclReduceScatter takes it);
+   * send's other blocks are then left undefined (the communicator may
+   * combine into them instead of into a copy). */
   ddph_error_t *(*reduce_scatter)(void *ctx, const DLTensor *send, DLTensor *recv,
                                   ddph_reduce_op_t op, void *stream);
   ddph_error_t *(*broadcast)(void *ctx, DLTensor *buf, int root, void *stream);

@@ -7,6 +7,7 @@
 // iterations.
 // Hook and baseline iterations alternate, so drift in the machine's load
 // hits both alike.
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -113,6 +114,10 @@ struct Result {
   // Share of the machine's cores busy while the hook (the baseline) ran,
   // the mean of every rank's view; -1: not measured.
   double busy = -1, baseline_busy = -1;
+  // After the run, the largest rank's: the bytes of its saved hook state
+  // (an optimizer's state, a zero hook's shard), and the peak resident
+  // memory of its process so far (every config benched before included).
+  double state_bytes = 0, peak_rss_bytes = 0;
 };
 
 void print_header(size_t label_width) {
@@ -155,6 +160,8 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
                 json_string(label).c_str(), json_string(config).c_str(), o.world, bucket_bytes,
                 r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters, r.bytes_in,
                 r.bytes_out);
+    std::printf(",\"state_bytes_per_rank\":%.0f,\"peak_rss_bytes\":%.0f", r.state_bytes,
+                r.peak_rss_bytes);
     if (r.busy >= 0)
       std::printf(",\"cores_busy\":%.3f,\"baseline_cores_busy\":%.3f", r.busy, r.baseline_busy);
     if (o.machines > 0)
@@ -172,6 +179,10 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
     std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
                 static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,
                 r.median_s * 1e3, r.baseline_s * 1e3, ratio, r.wire_bytes_per_rank / 1048576.0);
+    if (r.state_bytes > 0)
+      std::printf("%-*s   hook state %.2f MB per rank, peak resident memory %.1f MB (largest rank)\n",
+                  static_cast<int>(label_width), "", r.state_bytes / 1048576.0,
+                  r.peak_rss_bytes / 1048576.0);
     if (o.machines > 0)
       std::printf("%-*s   %d machines: %.2f MB between machines per bucket (all ranks)\n",
                   static_cast<int>(label_width), "", o.machines, r.cross_machine_bytes / 1048576.0);
@@ -305,6 +316,10 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     // which reads as "not measured".
     cross += cross0 < 0 || cross1 < 0 ? -1e300 : cross1 - cross0;
   }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  double memory[2] = {double(s.state_bytes()), double(usage.ru_maxrss) * 1024};
+  s.allreduce(memory, 2, DDPH_MAX);
   s.allreduce(times.data(), static_cast<int64_t>(times.size()), DDPH_MAX);
   s.allreduce(&wire, 1, DDPH_SUM);
   s.allreduce(&base_wire, 1, DDPH_SUM);
@@ -318,6 +333,8 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     r.busy = ticks[0] / ticks[1];
     r.baseline_busy = ticks[2] / ticks[3];
   }
+  r.state_bytes = memory[0];
+  r.peak_rss_bytes = memory[1];
   r.median_s = median(std::vector<double>(times.begin(), times.begin() + o.iters));
   r.baseline_s = median(std::vector<double>(times.begin() + o.iters, times.end()));
   r.wire_bytes_per_rank = wire / (static_cast<double>(o.world) * o.iters);

@@ -77,6 +77,13 @@ ddph_stats_t Session::stats() {
   return st;
 }
 
+uint64_t Session::state_bytes() {
+  uint64_t n = 0;
+  auto count = [](void* sink, const void*, size_t bytes) { *static_cast<uint64_t*>(sink) += bytes; };
+  check(ddph_session_save_state(s_, count, &n), "saving the state");
+  return n;
+}
+
 double Session::take_hook_seconds() {
   double total = 0;
   for (;;) {

@@ -42,6 +42,9 @@ class Session {
   // the buckets completed since the last call.
   double take_hook_seconds();
   ddph_comm_t* comm();
+  // The bytes ddph_session_save_state writes now: the hooks' state (an
+  // optimizer's, a zero hook's shard) as a checkpoint holds it.
+  uint64_t state_bytes();
 
   // Collectives on the session's communicator, for the tool's own
   // bookkeeping (timings, metrics, parameter hashes). Only between flush and
