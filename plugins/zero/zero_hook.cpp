@@ -92,9 +92,11 @@ class ZeroHook : public Hook {
     const BucketLayout& layout = learn(bucket);
     ++buckets_this_step_;
 
+    // Both protocols leave the reduced gradients in the bucket buffer:
+    // reduce_scatter this rank's range of them, in place.
     float* buffer = static_cast<float*>(data_ptr(bucket.buffer));
     const float* reduced = buffer;
-    size_t base = 0;
+    const size_t base = 0;
     if (options_.protocol == Protocol::kAllreduce) {
       run_hook_blocking(inner_, bucket);
     } else {
@@ -274,7 +276,11 @@ class ZeroHook : public Hook {
         shards.push_back(decode_shard(all.data() + size_t(r) * widest, size_t(lengths[size_t(r)]),
                                       options_.optim.kind, kName));
     }
-    full_ = join_pieces(shards, kName);
+    optim::StateMap joined = join_pieces(shards, kName);
+    // A full state loaded since the last step has not been cut yet: its
+    // parameters keep it (what was stepped since wins, though nothing was).
+    for (auto& kv : full_) joined.emplace(kv.first, std::move(kv.second));
+    full_ = std::move(joined);
     states_.clear();
     layouts_.clear();
     pieces_.clear();

@@ -198,6 +198,51 @@ INSTANTIATE_TEST_SUITE_P(
         Resume{"step_shard_buckets", "zero/zero_step", "protocol: allreduce, shard_buckets: true"}),
     [](const ::testing::TestParamInfo<Resume>& i) { return std::string(i.param.name); });
 
+// A consolidated state loaded into a session that already ran (its layout
+// known), followed by regrouped buckets at the next step: the state is cut
+// for the new layout, not lost in the re-cut.
+TEST(ZeroCheckpointRegroup, AStateLoadedMidRunSurvivesARegroupedNextStep) {
+  if (!ddph_test::torch_available()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
+  std::vector<int> worlds(kSaveAt, 2);
+  worlds.resize(kSteps, 3);
+  const std::vector<float> want =
+      torch_optim_reference(worlds,
+                            {{"adam",
+                              "torch.optim.Adam(ps, lr=0.01, weight_decay=0.01, amsgrad=True, "
+                              "foreach=False)"}})
+          .at("adam");
+  const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+  ASSERT_TRUE(
+      run_span(2, "zero/zero_step", "protocol: reduce_scatter", 0, kSaveAt, "", "", dir + "/two"));
+  const std::string consolidated = joined(dir + "/two", 2);
+  const std::vector<float> at5 = floats(read_file(dir + "/two.params"));
+  const std::string config = yaml(std::string(kAdam) + ", protocol: reduce_scatter",
+                                  "{family: default, name: allreduce}", "zero/zero_step");
+  auto results = ddph_test::run_ranks(3, [&](int rank, int world, const std::string& d) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, d);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model scratch;  // a step whose result is dropped: the session learns a layout
+    scratch.with_ids = true;
+    DDPH_CHILD_CHECK(scratch.step(s, rank, 0) == DDPH_OK, "scratch step");
+    std::string message;
+    DDPH_CHILD_CHECK(ddph_test::load_state(s, consolidated, &message) == DDPH_OK, "%s",
+                     message.c_str());
+    Model m;
+    m.with_ids = true;
+    m.set_flat(at5);
+    m.regroup({{3, 0}, {2, 1}});
+    for (int step = kSaveAt; step < kSteps; ++step)
+      DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
+    const std::vector<float> got = m.flat();
+    for (size_t i = 0; i < got.size(); ++i)
+      DDPH_CHILD_CHECK(std::fabs(got[i] - want[i]) <= 1e-6 * std::max(1.0f, std::fabs(want[i])),
+                       "element %zu is %.9g, torch %.9g", i, got[i], want[i]);
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 // What load_state refuses, each with the message that names it.
 TEST(ZeroCheckpointRefusals, ForeignShardsAndIncompleteJoinsAreNamed) {
   const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
