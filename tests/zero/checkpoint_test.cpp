@@ -99,6 +99,19 @@ std::vector<float> floats(const std::string& bytes) {
   return v;
 }
 
+// torch.optim's Adam (kAdam's options) over steps 0..4 on the mean of 2
+// ranks' gradients, then steps 5..19 on the mean of 3: a run resumed at
+// another world size.
+std::vector<float> torch_two_then_three() {
+  std::vector<int> worlds(kSaveAt, 2);
+  worlds.resize(kSteps, 3);
+  return torch_optim_reference(worlds,
+                               {{"adam",
+                                 "torch.optim.Adam(ps, lr=0.01, weight_decay=0.01, amsgrad=True, "
+                                 "foreach=False)"}})
+      .at("adam");
+}
+
 struct Resume {
   const char* name;
   const char* hook;
@@ -113,14 +126,7 @@ class ZeroCheckpoint : public ::testing::TestWithParam<Resume> {};
 TEST_P(ZeroCheckpoint, SavedOnTwoRanksJoinedAndLoadedOnThreeContinuesAsTorch) {
   if (!ddph_test::torch_available()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
   const Resume c = GetParam();
-  std::vector<int> worlds(kSaveAt, 2);
-  worlds.resize(kSteps, 3);
-  const std::vector<float> want =
-      torch_optim_reference(worlds,
-                            {{"adam",
-                              "torch.optim.Adam(ps, lr=0.01, weight_decay=0.01, amsgrad=True, "
-                              "foreach=False)"}})
-          .at("adam");
+  const std::vector<float> want = torch_two_then_three();
   const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
   ASSERT_TRUE(run_span(2, c.hook, c.protocol, 0, kSaveAt, "", "", dir + "/two"));
   // Each shard holds only its rank's pieces, and together they hold every
@@ -203,14 +209,7 @@ INSTANTIATE_TEST_SUITE_P(
 // for the new layout, not lost in the re-cut.
 TEST(ZeroCheckpointRegroup, AStateLoadedMidRunSurvivesARegroupedNextStep) {
   if (!ddph_test::torch_available()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
-  std::vector<int> worlds(kSaveAt, 2);
-  worlds.resize(kSteps, 3);
-  const std::vector<float> want =
-      torch_optim_reference(worlds,
-                            {{"adam",
-                              "torch.optim.Adam(ps, lr=0.01, weight_decay=0.01, amsgrad=True, "
-                              "foreach=False)"}})
-          .at("adam");
+  const std::vector<float> want = torch_two_then_three();
   const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
   ASSERT_TRUE(
       run_span(2, "zero/zero_step", "protocol: reduce_scatter", 0, kSaveAt, "", "", dir + "/two"));
