@@ -11,9 +11,9 @@
 // per-channel pads a bucket whose length is a multiple of the channel size with a whole zero
 // channel; that channel is never part of the result, so it is not sent.
 #include "core/hook/comm_call.h"
-#include "plugins/quantization/codec.h"
+#include "core/quant/codec.h"
+#include "core/quant/rank_header.h"
 #include "plugins/quantization/protocols.h"
-#include "plugins/quantization/rank_header.h"
 
 namespace ddph {
 namespace quantization {
@@ -24,10 +24,10 @@ Outcome run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob&
   const size_t block = kRankHeaderBytes + encoded_bytes(seg, o.bits);
   const size_t world = size_t(job.world);
   Codec codec(job.at, ws.scratch, o.bits, seg.n, segment_channels(seg), 1);
-  const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kRecvKey, world * block);
+  const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kGatherKey, world * block);
   uint8_t* all = static_cast<uint8_t*>(recv_buf.data());
   uint8_t* own = all + size_t(job.rank) * block;
-  codec.encode(job.data, seg, own_encode_args(o, job, 0), own + kRankHeaderBytes);
+  codec.encode(job.data, seg, own_encode_args(own_encoding(o), job, 0), own + kRankHeaderBytes);
   codec.write_rank_header(own);
 
   // In place: this rank's block of recv is the send buffer.

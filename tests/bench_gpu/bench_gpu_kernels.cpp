@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/kernels/cuda/elementwise_cuda.h"
-#include "plugins/quantization/kernels/quant_cuda.h"
+#include "core/quant/kernels/quant_cuda.h"
 
 namespace {
 

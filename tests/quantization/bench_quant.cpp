@@ -12,8 +12,8 @@
 
 #include "core/kernels/divide.h"
 #include "core/kernels/isa.h"
-#include "plugins/quantization/kernels/quant_cpu.h"
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/kernels/quant_cpu.h"
+#include "core/quant/wire_segment.h"
 #include "tests/support/bench_isa_level.h"
 #include "tests/support/bench_memcpy.h"
 

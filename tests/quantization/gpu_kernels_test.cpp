@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "core/kernels/divide.h"
-#include "plugins/quantization/kernels/quant_cpu.h"
-#include "plugins/quantization/kernels/quant_cuda.h"
-#include "plugins/quantization/kernels/quant_tiles_cuda.h"
-#include "plugins/quantization/rank_header.h"
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cuda.h"
+#include "core/quant/kernels/quant_tiles_cuda.h"
+#include "core/quant/rank_header.h"
+#include "core/quant/wire_segment.h"
 #include "tests/quantization/kernels_test_data.h"
 #include "tests/support/cuda_device.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "plugins/quantization/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cpu.h"
 #include "tests/quantization/kernels_test_data.h"
 
 namespace {

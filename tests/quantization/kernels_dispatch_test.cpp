@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/kernels/isa.h"
-#include "plugins/quantization/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cpu.h"
 #include "tests/quantization/kernels_test_data.h"
 #include "tests/support/isa_levels.h"
 

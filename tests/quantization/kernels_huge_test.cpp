@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/kernels/isa.h"
-#include "plugins/quantization/kernels/quant_cpu.h"
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/kernels/quant_cpu.h"
+#include "core/quant/wire_segment.h"
 #include "tests/quantization/kernels_test_data.h"
 #include "tests/support/isa_levels.h"
 

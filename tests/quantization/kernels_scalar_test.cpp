@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "plugins/quantization/kernels/quant_math.h"
+#include "core/quant/kernels/quant_math.h"
 
 namespace {
 

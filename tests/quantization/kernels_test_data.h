@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/quantization/kernels/quant_math.h"
+#include "core/quant/kernels/quant_math.h"
 
 namespace ddph_test {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/quantization/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cpu.h"
 #include "tests/quantization/kernels_test_data.h"
 #include "tests/support/torch_ref.h"
 

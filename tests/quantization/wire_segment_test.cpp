@@ -6,7 +6,7 @@
 // encode_mean, which also re-quantizes the mean a group of channels at a
 // time, must give the bytes of encode_segment (checked against PyTorch in
 // kernels_torch_test) applied to that formula's mean.
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/wire_segment.h"
 
 #include <gtest/gtest.h>
 

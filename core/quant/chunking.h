@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/wire_segment.h"
 
 namespace ddph {
 namespace quantization {

@@ -4,8 +4,8 @@
 // Pack/unpack reuse the AVX2 shuffles: they are memory-bound.
 
 #include "core/kernels/prefetch.h"
-#include "plugins/quantization/kernels/quant_math.h"
-#include "plugins/quantization/kernels/quant_table.h"
+#include "core/quant/kernels/quant_math.h"
+#include "core/quant/kernels/quant_table.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -24,7 +24,7 @@ namespace ddph {
 namespace quantization {
 namespace {
 
-#include "plugins/quantization/kernels/quant_loops.inc"
+#include "core/quant/kernels/quant_loops.inc"
 
 struct Avx512 {
   static constexpr size_t W = 16;

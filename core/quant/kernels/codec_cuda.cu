@@ -1,9 +1,9 @@
 // The element-wise CUDA kernels: dequantize (into or added to a float
 // buffer), bit packing for the wire, and the finiteness check. Each is a
 // direct image of its CPU loop in quant_loops.inc, over quant_math.h.
-#include "plugins/quantization/kernels/quant_cuda.h"
-#include "plugins/quantization/kernels/quant_math.h"
-#include "plugins/quantization/kernels/quant_tiles_cuda.h"
+#include "core/quant/kernels/quant_cuda.h"
+#include "core/quant/kernels/quant_math.h"
+#include "core/quant/kernels/quant_tiles_cuda.h"
 
 namespace ddph {
 namespace quantization {

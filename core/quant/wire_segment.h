@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugins/quantization/kernels/quant_cpu.h"  // QuantizeArgs
-#include "plugins/quantization/kernels/quant_math.h"
+#include "core/quant/kernels/quant_cpu.h"  // QuantizeArgs
+#include "core/quant/kernels/quant_math.h"
 
 namespace ddph {
 namespace quantization {

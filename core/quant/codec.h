@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/kernels/on_device.h"
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/wire_segment.h"
 
 namespace ddph {
 namespace quantization {

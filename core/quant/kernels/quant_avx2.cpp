@@ -5,8 +5,8 @@
 // quant_math.h, so the codes match the scalar level bit for bit.
 
 #include "core/kernels/prefetch.h"
-#include "plugins/quantization/kernels/quant_math.h"
-#include "plugins/quantization/kernels/quant_table.h"
+#include "core/quant/kernels/quant_math.h"
+#include "core/quant/kernels/quant_table.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -18,7 +18,7 @@ namespace ddph {
 namespace quantization {
 namespace {
 
-#include "plugins/quantization/kernels/quant_loops.inc"
+#include "core/quant/kernels/quant_loops.inc"
 
 struct Avx2 {
   static constexpr size_t W = 8;

@@ -1,10 +1,10 @@
-#include "plugins/quantization/segment_cuda.h"
+#include "core/quant/segment_cuda.h"
 
 #include "core/base/error.h"
-#include "plugins/quantization/rank_header.h"
+#include "core/quant/rank_header.h"
 #ifdef DDPH_HAVE_CUDA
 #include "core/kernels/cuda/cuda_check.h"
-#include "plugins/quantization/kernels/quant_cuda.h"
+#include "core/quant/kernels/quant_cuda.h"
 #endif
 
 namespace ddph {

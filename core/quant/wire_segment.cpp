@@ -1,4 +1,4 @@
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/wire_segment.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/kernels/divide.h"
-#include "plugins/quantization/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cpu.h"
 
 namespace ddph {
 namespace quantization {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plugins/quantization/kernels/quant_math.h"
+#include "core/quant/kernels/quant_math.h"
 
 namespace ddph {
 namespace quantization {

@@ -1,12 +1,12 @@
 // Public entry points: argument handling, and the choice of level from
 // ddph::isa_active() (core/kernels/isa.h), so the core kernels' cap
 // (set_isa_limit, DDPH_KERNEL_ISA) applies here too.
-#include "plugins/quantization/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cpu.h"
 
 #include <cstring>
 
 #include "core/kernels/isa.h"
-#include "plugins/quantization/kernels/quant_table.h"
+#include "core/quant/kernels/quant_table.h"
 
 namespace ddph {
 namespace quantization {

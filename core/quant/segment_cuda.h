@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "core/kernels/on_device.h"
-#include "plugins/quantization/wire_segment.h"
+#include "core/quant/wire_segment.h"
 
 namespace ddph {
 namespace quantization {

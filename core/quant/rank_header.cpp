@@ -1,4 +1,4 @@
-#include "plugins/quantization/rank_header.h"
+#include "core/quant/rank_header.h"
 
 #include <cstring>
 

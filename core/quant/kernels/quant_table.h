@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plugins/quantization/kernels/quant_cpu.h"
+#include "core/quant/kernels/quant_cpu.h"
 
 namespace ddph {
 namespace quantization {

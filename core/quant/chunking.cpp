@@ -1,4 +1,4 @@
-#include "plugins/quantization/chunking.h"
+#include "core/quant/chunking.h"
 
 #include <algorithm>
 

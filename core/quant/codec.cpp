@@ -1,9 +1,9 @@
-#include "plugins/quantization/codec.h"
+#include "core/quant/codec.h"
 
 #include "core/base/error.h"
 #include "core/kernels/divide.h"
-#include "plugins/quantization/rank_header.h"
-#include "plugins/quantization/segment_cuda.h"
+#include "core/quant/rank_header.h"
+#include "core/quant/segment_cuda.h"
 
 namespace ddph {
 namespace quantization {

@@ -8,9 +8,9 @@
 // quant_math.h, the CPU's own.
 #include <cub/block/block_reduce.cuh>
 
-#include "plugins/quantization/kernels/quant_cuda.h"
-#include "plugins/quantization/kernels/quant_math.h"
-#include "plugins/quantization/kernels/quant_tiles_cuda.h"
+#include "core/quant/kernels/quant_cuda.h"
+#include "core/quant/kernels/quant_math.h"
+#include "core/quant/kernels/quant_tiles_cuda.h"
 
 namespace ddph {
 namespace quantization {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plugins/quantization/kernels/quant_cpu.h"  // QuantizeArgs, QParams, packed_bytes
+#include "core/quant/kernels/quant_cpu.h"  // QuantizeArgs, QParams, packed_bytes
 
 namespace ddph {
 namespace quantization {

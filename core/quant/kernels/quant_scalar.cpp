@@ -1,14 +1,14 @@
 // The scalar level: the reference loops of quant_loops.inc, compiled for
 // plain x86-64 (the compiler may still use SSE2 where it can).
 
-#include "plugins/quantization/kernels/quant_math.h"
-#include "plugins/quantization/kernels/quant_table.h"
+#include "core/quant/kernels/quant_math.h"
+#include "core/quant/kernels/quant_table.h"
 
 namespace ddph {
 namespace quantization {
 namespace {
 
-#include "plugins/quantization/kernels/quant_loops.inc"
+#include "core/quant/kernels/quant_loops.inc"
 
 }  // namespace
 
