@@ -22,6 +22,18 @@ const ddph_option_spec_t* zero_specs(size_t* count) {
                           "allreduce: split buckets over ranks by element count, as "
                           "ZeroRedundancyOptimizer's shard_buckets (else whole buckets "
                           "round-robin)"));
+    v.push_back(spec_int("bits", "32",
+                         "reduce_scatter: gradient bits on the wire: 32 (exact float32), or 8 "
+                         "or 4 (quantized per channel, as ZeRO++'s qgZ; the parameters are "
+                         "all-gathered in float32)",
+                         4, 32, "32|8|4"));
+    v.push_back(spec_int("channel_size", "512",
+                         "bits 8 or 4: elements per channel, each with its own scale and zero "
+                         "point",
+                         1, 1 << 30));
+    v.push_back(spec_bool("error_feedback", "true",
+                          "bits 8 or 4: keep each rank's quantization error per bucket and add "
+                          "it to the next step's gradient"));
     return v;
   }();
   *count = specs.size();
@@ -40,6 +52,12 @@ void check_zero_options(OptionCheck& c, const char* who) {
                     "shard_buckets",
                     who << ": option 'shard_buckets' applies to protocol allreduce only; "
                            "reduce_scatter already splits every bucket over every rank");
+  const int64_t bits = c.options.get_int("bits");
+  DDPH_CHECK_OPTION(c, bits == 32 || c.options.get_string("protocol") == "reduce_scatter", "bits",
+                    who << ": option 'bits' is " << bits
+                        << ", which quantizes the reduce-scatter; it needs protocol "
+                           "reduce_scatter (protocol allreduce reduces with the wrapped hook: "
+                           "wrap quantization/per_channel to quantize there)");
 }
 
 ZeroOptions parse_zero_options(const ddph_hook_init_t& init, const char* who) {
@@ -49,6 +67,9 @@ ZeroOptions parse_zero_options(const ddph_hook_init_t& init, const char* who) {
   z.protocol = o.get_string("protocol") == "reduce_scatter" ? Protocol::kReduceScatter
                                                             : Protocol::kAllreduce;
   z.shard_buckets = o.get_bool("shard_buckets");
+  z.bits = int(o.get_int("bits"));
+  z.channel_size = size_t(o.get_int("channel_size"));
+  z.error_feedback = o.get_bool("error_feedback");
   return z;
 }
 

@@ -26,13 +26,21 @@ struct ZeroOptions {
   optim::OptimConfig optim;
   Protocol protocol = Protocol::kAllreduce;
   bool shard_buckets = false;  // allreduce: PyTorch's shard_buckets assignment
+  // reduce_scatter: the gradients' width on the wire, 32 (exact float32) or
+  // 8 or 4 (quantized per channel of channel_size elements, qgZ), with or
+  // without error feedback.
+  int bits = 32;
+  size_t channel_size = 512;
+  bool error_feedback = true;
 };
 
-// optimizer_specs() and protocol, shard_buckets.
+// optimizer_specs() and protocol, shard_buckets, bits, channel_size,
+// error_feedback.
 const ddph_option_spec_t* zero_specs(size_t* count);
 
-// The optimizer's checks, and shard_buckets only with protocol allreduce
-// (reduce_scatter always splits every bucket over every rank). Throws
+// The optimizer's checks, shard_buckets only with protocol allreduce
+// (reduce_scatter always splits every bucket over every rank), and bits
+// below 32 only with protocol reduce_scatter. Throws
 // DDPH_INVALID_ARGUMENT naming the option and the hook `who`.
 void check_zero_options(OptionCheck& c, const char* who);
 

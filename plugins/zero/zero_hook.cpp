@@ -6,7 +6,9 @@
 //   the whole bucket, each owner steps its parameters and broadcasts them;
 // - protocol reduce_scatter (ZeRO-2): a reduce-scatter leaves each rank the
 //   mean of its 1/world of the bucket, the rank steps it and an allgather
-//   hands every rank every range: the bytes of one allreduce.
+//   hands every rank every range: the bytes of one allreduce. With bits 8
+//   or 4 the reduce-scatter sends quantized gradients (ZeRO++'s qgZ,
+//   core/quant's codec) and the allgather float32 parameters.
 // zero_step_interleaved steps each bucket as it is reduced; zero_step keeps
 // the reduced gradients of its share (1/world of them) and steps every
 // bucket at the step's last one, as PyTorch's hook_with_zero_step does.
@@ -22,6 +24,9 @@
 #include "core/hook/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
+#include "core/quant/codec.h"
+#include "core/quant/rank_header.h"
+#include "core/quant/scatter.h"
 #include "plugins/zero/assignment.h"
 #include "plugins/zero/hooks.h"
 #include "plugins/zero/layout.h"
@@ -99,6 +104,8 @@ class ZeroHook : public Hook {
     const size_t base = 0;
     if (options_.protocol == Protocol::kAllreduce) {
       run_hook_blocking(inner_, bucket);
+    } else if (options_.bits < 32 && world_ > 1) {
+      quantized_scatter_mean(buffer, layout, bucket.step);
     } else {
       reduce_scatter_mean(buffer, layout.n);
     }
@@ -159,6 +166,9 @@ class ZeroHook : public Hook {
 
   void load_state(const void* bytes, size_t n) override {
     LoadedState loaded = decode_loaded(bytes, n, options_.optim.kind, kName);
+    // bits 8 or 4: the residuals are not in the checkpoint (docs/zero.md);
+    // a resumed run starts them at zero, as the first step did.
+    residuals_.clear();
     if (loaded.single_shard) {
       const Shard& s = loaded.shard;
       DDPH_CHECK(s.world == uint32_t(world_) && s.rank == uint32_t(rank_), DDPH_INVALID_ARGUMENT,
@@ -229,7 +239,8 @@ class ZeroHook : public Hook {
 
   // Ranks that disagree on a bucket would step and send different
   // parameters: every rank's layout hash is compared before any gradient
-  // moves.
+  // moves. (Their options, bits included, were compared when the session
+  // opened.)
   void agree_on(const BucketLayout& l) {
     if (world_ == 1) return;
     uint64_t mine = layout_hash(l);
@@ -421,6 +432,60 @@ class ZeroHook : public Hook {
     }
   }
 
+  // protocol reduce_scatter, bits 8 or 4: the mean of this rank's range,
+  // from quantized gradients, left in place as reduce_scatter_mean leaves
+  // it. Each rank quantizes range j of its bucket (channels of
+  // channel_size, its error feedback added) and sends it to rank j
+  // (core/quant/scatter.h); each rank then decodes the world's encodings of
+  // its range and averages them, summing in float32 in rank order. Only the
+  // gradients are quantized: the parameters are all-gathered exact. A
+  // bucket with NaN or Inf on any rank takes the exact path instead, on
+  // every rank alike, so the step sees what torch's would, and the
+  // residuals stay as they were.
+  void quantized_scatter_mean(float* buffer, const BucketLayout& l, uint64_t step) {
+    using namespace quantization;
+    std::vector<Chunk> chunks(static_cast<size_t>(world_));
+    for (int r = 0; r < world_; ++r) {
+      const Range range = rank_range(l.n, world_, r);
+      chunks[size_t(r)] =
+          Chunk{range.begin, Segment{range.count, std::min(options_.channel_size, range.count)}};
+    }
+    ScatterJob job;
+    job.data = buffer;
+    job.n = l.n;
+    job.rank = rank_;
+    job.world = world_;
+    job.index = l.index;
+    job.step = step;
+    if (options_.error_feedback) {
+      // Zeros at first, and whenever the bucket's length changed (relayout).
+      std::vector<float>& kept = residuals_[l.index];
+      if (kept.size() != l.n) kept.assign(l.n, 0.f);
+      std::vector<float>& spare = spare_residuals_[l.index];
+      spare.resize(l.n);
+      job.residual_in = kept.data();
+      job.residual = spare.data();
+    }
+    const OwnEncoding encoding{options_.bits, false, 0};
+    const ScatterLayout layout =
+        lay_out_scatter(chunks, options_.channel_size, options_.bits, rank_,
+                        scatter_slice_count(job, options_.channel_size, 0));
+    Codec codec(job.at, scratch_, options_.bits, layout.longest, layout.most_channels,
+                layout.slices.size() * size_t(world_));
+    const Scattered traded = scatter_encoded(comm_, encoding, job, layout, codec, scratch_);
+    count_out(traded.bytes);
+    if (!traded.nonfinite_ranks.empty()) {
+      reduce_scatter_mean(buffer, l.n);
+      return;
+    }
+    for (const ScatterSlice& sl : layout.slices) {
+      const Chunk& piece = sl.pieces[size_t(rank_)];
+      codec.decode_mean(traded.contributions(sl) + kRankHeaderBytes, sl.mine_bytes, size_t(world_),
+                        piece.seg, options_.bits, world_, buffer + piece.begin);
+    }
+    if (options_.error_feedback) residuals_[l.index].swap(spare_residuals_[l.index]);
+  }
+
   // protocol reduce_scatter: every rank's stepped range to every rank: an
   // allgather of the W blocks, then the last rank's leftover elements
   // broadcast. recv_ ends with the whole bucket's updated values.
@@ -479,6 +544,11 @@ class ZeroHook : public Hook {
   // Reused from bucket to bucket.
   std::vector<float*> params_;
   std::vector<float> send_, recv_;
+  // bits 8 or 4: each bucket's error feedback and a spare the next residual
+  // is written into (kept only when the bucket was finite), by bucket
+  // index; and the quantized exchange's buffers.
+  std::map<uint64_t, std::vector<float>> residuals_, spare_residuals_;
+  ScratchBuffers scratch_;
 };
 
 template <bool kInterleaved>

@@ -55,6 +55,21 @@ TEST(ZeroFaults, RanksThatDisagreeOnTheLayoutFailBeforeAnyStep) {
                       });
 }
 
+// The quantized exchange's message sizes follow bits: ranks whose configs
+// differ there are refused when the session opens, on every rank.
+TEST(ZeroFaults, RanksThatDisagreeOnTheGradientBitsAreRefusedAtOpen) {
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+    const std::string yaml =
+        config(std::string("protocol: reduce_scatter, bits: ") + (rank == 0 ? "8" : "4"));
+    const ddph_test::OpenOutcome o = ddph_test::open_outcome(yaml, rank, world, dir);
+    DDPH_CHILD_CHECK(o.code != DDPH_OK &&
+                         o.message.find("disagree on the hook configuration") != std::string::npos,
+                     "got %d: %s", int(o.code), o.message.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 // Parameter 3 (bucket 1, the step's last) not lent: zero_step refuses the
 // step before stepping bucket 0's share, and the refused step leaves
 // nothing behind: the next step (a model that lends all) runs as usual.
@@ -128,6 +143,10 @@ TEST(ZeroFaults, BadConfigsAreRefusedAtOpenNamingTheOption) {
               "{family: default, name: fp16_compress}"),
        "protocol reduce_scatter averages the gradients itself"},
       {config("protocol: allgather"), "protocol"},
+      {config("protocol: allreduce, bits: 8"),
+       "option 'bits' is 8, which quantizes the reduce-scatter; it needs protocol reduce_scatter"},
+      {config("protocol: reduce_scatter, bits: 16"),
+       "hook.options.bits: is 16; expected one of 32|8|4"},
       {config("beta1: 1"), "beta1"},
       {"comm: {backend: gloo}\nhook: {family: zero, name: zero_step}\n",
        "'zero_step' is a wrapper; name the hook it wraps"},

@@ -1,0 +1,135 @@
+// protocol reduce_scatter with bits 8 and 4 (ZeRO++'s qgZ): the gradients
+// travel quantized, so the parameters differ from the exact run, but by no
+// more than the bound docs/zero.md states. With error feedback every
+// quantization error is paid back the next step, so after T steps of plain
+// SGD (lr, no momentum) on gradients that do not depend on the parameters,
+//   sum of communicated means = sum of true means - mean of the ranks'
+//   last residuals,
+// and each residual element is at most half its channel's scale: for
+// gradients in [-2, 2] at most 2 / (2^bits - 2) (the residual widens the
+// range it is quantized over). A parameter is then within
+// lr * 2 / (2^bits - 2) of the exact run however many steps ran. The exact
+// run is computed here in double, from the model's gradients.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/support/multiprocess.h"
+#include "tests/support/optim_model.h"
+#include "tests/support/session_ranks.h"
+
+namespace {
+
+using namespace ddph_test::optim;
+
+constexpr int kSteps = 40;
+constexpr double kLr = 0.1;
+
+// Parameters after kSteps of SGD on the exact mean of world ranks' gradients.
+std::vector<double> exact_sgd(int world) {
+  std::vector<double> out;
+  for (int p = 0; p < kParams; ++p)
+    for (size_t i = 0; i < numel(p); ++i) {
+      double x = initial(p, i);
+      for (int t = 0; t < kSteps; ++t) {
+        double sum = 0;
+        for (int r = 0; r < world; ++r) sum += gradient(r, uint64_t(t), p, i);
+        x -= kLr * sum / world;
+      }
+      out.push_back(x);
+    }
+  return out;
+}
+
+double residual_bound(int bits) {
+  return 2.0 / double((1 << bits) - 2);
+}
+
+struct Case {
+  const char* hook;
+  int bits;
+  int world;
+  bool error_feedback;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.hook << " bits " << c.bits << " world " << c.world
+      << (c.error_feedback ? " error_feedback" : " no error_feedback");
+}
+
+// Runs the case; returns the largest distance of any parameter from the
+// exact run, through a file every rank writes the same bytes to.
+double largest_error(const Case& c) {
+  const std::string config =
+      yaml("optimizer: sgd, lr: 0.1, protocol: reduce_scatter, bits: " + std::to_string(c.bits) +
+               ", channel_size: 4, " + "error_feedback: " + (c.error_feedback ? "true" : "false"),
+           "{family: default, name: allreduce}", c.hook);
+  const std::vector<double> want = exact_sgd(c.world);
+  const std::string out = ddph_test::make_temp_dir("ddph-zero-quantized") + "/error";
+  auto results = ddph_test::run_ranks(c.world, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model m;
+    for (int step = 0; step < kSteps; ++step)
+      DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
+    const std::vector<float> got = m.flat();
+    DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(s, got.data(), got.size() * 4),
+                     "parameters differ across ranks");
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+    if (rank == 0) {
+      FILE* f = std::fopen(out.c_str(), "w");
+      DDPH_CHILD_CHECK(f != nullptr, "cannot write %s", out.c_str());
+      std::fprintf(f, "%.17g\n", worst);
+      std::fclose(f);
+    }
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+  double worst = -1;
+  FILE* f = std::fopen(out.c_str(), "r");
+  if (f == nullptr || std::fscanf(f, "%lf", &worst) != 1) ADD_FAILURE() << "no result in " << out;
+  if (f != nullptr) std::fclose(f);
+  return worst;
+}
+
+class ZeroQuantized : public ::testing::TestWithParam<Case> {};
+
+// Within the bound, identical on every rank, and really quantized: an exact
+// reduce-scatter would come within float32 rounding (1e-5) of the exact run.
+TEST_P(ZeroQuantized, ParametersStayWithinTheErrorFeedbackBoundOfTheExactRun) {
+  const Case c = GetParam();
+  const double bound = kLr * residual_bound(c.bits) + 1e-5;
+  const double worst = largest_error(c);
+  std::printf("largest distance %.3g, bound %.3g\n", worst, bound);
+  EXPECT_LE(worst, bound) << "bits " << c.bits;
+  EXPECT_GT(worst, 1e-4) << "no quantization error: the gradients travelled exact";
+}
+
+INSTANTIATE_TEST_SUITE_P(Hooks, ZeroQuantized,
+                         ::testing::Values(Case{"zero/zero_step", 8, 2, true},
+                                           Case{"zero/zero_step", 4, 2, true},
+                                           Case{"zero/zero_step", 4, 3, true},
+                                           Case{"zero/zero_step_interleaved", 8, 3, true},
+                                           Case{"zero/zero_step_interleaved", 4, 2, true}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(info.param.hook).substr(5) + "_bits" +
+                                  std::to_string(info.param.bits) + "_world" +
+                                  std::to_string(info.param.world);
+                         });
+
+// Without error feedback the errors of 40 steps add up and pass the bound
+// that error feedback keeps: what the option is for.
+TEST(ZeroQuantizedNoFeedback, ErrorsAccumulatePastTheFeedbackBound) {
+  const Case c{"zero/zero_step", 4, 2, false};
+  const double worst = largest_error(c), bound = kLr * residual_bound(4) + 1e-5;
+  std::printf("largest distance %.3g, error feedback's bound %.3g\n", worst, bound);
+  EXPECT_GT(worst, bound);
+}
+
+}  // namespace
