@@ -62,7 +62,9 @@ struct MadeChain {
     });
   }
   // As the session counts a chain: bytes in as the outermost hook saw them,
-  // bytes out as the innermost one (the one that talks to collectives) sent them.
+  // bytes out the larger of the outermost's count (a wrapper's includes its
+  // inner's, and zero's reduce_scatter sends instead of its inner) and the
+  // innermost's (the hook that talks to collectives).
   static ddph_error_t* stats(void* state, ddph_stats_t* out) {
     return guard([&] {
       MadeChain* chain = of(state, "stats");
@@ -77,6 +79,7 @@ struct MadeChain {
       if (o.hook->stats != nullptr) {
         DDPH_CALL(o.hook->stats(o.state, &hs));
         s.bytes_in = hs.bytes_in;
+        s.bytes_out = hs.bytes_out;
         s.steps = hs.steps;
         s.buckets = hs.buckets;
       }
@@ -84,7 +87,7 @@ struct MadeChain {
       hs.struct_size = sizeof hs;
       if (i.hook->stats != nullptr) {
         DDPH_CALL(i.hook->stats(i.state, &hs));
-        s.bytes_out = hs.bytes_out;
+        s.bytes_out = std::max(s.bytes_out, hs.bytes_out);
       }
       s.struct_size = out->struct_size;
       std::memcpy(out, &s, std::min(sizeof s, size_t(out->struct_size)));

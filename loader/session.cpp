@@ -417,7 +417,7 @@ void Session::run_bucket(PendingBucket& pending) {
 
 Session::Counters Session::counters(const HookChain& chain, bool strict) const {
   // The sources ddph_session_stats reads: bytes in as the outermost hook saw
-  // them, bytes out as the innermost one sent them, the communicator's wire.
+  // them, bytes out as the chain sent them, the communicator's wire.
   Counters c;
   auto read = [strict](const ddph_hook_ref_t& ref, ddph_stats_t* out) {
     *out = ddph_stats_t{};
@@ -430,8 +430,15 @@ Session::Counters Session::counters(const HookChain& chain, bool strict) const {
     return false;
   };
   ddph_stats_t hs;
-  if (read(chain.elements.front()->ref, &hs)) c.bytes_in = hs.bytes_in;
-  if (read(chain.elements.back()->ref, &hs)) c.bytes_out = hs.bytes_out;
+  if (read(chain.elements.front()->ref, &hs)) {
+    c.bytes_in = hs.bytes_in;
+    c.bytes_out = hs.bytes_out;
+  }
+  // The larger of the two: a wrapper's count includes its inner's
+  // (take_inner_bytes_out) plus what it sent itself, or is the wrapper's
+  // own alone, and a wrapper such as zero's reduce_scatter may send instead
+  // of its inner.
+  if (read(chain.elements.back()->ref, &hs)) c.bytes_out = std::max(c.bytes_out, hs.bytes_out);
   if (comm_ != nullptr && comm_->bytes_sent != nullptr)
     c.wire_bytes = comm_->bytes_sent(comm_->ctx);
   return c;

@@ -60,9 +60,13 @@ void PrintTo(const Case& c, std::ostream* os) {
       << (c.error_feedback ? " error_feedback" : " no error_feedback");
 }
 
-// Runs the case; returns the largest distance of any parameter from the
-// exact run, through a file every rank writes the same bytes to.
-double largest_error(const Case& c) {
+struct Outcome {
+  double largest_error = -1;  // of any parameter from the exact run
+  uint64_t bytes_out = 0;     // rank 0's, as ddph_session_stats counts them
+};
+
+// Runs the case; rank 0 reports through a file.
+Outcome run_case(const Case& c) {
   const std::string config =
       yaml("optimizer: sgd, lr: 0.1, protocol: reduce_scatter, bits: " + std::to_string(c.bits) +
                ", channel_size: 4, " + "error_feedback: " + (c.error_feedback ? "true" : "false"),
@@ -81,21 +85,27 @@ double largest_error(const Case& c) {
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i)
       worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+    ddph_stats_t stats{};
+    stats.struct_size = sizeof stats;
+    DDPH_CHILD_CHECK(ddph_session_stats(s, &stats) == nullptr, "stats failed");
     if (rank == 0) {
       FILE* f = std::fopen(out.c_str(), "w");
       DDPH_CHILD_CHECK(f != nullptr, "cannot write %s", out.c_str());
-      std::fprintf(f, "%.17g\n", worst);
+      std::fprintf(f, "%.17g %llu\n", worst, (unsigned long long)stats.bytes_out);
       std::fclose(f);
     }
     ddph_session_close(s);
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
-  double worst = -1;
+  Outcome o;
+  unsigned long long bytes = 0;
   FILE* f = std::fopen(out.c_str(), "r");
-  if (f == nullptr || std::fscanf(f, "%lf", &worst) != 1) ADD_FAILURE() << "no result in " << out;
+  if (f == nullptr || std::fscanf(f, "%lf %llu", &o.largest_error, &bytes) != 2)
+    ADD_FAILURE() << "no result in " << out;
   if (f != nullptr) std::fclose(f);
-  return worst;
+  o.bytes_out = bytes;
+  return o;
 }
 
 class ZeroQuantized : public ::testing::TestWithParam<Case> {};
@@ -105,7 +115,7 @@ class ZeroQuantized : public ::testing::TestWithParam<Case> {};
 TEST_P(ZeroQuantized, ParametersStayWithinTheErrorFeedbackBoundOfTheExactRun) {
   const Case c = GetParam();
   const double bound = kLr * residual_bound(c.bits) + 1e-5;
-  const double worst = largest_error(c);
+  const double worst = run_case(c).largest_error;
   std::printf("largest distance %.3g, bound %.3g\n", worst, bound);
   EXPECT_LE(worst, bound) << "bits " << c.bits;
   EXPECT_GT(worst, 1e-4) << "no quantization error: the gradients travelled exact";
@@ -127,9 +137,22 @@ INSTANTIATE_TEST_SUITE_P(Hooks, ZeroQuantized,
 // that error feedback keeps: what the option is for.
 TEST(ZeroQuantizedNoFeedback, ErrorsAccumulatePastTheFeedbackBound) {
   const Case c{"zero/zero_step", 4, 2, false};
-  const double worst = largest_error(c), bound = kLr * residual_bound(4) + 1e-5;
+  const double worst = run_case(c).largest_error, bound = kLr * residual_bound(4) + 1e-5;
   std::printf("largest distance %.3g, error feedback's bound %.3g\n", worst, bound);
   EXPECT_GT(worst, bound);
+}
+
+// The session's bytes out count what the zero hook sent itself (its
+// wrapped allreduce never runs under reduce_scatter), and 8-bit gradients
+// send fewer of them than float32 ones.
+TEST(ZeroQuantizedBytes, TheSessionCountsTheHooksOwnBytesAndQuantizedOnesAreFewer) {
+  const uint64_t exact = run_case(Case{"zero/zero_step", 32, 2, true}).bytes_out;
+  const uint64_t quantized = run_case(Case{"zero/zero_step", 8, 2, true}).bytes_out;
+  std::printf("bytes out over %d steps: float32 %llu, 8 bits %llu\n", kSteps,
+              (unsigned long long)exact, (unsigned long long)quantized);
+  EXPECT_GT(exact, 0u);
+  EXPECT_GT(quantized, 0u);
+  EXPECT_LT(quantized, exact);
 }
 
 }  // namespace
