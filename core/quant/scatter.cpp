@@ -4,25 +4,14 @@
 
 #include "core/hook/comm_call.h"
 #include "core/hook/pipeline.h"
+#include "core/quant/kernels/quant_math.h"  // mix64
 #include "core/quant/rank_header.h"
 
 namespace ddph {
 namespace quantization {
-namespace {
 
-// splitmix64's finalizer: a bijection with good avalanche, so nearby
-// (rank, step, index) triples land on unrelated counter ranges.
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-
-}  // namespace
-
+// mix64 scatters nearby (rank, step, index) triples over unrelated
+// counter ranges.
 uint64_t counter_base(int rank, uint64_t step, uint64_t index) {
   const uint64_t h = mix64(mix64(mix64(uint64_t(uint32_t(rank))) ^ step) ^ index);
   return h << 32;

@@ -222,11 +222,16 @@ struct RngKey {
   uint32_t k0, k1;
 };
 
-DDPH_HD inline RngKey rng_key(uint64_t seed) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+// splitmix64's finalizer: a bijection with good avalanche, so nearby
+// inputs land on unrelated outputs.
+DDPH_HD inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
+  return z ^ (z >> 31);
+}
+
+DDPH_HD inline RngKey rng_key(uint64_t seed) {
+  const uint64_t z = mix64(seed + 0x9E3779B97F4A7C15ull);
   return RngKey{uint32_t(z), uint32_t(z >> 32)};
 }
 
