@@ -29,7 +29,7 @@
 #include "core/quant/kernels/quant_tiles_cuda.h"
 #include "core/quant/rank_header.h"
 #include "core/quant/wire_segment.h"
-#include "tests/quantization/kernels_test_data.h"
+#include "tests/quant/kernels_test_data.h"
 #include "tests/support/cuda_device.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/quant/kernels/quant_cpu.h"
-#include "tests/quantization/kernels_test_data.h"
+#include "tests/quant/kernels_test_data.h"
 #include "tests/support/torch_ref.h"
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include "core/kernels/isa.h"
 #include "core/quant/kernels/quant_cpu.h"
-#include "tests/quantization/kernels_test_data.h"
+#include "tests/quant/kernels_test_data.h"
 #include "tests/support/isa_levels.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/quant/kernels/quant_cpu.h"
-#include "tests/quantization/kernels_test_data.h"
+#include "tests/quant/kernels_test_data.h"
 
 namespace {
 

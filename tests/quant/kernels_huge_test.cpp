@@ -17,7 +17,7 @@
 #include "core/kernels/isa.h"
 #include "core/quant/kernels/quant_cpu.h"
 #include "core/quant/wire_segment.h"
-#include "tests/quantization/kernels_test_data.h"
+#include "tests/quant/kernels_test_data.h"
 #include "tests/support/isa_levels.h"
 
 namespace {
