@@ -73,6 +73,10 @@ class ZeroHook : public Hook {
                  kName << ": protocol reduce_scatter averages the gradients itself, as "
                           "default/allreduce does, so it wraps default/allreduce; it was given '"
                        << inner_name << "' (use protocol: allreduce to reduce with it)");
+      DDPH_CHECK(options_.bits == 32 || comm_can_alltoallv(comm_), DDPH_UNSUPPORTED,
+                 kName << ": bits " << options_.bits
+                       << " sends each rank its range in one alltoallv, which this "
+                          "communicator has not (nor send/recv); use bits: 32");
     }
   }
 
