@@ -46,6 +46,10 @@ int32_t pick(int32_t from_options, int32_t from_yaml, const char* env1, const ch
   return fallback;
 }
 
+// The session whose host done callback this thread is running, if any:
+// flush, save_state and load_state from there would wait for themselves.
+thread_local const void* t_in_done_of = nullptr;
+
 uint64_t buffer_bytes(const DLTensor& t) {
   uint64_t bits = uint64_t(t.dtype.bits) * (t.dtype.lanes ? t.dtype.lanes : 1);
   return uint64_t(numel(t)) * ((bits + 7) / 8);
@@ -220,6 +224,7 @@ Session::Session(const ddph_session_options_t& opts) {
 Session::~Session() {
   const ScopedLogRank log_rank(placement_.rank);
   worker_.reset();  // runs every queued bucket to completion, then joins
+  wait_in_flight();  // a pipelined hook's last dones, before it is destroyed
   destroy_hooks();
   destroy_communicators();
   if (job_store_ != nullptr) job_store_->release();  // keys of later splits, if any
@@ -357,62 +362,152 @@ void Session::submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user)
     next_metrics_bucket_ = 0;
   }
   if (check_ahead_) pending->ticket = check_ahead_->submitted(pending->bucket);
-  worker_->post([this, pending] { run_bucket(*pending); });
+  worker_->post([this, pending] { run_bucket(pending); });
 }
 
-void Session::run_bucket(PendingBucket& pending) {
+// A started bucket of a pipelined chain: its done may arrive on any thread,
+// before or after run_bucket returns. Whoever of the two comes second (the
+// worker with the bytes, the done with the error) finishes it.
+struct Session::InFlight {
+  Session* session = nullptr;
+  std::shared_ptr<PendingBucket> pending;
+  std::chrono::steady_clock::time_point started, finished;
+  Counters bytes;                 // written by the worker
+  ddph_error_t* error = nullptr;  // written by the done
+  std::atomic<int> arrivals{0};   // acq_rel: the second one sees both writes
+};
+
+bool Session::pipelined(const HookChain& chain) const {
+  return (chain.elements.front()->ref.hook->flags & DDPH_HOOK_PIPELINED) != 0 && !strict_calls_;
+}
+
+void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
   using Clock = std::chrono::steady_clock;
+  PendingBucket& pending = *pending_ptr;
   const Clock::time_point started = Clock::now();
+  const double queue_seconds = std::chrono::duration<double>(started - pending.submitted).count();
   ddph_error_t* error = nullptr;
-  const HookChain* chain = nullptr;
-  Counters before;
-  if (broken_) {
-    error = make_c_error(DDPH_COMM_FAILURE, "session is broken since: " + broken_since_);
-  } else {
-    chain = &chain_for(buffer_bytes(pending.bucket.buffer));
-    const ddph_hook_ref_t& hook = chain->elements.front()->ref;
-    // The worker runs one bucket at a time, so the counters' differences
-    // around it are this bucket's alone.
-    before = counters(*chain, false);
-    try {
-      if (check_ahead_)
-        check_ahead_->await(pending.ticket);
-      else
-        agreement_.before_hook(control_, pending.bucket);
-      if (strict_calls_) strict_calls_->set_bucket(fingerprint_of(pending.bucket));
-    } catch (const Error& e) {
-      error = make_c_error(e.code(), e.what());
-    }
-    if (error == nullptr) error = run_hook_and_wait(hook, pending.bucket);
-    if (error == nullptr) {
-      ++buckets_;
-      if (pending.bucket.is_last) ++steps_;
-    } else {
-      ddph_code_t code = ddph_error_code(error);
-      // Ranks out of step (comm.bucket_check: strict) would pair every
-      // later bucket with another one: the session stops, as on a timeout.
-      const bool out_of_step =
-          agreement_.out_of_step() || (strict_calls_ && strict_calls_->out_of_step());
-      if (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT || out_of_step) {
-        broken_ = true;
-        if (check_ahead_) check_ahead_->stop();
-        broken_since_ = std::string(code_name(code)) + ": " + ddph_error_message(error);
-      }
-    }
+  {
+    std::lock_guard<std::mutex> lock(errors_mu_);
+    if (broken_)
+      error = make_c_error(DDPH_COMM_FAILURE, "session is broken since: " + broken_since_);
   }
-  const Clock::time_point finished = Clock::now();
-  record_metrics(pending, chain, before,
-                 std::chrono::duration<double>(started - pending.submitted).count(),
-                 std::chrono::duration<double>(finished - started).count(), error == nullptr);
   if (error != nullptr) {
+    wait_in_flight();  // the host's dones stay in submission order
+    finish(pending, error, false, false, Counters{}, queue_seconds,
+           std::chrono::duration<double>(Clock::now() - started).count());
+    return;
+  }
+  const HookChain& chain = chain_for(buffer_bytes(pending.bucket.buffer));
+  const bool overlaps = pipelined(chain);
+  // Any other bucket runs alone, as before ABI 1.6: on the communicator, and
+  // for the counters' differences around it to be its own.
+  if (!overlaps) wait_in_flight();
+  // The worker starts one bucket at a time, and a pipelined hook makes its
+  // collectives within run_bucket (ABI 1.6), so what the counters gain
+  // until the hook returns is this bucket's alone.
+  const Counters before = counters(chain, false);
+  try {
+    if (check_ahead_)
+      check_ahead_->await(pending.ticket);
+    else
+      agreement_.before_hook(control_, pending.bucket);
+    if (strict_calls_) strict_calls_->set_bucket(fingerprint_of(pending.bucket));
+  } catch (const Error& e) {
+    error = make_c_error(e.code(), e.what());
+  }
+  if (error == nullptr && overlaps) return start_pipelined(pending_ptr, chain, before, started);
+  if (error != nullptr) wait_in_flight();
+  if (error == nullptr) error = run_hook_and_wait(chain.elements.front()->ref, pending.bucket);
+  const Counters bytes = bytes_between(before, counters(chain, false));
+  // Ranks out of step (comm.bucket_check: strict) would pair every later
+  // bucket with another one: the session stops, as on a timeout.
+  const bool out_of_step = error != nullptr && (agreement_.out_of_step() ||
+                                                (strict_calls_ && strict_calls_->out_of_step()));
+  finish(pending, error, out_of_step, true, bytes, queue_seconds,
+         std::chrono::duration<double>(Clock::now() - started).count());
+}
+
+void Session::start_pipelined(const std::shared_ptr<PendingBucket>& pending, const HookChain& chain,
+                              const Counters& before,
+                              std::chrono::steady_clock::time_point started) {
+  const ddph_hook_ref_t& hook = chain.elements.front()->ref;
+  auto* flight = new InFlight;
+  flight->session = this;
+  flight->pending = pending;
+  flight->started = started;
+  {
+    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    ++in_flight_;  // before the call: done may come before it returns
+  }
+  ddph_error_t* refused = hook.hook->run_bucket(hook.state, &pending->bucket, &on_done, flight);
+  const Counters after = counters(chain, false);
+  if (refused != nullptr) {  // never accepted: no done will come
+    delete flight;
+    {
+      std::lock_guard<std::mutex> lock(in_flight_mu_);
+      if (--in_flight_ == 0) in_flight_cv_.notify_all();
+    }
+    wait_in_flight();  // its done after the earlier buckets' dones
+    finish(*pending, refused, false, true, bytes_between(before, after),
+           std::chrono::duration<double>(started - pending->submitted).count(),
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return;
+  }
+  flight->bytes = bytes_between(before, after);
+  if (flight->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1) finish_in_flight(flight);
+}
+
+void Session::on_done(void* user, ddph_error_t* error) {
+  auto* flight = static_cast<InFlight*>(user);
+  flight->finished = std::chrono::steady_clock::now();
+  flight->error = error;
+  if (flight->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1)
+    flight->session->finish_in_flight(flight);
+}
+
+void Session::finish_in_flight(InFlight* flight) {
+  PendingBucket& pending = *flight->pending;
+  finish(pending, flight->error, false, true, flight->bytes,
+         std::chrono::duration<double>(flight->started - pending.submitted).count(),
+         std::chrono::duration<double>(flight->finished - flight->started).count());
+  delete flight;
+  // Last: once the count reaches zero, close may destroy this session.
+  std::lock_guard<std::mutex> lock(in_flight_mu_);
+  if (--in_flight_ == 0) in_flight_cv_.notify_all();
+}
+
+void Session::wait_in_flight() {
+  std::unique_lock<std::mutex> lock(in_flight_mu_);
+  in_flight_cv_.wait(lock, [&] { return in_flight_ == 0; });
+}
+
+void Session::finish(PendingBucket& pending, ddph_error_t* error, bool out_of_step, bool ran,
+                     const Counters& bytes, double queue_seconds, double hook_seconds) {
+  if (error == nullptr) {
+    ++buckets_;
+    if (pending.bucket.is_last) ++steps_;
+  }
+  bool breaks = false;
+  if (error != nullptr) {
+    const ddph_code_t code = ddph_error_code(error);
     std::lock_guard<std::mutex> lock(errors_mu_);
     if (!has_first_error_) {
       has_first_error_ = true;
-      first_error_code_ = ddph_error_code(error);
+      first_error_code_ = code;
       first_error_message_ = ddph_error_message(error);
     }
+    if (ran && !broken_ && (code == DDPH_COMM_FAILURE || code == DDPH_TIMEOUT || out_of_step)) {
+      broken_ = breaks = true;
+      broken_since_ = std::string(code_name(code)) + ": " + ddph_error_message(error);
+    }
   }
+  if (breaks && check_ahead_) check_ahead_->stop();
+  record_metrics(pending, ran, bytes, queue_seconds, hook_seconds, error == nullptr);
+  const void* outer = t_in_done_of;
+  t_in_done_of = this;
   pending.done(pending.user, error);
+  t_in_done_of = outer;
 }
 
 Session::Counters Session::counters(const HookChain& chain, bool strict) const {
@@ -444,19 +539,25 @@ Session::Counters Session::counters(const HookChain& chain, bool strict) const {
   return c;
 }
 
-void Session::record_metrics(const PendingBucket& pending, const HookChain* chain,
-                             const Counters& before, double queue_seconds, double hook_seconds,
-                             bool ok) {
+Session::Counters Session::bytes_between(const Counters& before, const Counters& after) {
+  Counters c;
+  c.bytes_in = after.bytes_in - before.bytes_in;
+  c.bytes_out = after.bytes_out - before.bytes_out;
+  c.wire_bytes = after.wire_bytes - before.wire_bytes;
+  return c;
+}
+
+void Session::record_metrics(const PendingBucket& pending, bool ran, const Counters& bytes,
+                             double queue_seconds, double hook_seconds, bool ok) {
   ddph_bucket_metrics_t r{};
   r.struct_size = sizeof r;
   r.step = pending.metrics_step;
   r.bucket = pending.metrics_bucket;
   r.is_last = pending.bucket.is_last ? 1 : 0;
-  if (chain != nullptr) {  // NULL: a broken session ran nothing
-    const Counters after = counters(*chain, false);
-    r.bytes_in = after.bytes_in - before.bytes_in;
-    r.bytes_out = after.bytes_out - before.bytes_out;
-    r.wire_bytes = after.wire_bytes - before.wire_bytes;
+  if (ran) {  // else a broken session ran nothing
+    r.bytes_in = bytes.bytes_in;
+    r.bytes_out = bytes.bytes_out;
+    r.wire_bytes = bytes.wire_bytes;
   }
   r.queue_seconds = queue_seconds;
   r.hook_seconds = hook_seconds;
@@ -476,14 +577,16 @@ bool Session::take_metrics(ddph_bucket_metrics_t* out) {
 }
 
 void Session::check_not_in_done(const char* function) const {
-  // The worker would wait for itself: a done callback runs on the worker.
-  DDPH_CHECK(!worker_->on_worker_thread(), DDPH_INVALID_ARGUMENT,
+  // It would wait for itself: a done callback runs on the worker, or for a
+  // pipelined hook on the hook's thread, which waits for the callback.
+  DDPH_CHECK(!worker_->on_worker_thread() && t_in_done_of != this, DDPH_INVALID_ARGUMENT,
              function << ": called from a done callback; call it from another thread");
 }
 
 ddph_error_t* Session::flush() {
   check_not_in_done("ddph_session_flush");
   worker_->wait_idle();
+  wait_in_flight();  // every bucket the worker started has been finished
   std::lock_guard<std::mutex> lock(errors_mu_);
   if (!has_first_error_) return nullptr;
   has_first_error_ = false;
@@ -511,8 +614,10 @@ void Session::save_state(ddph_write_fn write, void* sink) {
   check_not_in_done("ddph_session_save_state");
   std::string blob;
   std::exception_ptr failure;
-  // On the worker: [serialized] with run_bucket, after every queued bucket.
+  // On the worker: [serialized] with run_bucket, after every queued bucket
+  // and every pipelined bucket's done (ABI 1.6).
   worker_->run_and_wait([&] {
+    wait_in_flight();
     try {
       std::vector<const ChainElement*> hooks;
       for (const HookChain& chain : chains_) append_stateful(chain.elements, hooks);
@@ -530,6 +635,7 @@ void Session::load_state(const void* bytes, size_t n) {
   decode_state(bytes, n);  // a malformed blob is refused before waiting for the worker
   std::exception_ptr failure;
   worker_->run_and_wait([&] {
+    wait_in_flight();
     try {
       std::vector<const ChainElement*> hooks;
       for (const HookChain& chain : chains_) append_stateful(chain.elements, hooks);

@@ -6,6 +6,8 @@
 #include <ddph/ddph.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,6 +67,7 @@ class Session {
 
  private:
   struct PendingBucket;
+  struct InFlight;
   void create_communicator(const ddph_session_options_t& opts);
   void create_control_communicator();
   // comm.bucket_check: what run_bucket checks, and in strict mode the
@@ -74,17 +77,37 @@ class Session {
   void destroy_communicators();
   void create_chain(const ResolvedHook& resolved, bool is_rule, uint64_t max_bytes);
   const HookChain& chain_for(uint64_t bytes) const;
-  void run_bucket(PendingBucket& pending);
-  // Records a finished bucket's figures; `before` is what counters() read
-  // when the worker started it.
+  // Whether the worker may start the chain's next bucket before this one is
+  // done: its outermost hook says DDPH_HOOK_PIPELINED (ABI 1.6), and
+  // bucket_check is not strict (which names the bucket of every collective).
+  bool pipelined(const HookChain& chain) const;
+  // On the worker. A pipelined chain's bucket is finished by on_done on the
+  // thread its done arrives on; every other bucket is finished here.
+  void run_bucket(const std::shared_ptr<PendingBucket>& pending);
   struct Counters {
     uint64_t bytes_in = 0, bytes_out = 0, wire_bytes = 0;
   };
   // strict: a hook's stats() error is thrown (ddph_session_stats); else its
   // bytes read as 0 (a bucket's record, on the worker).
   Counters counters(const HookChain& chain, bool strict) const;
-  void record_metrics(const PendingBucket& pending, const HookChain* chain, const Counters& before,
+  // after - before, field by field.
+  static Counters bytes_between(const Counters& before, const Counters& after);
+  // Starts a bucket of a pipelined chain and returns without waiting for it.
+  // `before`: counters() when the worker took it up.
+  void start_pipelined(const std::shared_ptr<PendingBucket>& pending, const HookChain& chain,
+                       const Counters& before, std::chrono::steady_clock::time_point started);
+  static void on_done(void* user, ddph_error_t* error);
+  void finish_in_flight(InFlight* flight);
+  // Everything that follows a bucket's completion, on any thread: counters,
+  // the first error, broken_, its metrics record, then the host's done.
+  // out_of_step: the worker found the ranks out of step (breaks the session).
+  void finish(PendingBucket& pending, ddph_error_t* error, bool out_of_step, bool ran,
+              const Counters& bytes, double queue_seconds, double hook_seconds);
+  void record_metrics(const PendingBucket& pending, bool ran, const Counters& bytes,
                       double queue_seconds, double hook_seconds, bool ok);
+  // Blocks until every started pipelined bucket has been finished (its
+  // host done has returned).
+  void wait_in_flight();
   void destroy_hooks();
   void check_not_in_done(const char* function) const;
 
@@ -107,12 +130,20 @@ class Session {
   MetricsRing metrics_;
   uint64_t next_metrics_step_ = 0;
   uint32_t next_metrics_bucket_ = 0;
+  // The outcome of finished buckets, which a pipelined chain's dones
+  // report from the hook's thread.
   std::mutex errors_mu_;
   bool has_first_error_ = false;  // since the last flush
   ddph_code_t first_error_code_ = DDPH_OK;
   std::string first_error_message_;
-  bool broken_ = false;  // after a comm failure or timeout; worker thread only
+  bool broken_ = false;  // after a comm failure or timeout
   std::string broken_since_;
+  // Pipelined buckets started and not finished yet. Flush, checkpoints,
+  // close and any bucket not started pipelined wait for none to be left,
+  // which also keeps the host's dones in submission order.
+  std::mutex in_flight_mu_;
+  std::condition_variable in_flight_cv_;
+  uint64_t in_flight_ = 0;
   BucketAgreement agreement_;  // worker thread only
   // comm.bucket_check: strict: the bucket whose hook runs, for the records
   // of its calls, and the communicator the hooks get. NULL otherwise.

@@ -1,4 +1,4 @@
-"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.5) and of DLPack's DLTensor.
+"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.6) and of DLPack's DLTensor.
 
 Only layout lives here: the structs, the callback types and the prototypes of
 libddph.so's host API. Every struct starts with ``struct_size``; the helpers

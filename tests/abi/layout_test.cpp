@@ -114,3 +114,14 @@ TEST(AbiLayout, V1_5AppendsCheck) {
 }
 
 }  // namespace
+
+// 1.6 added the hook flag DDPH_HOOK_PIPELINED, a bit of its own: a 1.5
+// loader reading a 1.6 table sees none of the flags it knows change.
+TEST(AbiLayout, V1_6AddsAFlagOnly) {
+  EXPECT_EQ(DDPH_HOOK_PIPELINED, 0x20u);
+  EXPECT_EQ(DDPH_HOOK_PIPELINED &
+                (DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_RESULT_ELSEWHERE |
+                 DDPH_HOOK_STEPS_OPTIMIZER | DDPH_HOOK_MAKES_INNER),
+            0u);
+  EXPECT_EQ(DDPH_ABI_MINOR, 6);
+}

@@ -1,5 +1,5 @@
 /*
- * ddph.h: the stable C ABI of ddphooks, version 1 (minor 5).
+ * ddph.h: the stable C ABI of ddphooks, version 1 (minor 6).
  *
  * One header for both sides of the boundary:
  *   - plugins (hook families and communicators) export ddph_plugin_entry();
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 5 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 6 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -436,6 +436,27 @@ typedef struct ddph_hook_init {
  * refuse with a message naming the loader version it needs. A 1.2 loader
  * passes inner = NULL and make_inner. */
 #define DDPH_HOOK_MAKES_INNER 0x10u
+/* ABI 1.6: the hook's buckets may overlap. The host may call run_bucket for
+ * the next bucket as soon as run_bucket returns, without waiting for done
+ * (hook_then_optimizer steps bucket k on a thread of its own while the host
+ * starts bucket k + 1's communication). In exchange the hook
+ *   - calls the done of the buckets it accepted in the order it accepted
+ *     them, each exactly once, from any thread (possibly before run_bucket
+ *     returns); a bucket it refuses (an error from run_bucket) has no done;
+ *   - makes its collectives on init->comm only within run_bucket, so that
+ *     the host may use the communicator between two run_bucket calls;
+ *   - keeps run_bucket's borrowing rules: the bucket struct until
+ *     run_bucket returns, the memory it points to until that bucket's done;
+ *   - keeps stats [thread-safe] while buckets are in flight;
+ * and the host
+ *   - still never overlaps two run_bucket calls ([serialized]);
+ *   - calls save_state, load_state and destroy only once done has been
+ *     called for every accepted bucket. The hook's thread may still be
+ *     returning from the last done then: destroy waits for it.
+ * A host older than 1.6 ignores the flag and waits for each done, which
+ * stays correct, so the hook must work either way; so does a wrapper that
+ * runs it as its inner hook and waits (ddph::run_hook_blocking). */
+#define DDPH_HOOK_PIPELINED 0x20u
 
 typedef struct ddph_hook {
   size_t struct_size;
@@ -451,15 +472,18 @@ typedef struct ddph_hook {
    * done. Otherwise done(user, ...) is called exactly once. The bucket
    * struct is borrowed until run_bucket returns; the memory it points to
    * (buffer, params) until done is called. [serialized] per state: the host
-   * starts the next bucket only after done. */
+   * starts the next bucket only after done, unless the hook is flagged
+   * DDPH_HOOK_PIPELINED (ABI 1.6): then as soon as run_bucket returns. */
   ddph_error_t *(*run_bucket)(void *state, const ddph_bucket_t *bucket, ddph_done_fn done,
                               void *user);
-  /* Frees the state. Not while a bucket is in flight. [serialized] */
+  /* Frees the state. Not while a bucket is in flight (for a PIPELINED hook:
+   * not before done has been called for every accepted bucket). [serialized] */
   void (*destroy)(void *state);
   /* Optional: checkpointing. save_state writes a self-describing blob
    * through write(sink, ...), possibly in several pieces; load_state reads
    * one back, rejecting a corrupt or foreign blob with an error.
-   * [serialized] with run_bucket. */
+   * [serialized] with run_bucket; like destroy, never while a bucket is in
+   * flight (a PIPELINED hook's dones have all been called). */
   ddph_error_t *(*save_state)(void *state, ddph_write_fn write, void *sink);
   ddph_error_t *(*load_state)(void *state, const void *bytes, size_t n);
   /* Optional: fills the fields of *out it knows; out->struct_size is set by
@@ -547,6 +571,9 @@ DDPH_EXPORT ddph_error_t *ddph_session_open(const ddph_session_options_t *opts,
  * memory they point to stays borrowed until done is called. Returns an error
  * (and never calls done) if the bucket is malformed; otherwise done is called
  * exactly once. All ranks must submit the same buckets in the same order.
+ * Done callbacks come in submission order, on the worker thread or, for a
+ * hook flagged DDPH_HOOK_PIPELINED (1.6), whose next bucket starts before
+ * the previous one is done, on the hook's thread.
  * [thread-safe], but the order of buckets is the order of the calls. */
 DDPH_EXPORT ddph_error_t *ddph_session_submit(ddph_session_t *s, const ddph_bucket_t *bucket,
                                               ddph_done_fn done, void *user);

@@ -38,6 +38,7 @@ std::string flag_names(uint32_t flags, bool json) {
   add(DDPH_HOOK_RESULT_ELSEWHERE, "result elsewhere", "result_elsewhere");
   add(DDPH_HOOK_STEPS_OPTIMIZER, "steps the optimizer", "steps_optimizer");
   add(DDPH_HOOK_MAKES_INNER, "makes its inner hook on its own communicator", "makes_inner");
+  add(DDPH_HOOK_PIPELINED, "pipelined (next bucket starts before done)", "pipelined");
   return out;
 }
 
