@@ -8,10 +8,21 @@
 // same plan per parameter (plan_step), the same upcast (on_device.h); only
 // the loop runs as a CUDA kernel on the bucket's stream, with the state in
 // device memory (device_slots.h). Nothing waits for the GPU inside run().
+//
+// On a host bucket the step runs on a thread of the hook's own, after run()
+// has returned (DDPH_HOOK_PIPELINED, ABI 1.6): the host starts the next
+// bucket's communication while this one steps, as PyTorch's hook lets the
+// next bucket's allreduce run while its future's callback steps. A CUDA
+// bucket gets the same overlap from its stream, so it steps (enqueues) and
+// calls done inside run(), as before.
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/base/tensor.h"
@@ -19,10 +30,10 @@
 #include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
 #include "core/optim/device_slots.h"
+#include "core/optim/state_blob.h"
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
 #include "plugins/optimizer_overlap/param_select.h"
-#include "core/optim/state_blob.h"
 
 namespace ddph {
 namespace optimizer_overlap {
@@ -32,8 +43,8 @@ constexpr const char* kName = "hook_then_optimizer";
 
 class HookThenOptimizer : public Hook {
  public:
-  static constexpr uint32_t kFlags =
-      DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_STEPS_OPTIMIZER;
+  static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS |
+                                     DDPH_HOOK_STEPS_OPTIMIZER | DDPH_HOOK_PIPELINED;
   static constexpr bool kRunsOnCuda = true;
   static void check_options(OptionCheck& c) { optimizer_overlap::check_options(c); }
 
@@ -49,6 +60,17 @@ class HookThenOptimizer : public Hook {
                         "(DDPH_HOOK_RESULT_ELSEWHERE), so there is no gradient to step the "
                         "optimizer with; wrap a hook whose result lands in the bucket, e.g. "
                         "default/allreduce");
+  }
+
+  // Steps what is queued (and calls its dones), then joins: a host may
+  // destroy the hook without waiting for the dones itself.
+  ~HookThenOptimizer() override {
+    {
+      std::lock_guard<std::mutex> lock(step_mu_);
+      stopping_ = true;
+    }
+    step_wake_.notify_all();
+    if (step_thread_.joinable()) step_thread_.join();
   }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
@@ -70,7 +92,10 @@ class HookThenOptimizer : public Hook {
     count_in(uint64_t(bucket.buffer.shape[0]) * dtype_size(dtype));
 
     const Where at = where_of(bucket);
+    // The step thread's buckets touch states_ too, and their dones come first.
+    if (at.cuda()) drain();
     run_inner(bucket, at);
+    if (!at.cuda()) return queue_host_step(bucket, dtype, done);
 
     // The upcast lease's free is enqueued before done: a host may let the
     // stream go once the bucket is done.
@@ -97,17 +122,9 @@ class HookThenOptimizer : public Hook {
         optim::ParamState& s = states_[key];
         const optim::OptimConfig& config =
             group_[i] == 0 ? options_.optim : options_.groups[group_[i] - 1].optim;
-        if (at.cuda()) {
-          optim::DeviceSlots& slots = on_device(key, s, at);
-          const optim::StepPlan plan = optim::plan_step(config, &s.step, slots, n);
-          optim::run_step_device(at, plan, params_[i], grad, optim::slot_data(plan, slots), n,
-                                 kName);
-        } else {
-          to_host(key, &s);
-          optim::HostSlots slots(s);
-          const optim::StepPlan plan = optim::plan_step(config, &s.step, slots, n);
-          optim::run_step_host(plan, params_[i], grad, optim::slot_data(plan, slots), n);
-        }
+        optim::DeviceSlots& slots = on_device(key, s, at);
+        const optim::StepPlan plan = optim::plan_step(config, &s.step, slots, n);
+        optim::run_step_device(at, plan, params_[i], grad, optim::slot_data(plan, slots), n, kName);
       }
     }
     done.ok();
@@ -116,6 +133,7 @@ class HookThenOptimizer : public Hook {
   // The CPU path's bytes whatever memory the state is in: device slots are
   // copied into a host snapshot first.
   void save_state(ddph_write_fn write, void* sink) override {
+    drain();
     std::string blob;
     if (device_.empty()) {
       blob = optim::encode_state(states_, options_.optim.kind);
@@ -131,6 +149,7 @@ class HookThenOptimizer : public Hook {
   void load_state(const void* bytes, size_t n) override {
     optim::StateMap loaded =
         optim::decode_state(bytes, n, options_.optim.kind);  // decoded whole, then swapped in
+    drain();
     device_.clear();
     states_ = std::move(loaded);
   }
@@ -145,6 +164,86 @@ class HookThenOptimizer : public Hook {
     std::vector<std::vector<size_t>> out;
     for (const ParamGroup& g : groups) out.push_back(g.indices);
     return out;
+  }
+
+  // One host bucket's parameter steps, as the step thread needs them: the
+  // bucket struct is borrowed only until run() returns, the memory it points
+  // to (gradients, parameters) until done.
+  struct HostStep {
+    struct Param {
+      float* data;
+      const void* grad;
+      size_t numel;
+      optim::ParamKey key;
+      const optim::OptimConfig* config;  // in options_, which never change
+    };
+    std::vector<Param> params;
+    DType dtype;
+    Completion done;
+  };
+
+  void queue_host_step(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
+    HostStep job{{}, dtype, done};
+    const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
+    const int64_t* ids = param_ids(bucket);
+    for (size_t i = 0; i < bucket.num_params; ++i) {
+      if (!selected_[i]) continue;
+      const ddph_param_t& p = bucket.params[i];
+      job.params.push_back(HostStep::Param{
+          params_[i], grads + size_t(p.offset) * dtype_size(dtype), size_t(view_numel(p)),
+          ids != nullptr ? optim::ParamKey::id(ids[i])
+                         : optim::ParamKey::position(bucket.index, uint32_t(i)),
+          group_[i] == 0 ? &options_.optim : &options_.groups[group_[i] - 1].optim});
+    }
+    {
+      std::lock_guard<std::mutex> lock(step_mu_);
+      step_queue_.push_back(std::move(job));
+    }
+    // Started with the first host bucket: a CUDA-only hook needs none.
+    if (!step_thread_.joinable()) step_thread_ = std::thread([this] { step_loop(); });
+    step_wake_.notify_one();
+  }
+
+  // The step thread: buckets in the order they were queued, each done
+  // called with no lock held (the host's done may take its time).
+  void step_loop() {
+    std::unique_lock<std::mutex> lock(step_mu_);
+    while (true) {
+      step_wake_.wait(lock, [&] { return stopping_ || !step_queue_.empty(); });
+      if (step_queue_.empty()) break;  // stopping, and everything has stepped
+      HostStep job = std::move(step_queue_.front());
+      step_queue_.pop_front();
+      stepping_ = true;
+      lock.unlock();
+      job.done.finish(guard([&] { step_host(job); }));
+      lock.lock();
+      stepping_ = false;
+      if (step_queue_.empty()) step_idle_.notify_all();
+    }
+  }
+
+  void step_host(const HostStep& job) {
+    const Where host{{kDLCPU, 0}, nullptr};
+    for (const HostStep::Param& p : job.params) {
+      const float* grad = static_cast<const float*>(p.grad);
+      if (job.dtype != DType::F32) {
+        if (upcast_.size() < p.numel) upcast_.resize(p.numel);
+        cast_into(host, job.dtype, p.grad, DType::F32, upcast_.data(), p.numel);
+        grad = upcast_.data();
+      }
+      optim::ParamState& s = states_[p.key];
+      to_host(p.key, &s);
+      optim::HostSlots slots(s);
+      const optim::StepPlan plan = optim::plan_step(*p.config, &s.step, slots, p.numel);
+      optim::run_step_host(plan, p.data, grad, optim::slot_data(plan, slots), p.numel);
+    }
+  }
+
+  // Waits until every queued host bucket has stepped and its done returned,
+  // so that the caller may touch states_ and device_.
+  void drain() {
+    std::unique_lock<std::mutex> lock(step_mu_);
+    step_idle_.wait(lock, [&] { return step_queue_.empty() && !stepping_; });
   }
 
   // The inner hook, which must run on this bucket's memory too.
@@ -204,6 +303,17 @@ class HookThenOptimizer : public Hook {
   std::vector<uint32_t> group_;  // per parameter: its group + 1, or 0
   std::vector<float*> params_;
   ScratchBuffers scratch_;
+  // The step thread's: its queue, and the upcast of a low-precision host
+  // bucket (used by that thread only). states_ and device_ are the step
+  // thread's while host buckets are queued; run() on a CUDA bucket,
+  // save_state and load_state drain() first.
+  std::vector<float> upcast_;
+  std::mutex step_mu_;
+  std::condition_variable step_wake_, step_idle_;
+  std::deque<HostStep> step_queue_;
+  bool stepping_ = false;
+  bool stopping_ = false;
+  std::thread step_thread_;  // joined by the destructor
 };
 
 }  // namespace
