@@ -223,8 +223,9 @@ Session::Session(const ddph_session_options_t& opts) {
 
 Session::~Session() {
   const ScopedLogRank log_rank(placement_.rank);
-  worker_.reset();  // runs every queued bucket to completion, then joins
-  wait_in_flight();  // a pipelined hook's last dones, before it is destroyed
+  worker_.reset();    // runs every queued bucket to completion, then joins
+  wait_in_flight();   // a pipelined hook's last dones, before it is destroyed
+  finisher_.reset();  // joins: its last task may still be returning
   destroy_hooks();
   destroy_communicators();
   if (job_store_ != nullptr) job_store_->release();  // keys of later splits, if any
@@ -432,6 +433,7 @@ void Session::start_pipelined(const std::shared_ptr<PendingBucket>& pending, con
                               const Counters& before,
                               std::chrono::steady_clock::time_point started) {
   const ddph_hook_ref_t& hook = chain.elements.front()->ref;
+  if (!finisher_) finisher_ = std::make_unique<Worker>();  // before any done can come
   auto* flight = new InFlight;
   flight->session = this;
   flight->pending = pending;
@@ -455,7 +457,7 @@ void Session::start_pipelined(const std::shared_ptr<PendingBucket>& pending, con
     return;
   }
   flight->bytes = bytes_between(before, after);
-  if (flight->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1) finish_in_flight(flight);
+  if (flight->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1) hand_to_finisher(flight);
 }
 
 void Session::on_done(void* user, ddph_error_t* error) {
@@ -463,7 +465,11 @@ void Session::on_done(void* user, ddph_error_t* error) {
   flight->finished = std::chrono::steady_clock::now();
   flight->error = error;
   if (flight->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1)
-    flight->session->finish_in_flight(flight);
+    flight->session->hand_to_finisher(flight);
+}
+
+void Session::hand_to_finisher(InFlight* flight) {
+  finisher_->post([this, flight] { finish_in_flight(flight); });
 }
 
 void Session::finish_in_flight(InFlight* flight) {

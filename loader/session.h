@@ -97,6 +97,12 @@ class Session {
   void start_pipelined(const std::shared_ptr<PendingBucket>& pending, const HookChain& chain,
                        const Counters& before, std::chrono::steady_clock::time_point started);
   static void on_done(void* user, ddph_error_t* error);
+  // A pipelined bucket whose done and whose run_bucket have both returned
+  // is finished on finisher_, in the order they complete (the submission
+  // order: the hook's dones come in order). The host's done then never runs
+  // on the worker, where it would hold up the next bucket, nor on the hook's
+  // thread, where it would hold up the hook's next step.
+  void hand_to_finisher(InFlight* flight);
   void finish_in_flight(InFlight* flight);
   // Everything that follows a bucket's completion, on any thread: counters,
   // the first error, broken_, its metrics record, then the host's done.
@@ -157,6 +163,8 @@ class Session {
 
   // Last member: destroyed (drained and joined) first.
   std::unique_ptr<Worker> worker_;
+  // Made on the worker by the first pipelined bucket (hand_to_finisher).
+  std::unique_ptr<Worker> finisher_;
 };
 
 }  // namespace loader

@@ -1,6 +1,6 @@
 // Sessions over a hook flagged DDPH_HOOK_PIPELINED (ABI 1.6): the worker
 // starts the next bucket without waiting for done, the dones come from the
-// hook's thread in submission order, and flush, checkpoints and close wait
+// session's second thread in submission order, and flush, checkpoints and close wait
 // for them. The hook (pipelined_plugin.cpp) completes each bucket after
 // delay_ms and writes into the bucket how many earlier buckets were not
 // done yet when it started; its "serial" twin lacks the flag.
@@ -255,8 +255,8 @@ TEST(PipelinedSession, CheckpointsAndCloseWaitForTheDones) {
             std::string::npos);
 }
 
-// A done on the hook's thread must not wait for the buckets it is part of.
-TEST(PipelinedSession, FlushFromADoneOnTheHooksThreadIsRefusedNotADeadlock) {
+// A pipelined bucket's done must not wait for the buckets it is part of.
+TEST(PipelinedSession, FlushFromAPipelinedDoneIsRefusedNotADeadlock) {
   Session s(yaml("pipelined", "{delay_ms: 5}"));
   Recorder rec(3);
   rec.flush_from_done = s.s;  // before submit, which the dones follow

@@ -573,7 +573,9 @@ DDPH_EXPORT ddph_error_t *ddph_session_open(const ddph_session_options_t *opts,
  * exactly once. All ranks must submit the same buckets in the same order.
  * Done callbacks come in submission order, on the worker thread or, for a
  * hook flagged DDPH_HOOK_PIPELINED (1.6), whose next bucket starts before
- * the previous one is done, on the hook's thread.
+ * the previous one is done, on a second thread of the session's own, so
+ * that a done which takes its time holds up neither the next bucket nor
+ * the hook.
  * [thread-safe], but the order of buckets is the order of the calls. */
 DDPH_EXPORT ddph_error_t *ddph_session_submit(ddph_session_t *s, const ddph_bucket_t *bucket,
                                               ddph_done_fn done, void *user);
