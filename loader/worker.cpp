@@ -14,11 +14,12 @@ Worker::~Worker() {
   thread_.join();
 }
 
+// Notifies under the lock: the task may end the Worker's owner (a
+// session's last pipelined bucket lets close destroy the finisher), so
+// nothing of the Worker may be touched once the lock is released.
 void Worker::post(Task task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(task));
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(std::move(task));
   wake_.notify_one();
 }
 

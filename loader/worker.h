@@ -22,7 +22,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Queues task after every task posted before. [thread-safe]
+  // Queues task after every task posted before. [thread-safe], also while
+  // the task it posts may lead to this Worker's destruction: post touches
+  // nothing of it once the task can run.
   void post(Task task);
   // Blocks until every task posted before this call has finished. Must not be
   // called from a task. [thread-safe]
