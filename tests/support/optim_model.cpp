@@ -129,6 +129,7 @@ ddph_code_t Model::step(ddph_session_t* s, int rank, uint64_t step, std::string*
         bits &= 0xffff0000u;
         std::memcpy(&bk.grads[at], &bits, 4);
       }
+    if (edit_grads && mode_ == GradMode::kF32) edit_grads(step, b, bk.grads);
     ddph_bucket_t bucket{};
     bucket.struct_size = sizeof bucket;
     bucket.index = uint64_t(b);

@@ -8,6 +8,7 @@
 #include <ddph/ddph.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -66,6 +67,10 @@ class Model {
   void regroup(const std::vector<std::vector<int>>& layout);
   // Whether step() passes each parameter's index as its id (ABI 1.2).
   bool with_ids = false;
+  // GradMode::kF32: called with each bucket's gradients (bucket 0 holds
+  // params 0 and 1, bucket 1 params 2 and 3, unless regrouped) before
+  // step() submits it, to plant a NaN, say.
+  std::function<void(uint64_t step, int bucket, std::vector<float>& grads)> edit_grads;
 
  private:
   GradMode mode_;

@@ -142,6 +142,44 @@ TEST(ZeroQuantizedNoFeedback, ErrorsAccumulatePastTheFeedbackBound) {
   EXPECT_GT(worst, bound);
 }
 
+// A NaN in one rank's gradient: that bucket takes the exact reduce-scatter
+// on every rank, so the NaN lands in its own parameter element only, as
+// torch's step would put it, and the residuals stay as they were: every
+// other parameter is still within the error-feedback bound of the exact
+// run. Had the quantized mean been used, the NaN would have spoiled the
+// scale of its whole channel (4 elements here).
+TEST(ZeroQuantizedNonFinite, ANanTakesTheExactPathAndStaysInItsElement) {
+  constexpr size_t kPoisoned = 5;  // bucket 0, parameter 0's element 5
+  const std::string config =
+      yaml("optimizer: sgd, lr: 0.1, protocol: reduce_scatter, bits: 8, channel_size: 4",
+           "{family: default, name: allreduce}", "zero/zero_step");
+  const std::vector<double> want = exact_sgd(2);
+  const double bound = kLr * residual_bound(8) + 1e-5;
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    Model m;
+    m.edit_grads = [rank](uint64_t step, int bucket, std::vector<float>& grads) {
+      if (rank == 1 && step == 3 && bucket == 0) grads[kPoisoned] = std::nanf("");
+    };
+    for (int step = 0; step < kSteps; ++step)
+      DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
+    const std::vector<float> got = m.flat();
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (i == kPoisoned) {
+        DDPH_CHILD_CHECK(std::isnan(got[i]), "the poisoned element is %g, not NaN", got[i]);
+        continue;
+      }
+      DDPH_CHILD_CHECK(std::fabs(double(got[i]) - want[i]) <= bound,
+                       "element %zu is %.9g, the exact run %.9g (bound %.3g)", i, got[i], want[i],
+                       bound);
+    }
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
 // The session's bytes out count what the zero hook sent itself (its
 // wrapped allreduce never runs under reduce_scatter), and 8-bit gradients
 // send fewer of them than float32 ones.
