@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test_paths.h"
+#include "tests/loader/done_recorder.h"
 
 using ddph_test::fixture_dir;
 
@@ -60,32 +61,6 @@ struct Bucket {
     b.buffer.ndim = 1;
     b.buffer.dtype = {kDLFloat, 32, 1};
     b.buffer.shape = shape;
-  }
-};
-
-// Records completions: which user token, in what order, with which error.
-struct Recorder {
-  std::mutex mu;
-  std::vector<int> order;
-  std::vector<ddph_code_t> codes;
-  std::vector<std::string> messages;
-  std::atomic<int> calls{0};
-  struct Token {
-    Recorder* r;
-    int id;
-  };
-  std::vector<Token> tokens;
-  explicit Recorder(int n) {
-    for (int i = 0; i < n; ++i) tokens.push_back({this, i});
-  }
-  static void done(void* user, ddph_error_t* e) {
-    auto* t = static_cast<Token*>(user);
-    std::lock_guard<std::mutex> lock(t->r->mu);
-    t->r->order.push_back(t->id);
-    t->r->codes.push_back(ddph_error_code(e));
-    t->r->messages.push_back(ddph_error_message(e));
-    t->r->calls++;
-    ddph_error_free(e);
   }
 };
 
