@@ -368,7 +368,7 @@ void Session::submit(const ddph_bucket_t* bucket, ddph_done_fn done, void* user)
 
 // A started bucket of a pipelined chain: its done may arrive on any thread,
 // before or after run_bucket returns. Whoever of the two comes second (the
-// worker with the bytes, the done with the error) finishes it.
+// worker with the bytes, the done with the error) hands it to finisher_.
 struct Session::InFlight {
   Session* session = nullptr;
   std::shared_ptr<PendingBucket> pending;
@@ -446,10 +446,7 @@ void Session::start_pipelined(const std::shared_ptr<PendingBucket>& pending, con
   const Counters after = counters(chain, false);
   if (refused != nullptr) {  // never accepted: no done will come
     delete flight;
-    {
-      std::lock_guard<std::mutex> lock(in_flight_mu_);
-      if (--in_flight_ == 0) in_flight_cv_.notify_all();
-    }
+    leave_in_flight();
     wait_in_flight();  // its done after the earlier buckets' dones
     finish(*pending, refused, false, true, bytes_between(before, after),
            std::chrono::duration<double>(started - pending->submitted).count(),
@@ -478,7 +475,10 @@ void Session::finish_in_flight(InFlight* flight) {
          std::chrono::duration<double>(flight->started - pending.submitted).count(),
          std::chrono::duration<double>(flight->finished - flight->started).count());
   delete flight;
-  // Last: once the count reaches zero, close may destroy this session.
+  leave_in_flight();  // last: at zero, close may go on to destroy this session
+}
+
+void Session::leave_in_flight() {
   std::lock_guard<std::mutex> lock(in_flight_mu_);
   if (--in_flight_ == 0) in_flight_cv_.notify_all();
 }
@@ -584,7 +584,7 @@ bool Session::take_metrics(ddph_bucket_metrics_t* out) {
 
 void Session::check_not_in_done(const char* function) const {
   // It would wait for itself: a done callback runs on the worker, or for a
-  // pipelined hook on the hook's thread, which waits for the callback.
+  // pipelined hook on finisher_, whose bucket is still in flight.
   DDPH_CHECK(!worker_->on_worker_thread() && t_in_done_of != this, DDPH_INVALID_ARGUMENT,
              function << ": called from a done callback; call it from another thread");
 }

@@ -81,8 +81,8 @@ class Session {
   // done: its outermost hook says DDPH_HOOK_PIPELINED (ABI 1.6), and
   // bucket_check is not strict (which names the bucket of every collective).
   bool pipelined(const HookChain& chain) const;
-  // On the worker. A pipelined chain's bucket is finished by on_done on the
-  // thread its done arrives on; every other bucket is finished here.
+  // On the worker. A pipelined chain's bucket is finished on finisher_
+  // (hand_to_finisher); every other bucket is finished here.
   void run_bucket(const std::shared_ptr<PendingBucket>& pending);
   struct Counters {
     uint64_t bytes_in = 0, bytes_out = 0, wire_bytes = 0;
@@ -104,6 +104,8 @@ class Session {
   // thread, where it would hold up the hook's next step.
   void hand_to_finisher(InFlight* flight);
   void finish_in_flight(InFlight* flight);
+  // One started pipelined bucket less; wakes wait_in_flight at zero.
+  void leave_in_flight();
   // Everything that follows a bucket's completion, on any thread: counters,
   // the first error, broken_, its metrics record, then the host's done.
   // out_of_step: the worker found the ranks out of step (breaks the session).
@@ -136,8 +138,8 @@ class Session {
   MetricsRing metrics_;
   uint64_t next_metrics_step_ = 0;
   uint32_t next_metrics_bucket_ = 0;
-  // The outcome of finished buckets, which a pipelined chain's dones
-  // report from the hook's thread.
+  // The outcome of finished buckets, which pipelined buckets report from
+  // finisher_.
   std::mutex errors_mu_;
   bool has_first_error_ = false;  // since the last flush
   ddph_code_t first_error_code_ = DDPH_OK;

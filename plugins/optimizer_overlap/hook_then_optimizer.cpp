@@ -105,26 +105,17 @@ class HookThenOptimizer : public Hook {
       // stream order).
       ScratchBuffers::Lease upcast =
           scratch_.get(at, bucket.index, dtype == DType::F32 ? 0 : largest * sizeof(float));
-      const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
-      const int64_t* ids = param_ids(bucket);
-      for (size_t i = 0; i < bucket.num_params; ++i) {
-        if (!selected_[i]) continue;
-        const ddph_param_t& p = bucket.params[i];
-        const size_t n = size_t(view_numel(p));
-        const void* g = grads + size_t(p.offset) * dtype_size(dtype);
-        const float* grad = static_cast<const float*>(g);
+      for (const StepParam& p : step_params(bucket, dtype)) {
+        const float* grad = static_cast<const float*>(p.grad);
         if (dtype != DType::F32) {
-          cast_into(at, dtype, g, DType::F32, upcast.data(), n);
+          cast_into(at, dtype, p.grad, DType::F32, upcast.data(), p.numel);
           grad = static_cast<const float*>(upcast.data());
         }
-        const optim::ParamKey key =
-            ids != nullptr ? optim::ParamKey::id(ids[i]) : optim::ParamKey::position(bucket.index, uint32_t(i));
-        optim::ParamState& s = states_[key];
-        const optim::OptimConfig& config =
-            group_[i] == 0 ? options_.optim : options_.groups[group_[i] - 1].optim;
-        optim::DeviceSlots& slots = on_device(key, s, at);
-        const optim::StepPlan plan = optim::plan_step(config, &s.step, slots, n);
-        optim::run_step_device(at, plan, params_[i], grad, optim::slot_data(plan, slots), n, kName);
+        optim::ParamState& s = states_[p.key];
+        optim::DeviceSlots& slots = on_device(p.key, s, at);
+        const optim::StepPlan plan = optim::plan_step(*p.config, &s.step, slots, p.numel);
+        optim::run_step_device(at, plan, p.data, grad, optim::slot_data(plan, slots), p.numel,
+                               kName);
       }
     }
     done.ok();
@@ -166,35 +157,46 @@ class HookThenOptimizer : public Hook {
     return out;
   }
 
-  // One host bucket's parameter steps, as the step thread needs them: the
-  // bucket struct is borrowed only until run() returns, the memory it points
-  // to (gradients, parameters) until done.
-  struct HostStep {
-    struct Param {
-      float* data;
-      const void* grad;
-      size_t numel;
-      optim::ParamKey key;
-      const optim::OptimConfig* config;  // in options_, which never change
-    };
-    std::vector<Param> params;
-    DType dtype;
-    Completion done;
+  // One selected parameter of a bucket, as a step needs it: its lent
+  // values, its gradient in the bucket (of the bucket's dtype), its state's
+  // key and its group's optimizer.
+  struct StepParam {
+    float* data;
+    const void* grad;
+    size_t numel;
+    optim::ParamKey key;
+    const optim::OptimConfig* config;  // in options_, which never change
   };
 
-  void queue_host_step(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
-    HostStep job{{}, dtype, done};
+  // The selected parameters of the bucket run() checked (params_ holds
+  // their lent values).
+  std::vector<StepParam> step_params(const ddph_bucket_t& bucket, DType dtype) const {
+    std::vector<StepParam> out;
     const char* grads = static_cast<const char*>(data_ptr(bucket.buffer));
     const int64_t* ids = param_ids(bucket);
     for (size_t i = 0; i < bucket.num_params; ++i) {
       if (!selected_[i]) continue;
       const ddph_param_t& p = bucket.params[i];
-      job.params.push_back(HostStep::Param{
-          params_[i], grads + size_t(p.offset) * dtype_size(dtype), size_t(view_numel(p)),
-          ids != nullptr ? optim::ParamKey::id(ids[i])
-                         : optim::ParamKey::position(bucket.index, uint32_t(i)),
-          group_[i] == 0 ? &options_.optim : &options_.groups[group_[i] - 1].optim});
+      out.push_back(
+          StepParam{params_[i], grads + size_t(p.offset) * dtype_size(dtype), size_t(view_numel(p)),
+                    ids != nullptr ? optim::ParamKey::id(ids[i])
+                                   : optim::ParamKey::position(bucket.index, uint32_t(i)),
+                    group_[i] == 0 ? &options_.optim : &options_.groups[group_[i] - 1].optim});
     }
+    return out;
+  }
+
+  // One host bucket's parameter steps, as the step thread needs them: the
+  // bucket struct is borrowed only until run() returns, the memory it points
+  // to (gradients, parameters) until done.
+  struct HostStep {
+    std::vector<StepParam> params;
+    DType dtype;
+    Completion done;
+  };
+
+  void queue_host_step(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
+    HostStep job{step_params(bucket, dtype), dtype, done};
     {
       std::lock_guard<std::mutex> lock(step_mu_);
       step_queue_.push_back(std::move(job));
@@ -224,7 +226,7 @@ class HookThenOptimizer : public Hook {
 
   void step_host(const HostStep& job) {
     const Where host{{kDLCPU, 0}, nullptr};
-    for (const HostStep::Param& p : job.params) {
+    for (const StepParam& p : job.params) {
       const float* grad = static_cast<const float*>(p.grad);
       if (job.dtype != DType::F32) {
         if (upcast_.size() < p.numel) upcast_.resize(p.numel);

@@ -5,12 +5,15 @@
 #include <ddph/ddph.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "loader/plugin_checks/lent_bucket.h"
 
 namespace {
 
@@ -28,32 +31,14 @@ std::string yaml() {
          "  wrap: {family: default, name: allreduce}\n";
 }
 
-// A float32 bucket of one parameter, lent to the hook.
-struct Bucket {
-  std::vector<float> grad, param;
-  int64_t shape[1] = {kNumel};
-  int64_t param_shape[1] = {kNumel};
-  ddph_param_t p{};
-  ddph_bucket_t b{};
-  Bucket(uint64_t index, float g, float initial) : grad(kNumel, g), param(kNumel, initial) {
-    p.struct_size = sizeof p;
-    p.offset = 0;
-    p.ndim = 1;
-    p.shape = shape;
-    p.data.data = param.data();
-    p.data.device = {kDLCPU, 0};
-    p.data.ndim = 1;
-    p.data.dtype = {kDLFloat, 32, 1};
-    p.data.shape = param_shape;
-    b.struct_size = sizeof b;
+// A float32 bucket of one lent 1 x kNumel parameter, gradients g,
+// parameter values `initial`, not the step's last.
+struct Bucket : ddph::plugin_checks::LentBucket {
+  Bucket(uint64_t index, float g, float initial) : LentBucket(kNumel, 1, kNumel) {
+    std::fill(data.begin(), data.end(), g);
+    std::fill(param_data.begin(), param_data.end(), initial);
     b.index = index;
-    b.buffer.data = grad.data();
-    b.buffer.device = {kDLCPU, 0};
-    b.buffer.ndim = 1;
-    b.buffer.dtype = {kDLFloat, 32, 1};
-    b.buffer.shape = shape;
-    b.num_params = 1;
-    b.params = &p;
+    b.is_last = 0;
   }
 };
 
@@ -127,9 +112,9 @@ TEST(Pipelined, TheNextBucketsInnerHookRunsWhileThisBucketSteps) {
   // Every bucket stepped once with its own gradient (world of one: the
   // average is the gradient): p = 1 - lr * g.
   for (int64_t i = 0; i < kNumel; i += 97) {
-    EXPECT_EQ(b0.param[size_t(i)], 1.0f - kLr * 2.0f);
-    EXPECT_EQ(b1.param[size_t(i)], 1.0f - kLr * 4.0f);
-    EXPECT_EQ(b2.param[size_t(i)], 1.0f - kLr * 8.0f);
+    EXPECT_EQ(b0.param_data[size_t(i)], 1.0f - kLr * 2.0f);
+    EXPECT_EQ(b1.param_data[size_t(i)], 1.0f - kLr * 4.0f);
+    EXPECT_EQ(b2.param_data[size_t(i)], 1.0f - kLr * 8.0f);
   }
 
   // A checkpoint right after submitting waits for the bucket's step.
@@ -145,6 +130,6 @@ TEST(Pipelined, TheNextBucketsInnerHookRunsWhileThisBucketSteps) {
   EXPECT_EQ(e, nullptr) << ddph_error_message(e);
   ddph_error_free(e);
   EXPECT_EQ(probe.dones.load(), 4);
-  EXPECT_EQ(again.param[0], -kLr * 2.0f);
+  EXPECT_EQ(again.param_data[0], -kLr * 2.0f);
   ddph_session_close(probe.s);
 }
