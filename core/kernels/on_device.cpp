@@ -109,6 +109,24 @@ void read_strided_bytes(const Where& at, const uint8_t* first, size_t stride, si
 #endif
 }
 
+void order_after(const Where& later, const Where& earlier, const char* who) {
+  if (!later.cuda() || !earlier.cuda() || later.stream == earlier.stream) return;
+#ifdef DDPH_HAVE_CUDA
+  DeviceScope on(earlier, who);
+  cudaEvent_t event = nullptr;
+  DDPH_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), who);
+  // The wait takes the event as recorded now, so it may be destroyed at once.
+  const cudaError_t recorded = cudaEventRecord(event, stream_of(earlier));
+  const cudaError_t waited =
+      recorded == cudaSuccess ? cudaStreamWaitEvent(stream_of(later), event, 0) : cudaSuccess;
+  cudaEventDestroy(event);
+  cuda::check(recorded, who, "cudaEventRecord");
+  cuda::check(waited, who, "cudaStreamWaitEvent");
+#else
+  refuse_cuda_memory(who);
+#endif
+}
+
 void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w) {
   if (!at.cuda()) return divide_inplace(dtype, data, n, w);
 #ifdef DDPH_HAVE_CUDA

@@ -60,6 +60,12 @@ void zero_bytes(const Where& at, void* p, size_t bytes, const char* who);
 void read_strided_bytes(const Where& at, const uint8_t* first, size_t stride, size_t rows,
                         uint8_t* out, const char* who);
 
+// Orders the work enqueued on later's stream after all that was enqueued on
+// earlier's so far, with no host wait (an event between the two streams).
+// Nothing when both are the same stream, or for host memory. A failed CUDA
+// call is DDPH_INTERNAL naming `who` and the call.
+void order_after(const Where& later, const Where& earlier, const char* who);
+
 // As in divide.h and cast.h.
 void divide_inplace(const Where& at, DType dtype, void* data, size_t n, int64_t w);
 void cast_into(const Where& at, DType from, const void* src, DType to, void* dst, size_t n);

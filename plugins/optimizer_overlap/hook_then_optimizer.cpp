@@ -29,7 +29,7 @@
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
-#include "core/optim/device_slots.h"
+#include "core/optim/device_states.h"
 #include "core/optim/state_blob.h"
 #include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
@@ -112,7 +112,7 @@ class HookThenOptimizer : public Hook {
           grad = static_cast<const float*>(upcast.data());
         }
         optim::ParamState& s = states_[p.key];
-        optim::DeviceSlots& slots = on_device(p.key, s, at);
+        optim::DeviceSlots& slots = device_.on_device(p.key, s, at);
         const optim::StepPlan plan = optim::plan_step(*p.config, &s.step, slots, p.numel);
         optim::run_step_device(at, plan, p.data, grad, optim::slot_data(plan, slots), p.numel,
                                kName);
@@ -130,7 +130,8 @@ class HookThenOptimizer : public Hook {
       blob = optim::encode_state(states_, options_.optim.kind);
     } else {
       optim::StateMap snapshot = states_;
-      for (const auto& kv : device_) kv.second->download(&snapshot.at(kv.first));
+      device_.download_into(&snapshot,
+                            [](optim::ParamState& s) -> optim::ParamState& { return s; });
       blob = optim::encode_state(snapshot, options_.optim.kind);
     }
     write(sink, blob.data(), blob.size());
@@ -234,7 +235,7 @@ class HookThenOptimizer : public Hook {
         grad = upcast_.data();
       }
       optim::ParamState& s = states_[p.key];
-      to_host(p.key, &s);
+      device_.to_host(p.key, &s);
       optim::HostSlots slots(s);
       const optim::StepPlan plan = optim::plan_step(*p.config, &s.step, slots, p.numel);
       optim::run_step_host(plan, p.data, grad, optim::slot_data(plan, slots), p.numel);
@@ -262,44 +263,13 @@ class HookThenOptimizer : public Hook {
     }
   }
 
-  // key's state as device slots on at's GPU, uploaded from the host the
-  // first time (a loaded checkpoint, or earlier host steps).
-  optim::DeviceSlots& on_device(const optim::ParamKey& key, optim::ParamState& s, const Where& at) {
-    auto found = device_.find(key);
-    if (found != device_.end() && found->second->device() != at.device.device_id) {
-      found->second->download(&s);  // the parameter moved GPUs: through the host
-      device_.erase(found);
-      found = device_.end();
-    }
-    if (found == device_.end()) {
-      // Entered only once uploaded, so device_ never holds a half-made entry
-      // and the host copy stays whole if the upload fails.
-      auto fresh = std::make_unique<optim::DeviceSlots>(at, kName);
-      fresh->upload(s);
-      found = device_.emplace(key, std::move(fresh)).first;
-      s.momentum = {};  // the device holds the buffers from here on
-      s.second = {};
-      s.max_second = {};
-    }
-    found->second->use_stream(at.stream);
-    return *found->second;
-  }
-
-  // key's state back on the host if a CUDA bucket had it.
-  void to_host(const optim::ParamKey& key, optim::ParamState* s) {
-    auto d = device_.find(key);
-    if (d == device_.end()) return;
-    d->second->download(s);
-    device_.erase(d);
-  }
-
   ddph_hook_ref_t inner_;
   HookOptions options_;
   ParamSelection selection_;
   // Every parameter's step count and, for host buckets, its buffers; the
   // buffers of parameters stepped on a GPU live in device_ instead.
   optim::StateMap states_;
-  std::map<optim::ParamKey, std::unique_ptr<optim::DeviceSlots>> device_;
+  optim::DeviceStates<optim::ParamKey> device_{kName};
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
   std::vector<uint32_t> group_;  // per parameter: its group + 1, or 0

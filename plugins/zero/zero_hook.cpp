@@ -14,6 +14,12 @@
 // bucket at the step's last one, as PyTorch's hook_with_zero_step does.
 // Every rank walks the same buckets, pieces and shares in the same order,
 // so the collectives pair up without any ownership being sent.
+//
+// Host and CUDA buckets run the same code: on a GPU the copies, the codec,
+// the optimizer steps (its state in device memory, device_states.h) and the
+// communicator's calls are enqueued on the bucket's stream, and nothing
+// waits for the GPU inside run() but a host-memory communicator's staging
+// and the quantized exchange's finiteness check (core/quant/codec.h).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -24,6 +30,9 @@
 #include "core/hook/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
+#include "core/hook/resident_floats.h"
+#include "core/kernels/on_device.h"
+#include "core/optim/device_states.h"
 #include "core/quant/codec.h"
 #include "core/quant/rank_header.h"
 #include "core/quant/scatter.h"
@@ -40,10 +49,19 @@ namespace {
 // One bucket of the current step whose pieces are stepped at its end.
 struct Deferred {
   uint64_t index = 0, step = 0;
-  std::vector<float*> params;           // the host's parameters, lent for the step
-  std::vector<float>* grads = nullptr;  // reduced gradients of bucket elements [base, ...)
+  std::vector<float*> params;    // the host's parameters, lent for the step
+  const float* grads = nullptr;  // reduced gradients of bucket elements [base, ...)
   size_t base = 0;
+  Where at{DLDevice{kDLCPU, 0}, nullptr};  // the bucket's memory and stream
 };
+
+// Workspace keys of the buffers the zero hooks add to core/quant's
+// exchange (scatter.h reserves 2 to 99 for them).
+enum : uint64_t { kShareKey = 2, kGatherKey = 3 };
+
+void copy_floats(const Where& at, const float* from, float* to, size_t n) {
+  cast_into(at, DType::F32, from, DType::F32, to, n);
+}
 
 template <bool kInterleaved>
 class ZeroHook : public Hook {
@@ -51,6 +69,7 @@ class ZeroHook : public Hook {
   static constexpr uint32_t kFlags =
       DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_STEPS_OPTIMIZER;
   static constexpr const char* kName = kInterleaved ? "zero_step_interleaved" : "zero_step";
+  static constexpr bool kRunsOnCuda = true;
   static void check_options(OptionCheck& c) { check_zero_options(c, kName); }
 
   explicit ZeroHook(const ddph_hook_init_t& init)
@@ -85,11 +104,14 @@ class ZeroHook : public Hook {
                kName << ": bucket dtype " << dtype_name(dtype)
                      << " is not supported: the zero hooks step float32 gradients into float32 "
                         "parameters");
+    const Where at = where_of(bucket);
+    require_cuda_build(at, kName);
     // Every parameter is checked, the ones other ranks own too: this rank
     // writes their broadcast or gathered values.
     params_.assign(bucket.num_params, nullptr);
     for (size_t i = 0; i < bucket.num_params; ++i)
-      params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)");
+      params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)",
+                                  BucketMemory::kHostOrCuda);
     count_in(uint64_t(bucket.buffer.shape[0]) * sizeof(float));
     // Buckets kept from a step that failed before its last bucket are
     // dropped: their parameters were lent for that step only.
@@ -105,29 +127,29 @@ class ZeroHook : public Hook {
     // reduce_scatter this rank's range of them, in place.
     float* buffer = static_cast<float*>(data_ptr(bucket.buffer));
     const float* reduced = buffer;
-    const size_t base = 0;
     if (options_.protocol == Protocol::kAllreduce) {
-      run_hook_blocking(inner_, bucket);
+      run_inner(bucket, at);
     } else if (options_.bits < 32 && world_ > 1) {
-      quantized_scatter_mean(buffer, layout, bucket.step);
+      quantized_scatter_mean(buffer, layout, bucket.step, at);
     } else {
-      reduce_scatter_mean(buffer, layout.n);
+      reduce_scatter_mean(buffer, layout.n, at);
     }
 
     const bool owners_known = pieces_.count(layout.index) != 0;
     if (bucket.is_last && owners_known) {
       // The step's end: the kept buckets, then this one from its own
       // buffers, with no copy (all of a one-bucket step).
-      step_kept();
-      step_and_share(layout, params_.data(), reduced, base);
+      step_kept(at);
+      step_and_share(layout, params_.data(), reduced, /*base=*/0, at);
       end_step();
     } else if (kInterleaved && owners_known) {
-      step_and_share(layout, params_.data(), reduced, base);
+      step_and_share(layout, params_.data(), reduced, /*base=*/0, at);
     } else {
       Deferred d;
       d.index = layout.index;
       d.step = bucket.step;
       d.params = params_;
+      d.at = at;
       // Only this rank's span is kept, unless no owner is known yet
       // (shard_buckets' first step): then the whole bucket.
       Range keep{0, layout.n};
@@ -136,14 +158,16 @@ class ZeroHook : public Hook {
       else if (owners_known)
         keep = owned_span(layout, pieces_.at(layout.index), rank_);
       d.base = keep.begin;
-      // Storage kept per bucket index from step to step: a fresh vector
-      // would be faulted in page by page at every step.
-      std::vector<float>& kept = kept_grads_[layout.index];
-      kept.assign(reduced + (keep.begin - base), reduced + (keep.begin - base) + keep.count);
-      d.grads = &kept;
+      // Storage kept per bucket index from step to step, in the bucket's
+      // memory: a fresh vector would be faulted in page by page at every
+      // step.
+      ResidentFloats& kept = resident(kept_grads_, layout.index);
+      kept.fit(at, keep.count);
+      copy_floats(at, reduced + keep.begin, kept.data(), keep.count);
+      d.grads = kept.data();
       deferred_.push_back(std::move(d));
       if (bucket.is_last) {
-        step_kept();
+        step_kept(at);
         end_step();
       }
     }
@@ -164,6 +188,7 @@ class ZeroHook : public Hook {
     s.rank = uint32_t(rank_);
     s.layout_hash = layout_hash_ != 0 ? layout_hash_ : shard_hash_;
     s.pieces = states_;
+    device_.download_into(&s.pieces, state_of);
     const std::string blob = encode_shard(s);
     write(sink, blob.data(), blob.size());
   }
@@ -173,6 +198,7 @@ class ZeroHook : public Hook {
     // bits 8 or 4: the residuals are not in the checkpoint (docs/zero.md);
     // a resumed run starts them at zero, as the first step did.
     residuals_.clear();
+    spare_residuals_.clear();
     if (loaded.single_shard) {
       const Shard& s = loaded.shard;
       DDPH_CHECK(s.world == uint32_t(world_) && s.rank == uint32_t(rank_), DDPH_INVALID_ARGUMENT,
@@ -182,11 +208,13 @@ class ZeroHook : public Hook {
                           "joined (docs/zero.md)");
       DDPH_CHECK(layout_hash_ == 0 || s.layout_hash == 0 || s.layout_hash == layout_hash_,
                  DDPH_INVALID_ARGUMENT, kName << ": " << kOtherLayout);
+      device_.clear();
       states_ = s.pieces;
       shard_hash_ = s.layout_hash;
       from_shard_ = true;
       full_.clear();
     } else {
+      device_.clear();
       states_.clear();
       full_ = std::move(loaded.full);
       from_shard_ = false;
@@ -204,6 +232,29 @@ class ZeroHook : public Hook {
   }
 
  private:
+  static optim::ParamState& state_of(PieceState& p) { return p.state; }
+
+  static ResidentFloats& resident(std::map<uint64_t, ResidentFloats>& by_index, uint64_t index) {
+    auto found = by_index.find(index);
+    if (found == by_index.end()) found = by_index.emplace(index, ResidentFloats(kName)).first;
+    return found->second;
+  }
+
+  // The wrapped hook (protocol allreduce), which must run on this bucket's
+  // memory too.
+  void run_inner(const ddph_bucket_t& bucket, const Where& at) {
+    try {
+      run_hook_blocking(inner_, bucket);
+    } catch (const Error& e) {
+      if (!at.cuda() || e.code() != DDPH_UNSUPPORTED) throw;
+      DDPH_FAIL(DDPH_UNSUPPORTED, kName << ": the wrapped hook '"
+                                        << (inner_.hook->name ? inner_.hook->name : "?")
+                                        << "' cannot run on this CUDA bucket, so there is no "
+                                           "reduced gradient to step with: "
+                                        << e.what());
+    }
+  }
+
   static constexpr const char* kOtherLayout =
       "the checkpoint is a shard of another bucket layout or protocol; its optimizer state "
       "belongs to other parameters. Load every rank's shard joined (docs/zero.md), which "
@@ -270,6 +321,8 @@ class ZeroHook : public Hook {
     mine.world = uint32_t(world_);
     mine.rank = uint32_t(rank_);
     mine.layout_hash = layout_hash_;
+    device_.download_into(&states_, state_of);
+    device_.clear();
     mine.pieces = std::move(states_);
     std::vector<Shard> shards;
     if (world_ == 1) {
@@ -305,9 +358,10 @@ class ZeroHook : public Hook {
     shard_hash_ = 0;
   }
 
-  // The step's last bucket: owners of shard_buckets are known now; every
-  // deferred bucket is stepped and shared, in index order.
-  void step_kept() {
+  // The step's last bucket (in at's memory): owners of shard_buckets are
+  // known now; every deferred bucket is stepped and shared, in index order,
+  // on the last bucket's stream.
+  void step_kept(const Where& at) {
     if (layout_hash_ == 0) {
       std::vector<const BucketLayout*> all;
       for (const auto& kv : layouts_) all.push_back(&kv.second);
@@ -319,8 +373,20 @@ class ZeroHook : public Hook {
                kName << ": " << kOtherLayout);
     std::sort(deferred_.begin(), deferred_.end(),
               [](const Deferred& a, const Deferred& b) { return a.index < b.index; });
-    for (Deferred& d : deferred_)
-      step_and_share(layouts_.at(d.index), d.params.data(), d.grads->data(), d.base);
+    for (Deferred& d : deferred_) {
+      DDPH_CHECK(d.at.device.device_type == at.device.device_type &&
+                     d.at.device.device_id == at.device.device_id,
+                 DDPH_UNSUPPORTED,
+                 kName << ": bucket " << d.index << " of step " << d.step
+                       << " is in other memory (host or GPU) than the step's last bucket; a "
+                          "step's buckets must all be on the host or on one GPU");
+      // Its gradients were reduced and kept on its own stream.
+      order_after(at, d.at, kName);
+      step_and_share(layouts_.at(d.index), d.params.data(), d.grads, d.base, at);
+    }
+    // The next step's reduce of each kept bucket, on its own stream, must
+    // not overwrite what this stream still reads.
+    for (const Deferred& d : deferred_) order_after(d.at, at, kName);
     deferred_.clear();
   }
 
@@ -348,25 +414,36 @@ class ZeroHook : public Hook {
   }
 
   // Steps this rank's pieces of a bucket (reduced holds its gradient
-  // elements from `base` on), then hands every rank every piece.
+  // elements from `base` on), then hands every rank every piece; all of it
+  // in at's memory.
   void step_and_share(const BucketLayout& l, float* const* params, const float* reduced,
-                      size_t base) {
+                      size_t base, const Where& at) {
     const std::vector<Piece>& pieces = pieces_.at(l.index);
     for (const Piece& p : pieces) {
       if (p.rank != rank_) continue;
-      const size_t at = l.offsets[p.param] + p.begin;
-      step_piece(l, p, params[p.param] + p.begin, reduced + (at - base));
+      const size_t first = l.offsets[p.param] + p.begin;
+      step_piece(l, p, params[p.param] + p.begin, reduced + (first - base), at);
     }
     if (world_ == 1) return;
     if (options_.protocol == Protocol::kAllreduce)
-      broadcast_shares(l, params);
+      broadcast_shares(l, params, at);
     else
-      gather_ranges(l, pieces, params);
+      gather_ranges(l, pieces, params, at);
   }
 
-  void step_piece(const BucketLayout& l, const Piece& p, float* param, const float* grad) {
+  // The same plan on either memory: on a GPU the loop is a kernel on at's
+  // stream over the piece's device slots.
+  void step_piece(const BucketLayout& l, const Piece& p, float* param, const float* grad,
+                  const Where& at) {
     const PieceKey key{l.keys[p.param], p.begin};
     PieceState& st = state_for(key, l.numels[p.param], p);
+    if (at.cuda()) {
+      optim::DeviceSlots& slots = device_.on_device(key, st.state, at);
+      const optim::StepPlan plan = optim::plan_step(options_.optim, &st.state.step, slots, p.count);
+      optim::run_step_device(at, plan, param, grad, optim::slot_data(plan, slots), p.count, kName);
+      return;
+    }
+    device_.to_host(key, &st.state);
     optim::HostSlots slots(st.state);
     const optim::StepPlan plan = optim::plan_step(options_.optim, &st.state.step, slots, p.count);
     optim::run_step_host(plan, param, grad, optim::slot_data(plan, slots), p.count);
@@ -389,28 +466,28 @@ class ZeroHook : public Hook {
   }
 
   // protocol allreduce: each share from its owner, in assignment order.
-  void broadcast_shares(const BucketLayout& l, float* const* params) {
+  void broadcast_shares(const BucketLayout& l, float* const* params, const Where& at) {
     for (const Share& s : shares_.at(l.index)) {
       size_t n = 0;
       for (size_t i = s.first; i < s.first + s.count; ++i) n += l.numels[i];
-      send_.resize(n);
-      if (s.rank == rank_) copy_params(l, s, params, /*into_buffer=*/true);
-      FlatTensor buf(send_.data(), DType::F32, int64_t(n));
-      comm_broadcast(comm_, buf, s.rank, nullptr);
+      const ScratchBuffers::Lease lease = scratch_.get(at, kShareKey, n * sizeof(float));
+      float* buffer = static_cast<float*>(lease.data());
+      if (s.rank == rank_) copy_params(l, s, params, buffer, /*into_buffer=*/true, at);
+      FlatTensor buf(buffer, DType::F32, int64_t(n), at.device);
+      comm_broadcast(comm_, buf, s.rank, at.stream);
       count_out(n * sizeof(float));
-      if (s.rank != rank_) copy_params(l, s, params, /*into_buffer=*/false);
+      if (s.rank != rank_) copy_params(l, s, params, buffer, /*into_buffer=*/false, at);
     }
   }
 
-  void copy_params(const BucketLayout& l, const Share& s, float* const* params, bool into_buffer) {
-    float* at = send_.data();
+  void copy_params(const BucketLayout& l, const Share& s, float* const* params, float* buffer,
+                   bool into_buffer, const Where& at) {
     for (size_t i = s.first; i < s.first + s.count; ++i) {
-      const size_t bytes = l.numels[i] * sizeof(float);
       if (into_buffer)
-        std::memcpy(at, params[i], bytes);
+        copy_floats(at, params[i], buffer, l.numels[i]);
       else
-        std::memcpy(params[i], at, bytes);
-      at += l.numels[i];
+        copy_floats(at, buffer, params[i], l.numels[i]);
+      buffer += l.numels[i];
     }
   }
 
@@ -420,18 +497,18 @@ class ZeroHook : public Hook {
   // divide-first as default/allreduce averages) of W blocks of
   // floor(n / W), and an allreduce of the few elements left over, which the
   // last rank owns. Nothing of bucket size is allocated or copied.
-  void reduce_scatter_mean(float* buffer, size_t n) {
+  void reduce_scatter_mean(float* buffer, size_t n, const Where& at) {
     if (world_ == 1) return;  // the mean of one rank's gradient is itself
     const size_t width = block_width(n, world_), blocks = width * size_t(world_);
     if (width > 0) {
-      FlatTensor send(buffer, DType::F32, int64_t(blocks));
-      FlatTensor recv(buffer + size_t(rank_) * width, DType::F32, int64_t(width));
-      comm_reduce_scatter(comm_, send, recv, DDPH_AVG, nullptr);
+      FlatTensor send(buffer, DType::F32, int64_t(blocks), at.device);
+      FlatTensor recv(buffer + size_t(rank_) * width, DType::F32, int64_t(width), at.device);
+      comm_reduce_scatter(comm_, send, recv, DDPH_AVG, at.stream);
       count_out(blocks * sizeof(float));
     }
     if (blocks < n) {
-      FlatTensor tail(buffer + blocks, DType::F32, int64_t(n - blocks));
-      comm_allreduce(comm_, tail, DDPH_AVG, nullptr);
+      FlatTensor tail(buffer + blocks, DType::F32, int64_t(n - blocks), at.device);
+      comm_allreduce(comm_, tail, DDPH_AVG, at.stream);
       count_out((n - blocks) * sizeof(float));
     }
   }
@@ -446,7 +523,8 @@ class ZeroHook : public Hook {
   // bucket with NaN or Inf on any rank takes the exact path instead, on
   // every rank alike, so the step sees what torch's would, and the
   // residuals stay as they were.
-  void quantized_scatter_mean(float* buffer, const BucketLayout& l, uint64_t step) {
+  void quantized_scatter_mean(float* buffer, const BucketLayout& l, uint64_t step,
+                              const Where& at) {
     using namespace quantization;
     std::vector<Chunk> chunks(static_cast<size_t>(world_));
     for (int r = 0; r < world_; ++r) {
@@ -461,12 +539,15 @@ class ZeroHook : public Hook {
     job.world = world_;
     job.index = l.index;
     job.step = step;
+    job.at = at;
     if (options_.error_feedback) {
-      // Zeros at first, and whenever the bucket's length changed (relayout).
-      std::vector<float>& kept = residuals_[l.index];
-      if (kept.size() != l.n) kept.assign(l.n, 0.f);
-      std::vector<float>& spare = spare_residuals_[l.index];
-      spare.resize(l.n);
+      // Zeros at first, and whenever the bucket's length changed
+      // (relayout); taken along when the bucket changed memory.
+      ResidentFloats& kept = resident(residuals_, l.index);
+      kept.move_to(at);
+      kept.fit(at, l.n);
+      ResidentFloats& spare = resident(spare_residuals_, l.index);
+      spare.fit(at, l.n);
       job.residual_in = kept.data();
       job.residual = spare.data();
     }
@@ -479,7 +560,7 @@ class ZeroHook : public Hook {
     const Scattered traded = scatter_encoded(comm_, encoding, job, layout, codec, scratch_);
     count_out(traded.bytes);
     if (!traded.nonfinite_ranks.empty()) {
-      reduce_scatter_mean(buffer, l.n);
+      reduce_scatter_mean(buffer, l.n, at);
       return;
     }
     for (const ScatterSlice& sl : layout.slices) {
@@ -487,40 +568,39 @@ class ZeroHook : public Hook {
       codec.decode_mean(traded.contributions(sl) + kRankHeaderBytes, sl.mine_bytes, size_t(world_),
                         piece.seg, options_.bits, world_, buffer + piece.begin);
     }
-    if (options_.error_feedback) residuals_[l.index].swap(spare_residuals_[l.index]);
+    if (options_.error_feedback) std::swap(residuals_.at(l.index), spare_residuals_.at(l.index));
   }
 
   // protocol reduce_scatter: every rank's stepped range to every rank: an
   // allgather of the W blocks, then the last rank's leftover elements
-  // broadcast. recv_ ends with the whole bucket's updated values.
-  void gather_ranges(const BucketLayout& l, const std::vector<Piece>& pieces,
-                     float* const* params) {
+  // broadcast, into a buffer that ends with the whole bucket's updated
+  // values.
+  void gather_ranges(const BucketLayout& l, const std::vector<Piece>& pieces, float* const* params,
+                     const Where& at) {
     const size_t width = block_width(l.n, world_), blocks = width * size_t(world_);
     const Range mine = rank_range(l.n, world_, rank_);
-    // This rank's range goes straight into its place in recv_ (an in-place
+    const ScratchBuffers::Lease lease = scratch_.get(at, kGatherKey, l.n * sizeof(float));
+    float* all = static_cast<float*>(lease.data());
+    // This rank's range goes straight into its place in `all` (an in-place
     // allgather); elements between parameters are zeros.
-    recv_.resize(l.n);
-    std::fill(recv_.begin() + long(mine.begin), recv_.begin() + long(mine.begin + mine.count), 0.f);
+    zero_bytes(at, all + mine.begin, mine.count * sizeof(float), kName);
     for (const Piece& p : pieces)
       if (p.rank == rank_)
-        std::memcpy(recv_.data() + l.offsets[p.param] + p.begin, params[p.param] + p.begin,
-                    p.count * sizeof(float));
+        copy_floats(at, params[p.param] + p.begin, all + l.offsets[p.param] + p.begin, p.count);
     if (width > 0) {
-      FlatTensor send(recv_.data() + mine.begin, DType::F32, int64_t(width));
-      FlatTensor recv(recv_.data(), DType::F32, int64_t(blocks));
-      comm_allgather(comm_, send, recv, nullptr);
+      FlatTensor send(all + mine.begin, DType::F32, int64_t(width), at.device);
+      FlatTensor recv(all, DType::F32, int64_t(blocks), at.device);
+      comm_allgather(comm_, send, recv, at.stream);
       count_out(width * sizeof(float));
     }
     if (blocks < l.n) {
-      float* tail = recv_.data() + blocks;
-      FlatTensor buf(tail, DType::F32, int64_t(l.n - blocks));
-      comm_broadcast(comm_, buf, world_ - 1, nullptr);
+      FlatTensor buf(all + blocks, DType::F32, int64_t(l.n - blocks), at.device);
+      comm_broadcast(comm_, buf, world_ - 1, at.stream);
       count_out((l.n - blocks) * sizeof(float));
     }
     for (const Piece& p : pieces)
       if (p.rank != rank_)
-        std::memcpy(params[p.param] + p.begin, recv_.data() + l.offsets[p.param] + p.begin,
-                    p.count * sizeof(float));
+        copy_floats(at, all + l.offsets[p.param] + p.begin, params[p.param] + p.begin, p.count);
   }
 
   ddph_hook_ref_t inner_;
@@ -533,8 +613,10 @@ class ZeroHook : public Hook {
   std::map<uint64_t, std::vector<Piece>> pieces_;
   std::map<uint64_t, std::vector<Share>> shares_;
   uint64_t layout_hash_ = 0, first_step_ = 0;
-  // The optimizer state of this rank's pieces.
+  // The optimizer state of this rank's pieces: each piece's step count,
+  // and its buffers unless a GPU has them (device_).
   PieceMap states_;
+  optim::DeviceStates<PieceKey> device_{kName};
   // A loaded checkpoint: every parameter's whole state, sliced into pieces
   // as they are first stepped; or (from_shard_) a shard, whose layout hash
   // must match.
@@ -542,16 +624,17 @@ class ZeroHook : public Hook {
   bool from_shard_ = false;
   uint64_t shard_hash_ = 0;
   std::vector<Deferred> deferred_;
-  std::map<uint64_t, std::vector<float>> kept_grads_;  // by bucket index
-  uint64_t step_ = 0;                                  // the step of the buckets being run
-  size_t buckets_this_step_ = 0;                       // buckets of it run so far
+  std::map<uint64_t, ResidentFloats> kept_grads_;  // by bucket index
+  uint64_t step_ = 0;                              // the step of the buckets being run
+  size_t buckets_this_step_ = 0;                   // buckets of it run so far
   // Reused from bucket to bucket.
   std::vector<float*> params_;
-  std::vector<float> send_, recv_;
   // bits 8 or 4: each bucket's error feedback and a spare the next residual
   // is written into (kept only when the bucket was finite), by bucket
-  // index; and the quantized exchange's buffers.
-  std::map<uint64_t, std::vector<float>> residuals_, spare_residuals_;
+  // index, in the bucket's memory.
+  std::map<uint64_t, ResidentFloats> residuals_, spare_residuals_;
+  // The quantized exchange's buffers, and the broadcast and gather
+  // buffers (kShareKey, kGatherKey).
   ScratchBuffers scratch_;
 };
 

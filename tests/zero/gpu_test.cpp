@@ -1,0 +1,174 @@
+// The zero hooks' CUDA path against their CPU path. Each rank steps the
+// same values twice: in buckets on GPU 0 and in host buckets, through two
+// sessions of the same hook. Worlds of 2 and 3 run over Gloo, which stages
+// CUDA buffers through host memory (real processes sharing the one GPU), so
+// the reduce-scatter, allgather, broadcasts, kept gradients and the
+// quantized exchange all cross ranks; a world of one runs over NCCL. After
+// every step each rank's GPU parameters have the bits of its host
+// parameters and the ranks agree; the shards saved from the GPU are the
+// CPU's bytes; and a fresh GPU session that loads the CPU's shard after
+// step 3 continues as the CPU run does. Skips with one line without a GPU.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tests/support/cuda_device.h"
+#include "tests/support/gpu_lent_bucket.h"
+#include "tests/support/multiprocess.h"
+#include "tests/support/session_ranks.h"
+
+namespace {
+
+using ddph_test::LentBucket;
+using ddph_test::same_bits;
+
+constexpr uint64_t kSteps = 6, kResumeAt = 3;
+
+struct Case {
+  const char* name;
+  const char* hook;
+  const char* options;
+  int world;
+  const char* backend;  // of the GPU session; the CPU session runs Gloo
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::string yaml(const char* backend, const Case& c) {
+  return std::string("comm: {backend: ") + backend + ", timeout: 60s}\nhook: {family: zero, name: " +
+         c.hook + ", options: {" + c.options +
+         "}, wrap: {family: default, name: allreduce}}\n";
+}
+
+// Gradients of every sign and a wide range of magnitudes, per rank and step.
+std::vector<float> gradients(int rank, uint64_t step, size_t bucket, size_t n) {
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = std::sin(double(i) * 0.37 + double(step) * 1.3 + double(bucket) +
+                              double(rank) * 0.71);
+    g[i] = float(x * std::pow(10.0, double(int(i % 5) - 2)));
+  }
+  return g;
+}
+
+std::vector<float> initial(size_t bucket, size_t n) {
+  std::vector<float> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = float(std::cos(double(i) * 0.11 + double(bucket)));
+  return p;
+}
+
+// Two buckets, 0 (parameters of 37 and 300 elements) and 1 (1000 and 5,
+// the step's last): sizes no world divides, so the leftover elements and
+// pieces cut inside a parameter are exercised.
+struct Side {
+  explicit Side(bool cuda) {
+    b[0] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{37, 300});
+    b[1] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{1000, 5});
+    for (size_t k = 0; k < 2; ++k) b[k]->set_params(initial(k, b[k]->numel()));
+  }
+  // Steps once; "" or the first error's text.
+  std::string step(ddph_session_t* s, int rank, uint64_t step, cudaStream_t stream) {
+    for (size_t k = 0; k < 2; ++k) {
+      b[k]->set_grads(gradients(rank, step, k, b[k]->numel()));
+      std::string message;
+      if (ddph_test::run_bucket(s, b[k]->bucket(k, step, k == 1, stream), &message) != DDPH_OK)
+        return message.empty() ? "error" : message;
+    }
+    return "";
+  }
+  std::unique_ptr<LentBucket> b[2];
+};
+
+int body(const Case& c, int rank, int world, const std::string& dir) {
+  DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "rank %d: cudaSetDevice", rank);
+  cudaStream_t stream = nullptr;
+  DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+                   "rank %d: cudaStreamCreate", rank);
+  std::string error;
+  ddph_session_t* cpu = ddph_test::open_session(yaml("gloo", c), rank, world, dir, &error);
+  DDPH_CHILD_CHECK(cpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
+  ddph_session_t* gpu = ddph_test::open_session(yaml(c.backend, c), rank, world, dir, &error);
+  DDPH_CHILD_CHECK(gpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
+  Side g(true), h(false);
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    if (step == kResumeAt) {
+      // The CPU's shard, saved before this step, carries on in a fresh GPU
+      // session; the old one's shard must be the same bytes.
+      const std::string blob = ddph_test::session_state(cpu);
+      DDPH_CHILD_CHECK(!blob.empty(), "%s rank %d: empty shard", c.name, rank);
+      DDPH_CHILD_CHECK(ddph_test::session_state(gpu) == blob,
+                       "%s rank %d: the GPU's shard differs from the CPU's after %d steps", c.name,
+                       rank, int(step));
+      ddph_session_close(gpu);
+      gpu = ddph_test::open_session(yaml(c.backend, c), rank, world, dir, &error);
+      DDPH_CHILD_CHECK(gpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
+      ddph_error_t* e = ddph_session_load_state(gpu, blob.data(), blob.size());
+      DDPH_CHILD_CHECK(e == nullptr, "%s rank %d: load: %s", c.name, rank,
+                       ddph_error_message(e));
+    }
+    const std::string on_host = h.step(cpu, rank, step, nullptr);
+    DDPH_CHILD_CHECK(on_host.empty(), "%s rank %d step %d: host: %s", c.name, rank, int(step),
+                     on_host.c_str());
+    const std::string on_gpu = g.step(gpu, rank, step, stream);
+    DDPH_CHILD_CHECK(on_gpu.empty(), "%s rank %d step %d: GPU: %s", c.name, rank, int(step),
+                     on_gpu.c_str());
+    for (size_t k = 0; k < 2; ++k) {
+      const std::vector<float> mine = g.b[k]->params();
+      DDPH_CHILD_CHECK(same_bits(mine, h.b[k]->params()),
+                       "%s rank %d step %d: bucket %d's parameters differ from the host's",
+                       c.name, rank, int(step), int(k));
+      DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(cpu, mine.data(), mine.size() * sizeof(float)),
+                       "%s step %d: bucket %d differs across ranks", c.name, int(step), int(k));
+    }
+  }
+  DDPH_CHILD_CHECK(ddph_test::session_state(gpu) == ddph_test::session_state(cpu),
+                   "%s rank %d: the final shards differ", c.name, rank);
+  ddph_session_close(gpu);
+  ddph_session_close(cpu);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+class ZeroGpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ZeroGpu, GpuBucketsGiveTheCpuPathsBitsAndShards) {
+  DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
+  const Case& c = GetParam();
+  const auto results = ddph_test::run_ranks(
+      c.world, [&](int rank, int world, const std::string& dir) { return body(c, rank, world, dir); },
+      240);
+  EXPECT_TRUE(ddph_test::all_passed(results)) << c.name << ": " << ddph_test::describe(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Protocols, ZeroGpu,
+    ::testing::Values(
+        Case{"allreduce_adam_w2", "zero_step", "optimizer: adam, lr: 0.01, protocol: allreduce", 2,
+             "gloo"},
+        Case{"allreduce_shard_buckets_sgd_w3", "zero_step_interleaved",
+             "optimizer: sgd, lr: 0.05, momentum: 0.9, protocol: allreduce, shard_buckets: true",
+             3, "gloo"},
+        Case{"reduce_scatter_adamw_w3", "zero_step",
+             "optimizer: adamw, lr: 0.01, weight_decay: 0.1, protocol: reduce_scatter", 3, "gloo"},
+        Case{"reduce_scatter_nesterov_w2", "zero_step_interleaved",
+             "optimizer: sgd, lr: 0.05, momentum: 0.9, nesterov: true, protocol: reduce_scatter",
+             2, "gloo"},
+        Case{"bits8_adam_w3", "zero_step", "optimizer: adam, lr: 0.01, protocol: reduce_scatter, bits: 8",
+             3, "gloo"},
+        Case{"bits4_adam_w2", "zero_step_interleaved",
+             "optimizer: adam, lr: 0.01, protocol: reduce_scatter, bits: 4, channel_size: 64", 2,
+             "gloo"},
+        Case{"reduce_scatter_adam_nccl_w1", "zero_step",
+             "optimizer: adam, lr: 0.01, amsgrad: true, protocol: reduce_scatter", 1, "nccl"},
+        Case{"allreduce_sgd_nccl_w1", "zero_step_interleaved",
+             "optimizer: sgd, lr: 0.05, momentum: 0.8, protocol: allreduce", 1, "nccl"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+}  // namespace
