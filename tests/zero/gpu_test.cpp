@@ -7,7 +7,9 @@
 // every step each rank's GPU parameters have the bits of its host
 // parameters and the ranks agree; the shards saved from the GPU are the
 // CPU's bytes; and a fresh GPU session that loads the CPU's shard after
-// step 3 continues as the CPU run does. Skips with one line without a GPU.
+// step 3 continues as the CPU run does (the CPU session reloads it too, so
+// that both restart the error feedback, which shards do not carry). Skips with one line without a
+// GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -35,6 +37,9 @@ struct Case {
   const char* options;
   int world;
   const char* backend;  // of the GPU session; the CPU session runs Gloo
+  // Bucket 1 on a second stream: zero_step then orders the kept bucket 0's
+  // stream before it, and it after.
+  bool two_streams = false;
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -42,8 +47,8 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 
 std::string yaml(const char* backend, const Case& c) {
-  return std::string("comm: {backend: ") + backend + ", timeout: 60s}\nhook: {family: zero, name: " +
-         c.hook + ", options: {" + c.options +
+  return std::string("comm: {backend: ") + backend +
+         ", timeout: 60s}\nhook: {family: zero, name: " + c.hook + ", options: {" + c.options +
          "}, wrap: {family: default, name: allreduce}}\n";
 }
 
@@ -51,8 +56,8 @@ std::string yaml(const char* backend, const Case& c) {
 std::vector<float> gradients(int rank, uint64_t step, size_t bucket, size_t n) {
   std::vector<float> g(n);
   for (size_t i = 0; i < n; ++i) {
-    const double x = std::sin(double(i) * 0.37 + double(step) * 1.3 + double(bucket) +
-                              double(rank) * 0.71);
+    const double x =
+        std::sin(double(i) * 0.37 + double(step) * 1.3 + double(bucket) + double(rank) * 0.71);
     g[i] = float(x * std::pow(10.0, double(int(i % 5) - 2)));
   }
   return g;
@@ -73,12 +78,12 @@ struct Side {
     b[1] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{1000, 5});
     for (size_t k = 0; k < 2; ++k) b[k]->set_params(initial(k, b[k]->numel()));
   }
-  // Steps once; "" or the first error's text.
-  std::string step(ddph_session_t* s, int rank, uint64_t step, cudaStream_t stream) {
+  // Steps once, bucket k on streams[k]; "" or the first error's text.
+  std::string step(ddph_session_t* s, int rank, uint64_t step, const cudaStream_t* streams) {
     for (size_t k = 0; k < 2; ++k) {
       b[k]->set_grads(gradients(rank, step, k, b[k]->numel()));
       std::string message;
-      if (ddph_test::run_bucket(s, b[k]->bucket(k, step, k == 1, stream), &message) != DDPH_OK)
+      if (ddph_test::run_bucket(s, b[k]->bucket(k, step, k == 1, streams[k]), &message) != DDPH_OK)
         return message.empty() ? "error" : message;
     }
     return "";
@@ -88,9 +93,12 @@ struct Side {
 
 int body(const Case& c, int rank, int world, const std::string& dir) {
   DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "rank %d: cudaSetDevice", rank);
-  cudaStream_t stream = nullptr;
-  DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
-                   "rank %d: cudaStreamCreate", rank);
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (int k = 0; k < (c.two_streams ? 2 : 1); ++k)
+    DDPH_CHILD_CHECK(cudaStreamCreateWithFlags(&streams[k], cudaStreamNonBlocking) == cudaSuccess,
+                     "rank %d: cudaStreamCreate", rank);
+  if (!c.two_streams) streams[1] = streams[0];
+  const cudaStream_t on_host[2] = {nullptr, nullptr};
   std::string error;
   ddph_session_t* cpu = ddph_test::open_session(yaml("gloo", c), rank, world, dir, &error);
   DDPH_CHILD_CHECK(cpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
@@ -109,21 +117,25 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
       ddph_session_close(gpu);
       gpu = ddph_test::open_session(yaml(c.backend, c), rank, world, dir, &error);
       DDPH_CHILD_CHECK(gpu != nullptr, "%s rank %d: %s", c.name, rank, error.c_str());
-      ddph_error_t* e = ddph_session_load_state(gpu, blob.data(), blob.size());
-      DDPH_CHILD_CHECK(e == nullptr, "%s rank %d: load: %s", c.name, rank,
-                       ddph_error_message(e));
+      // The CPU session loads it too: a shard does not carry the
+      // error-feedback residuals (bits 8 and 4), so both start them again
+      // at zero.
+      for (ddph_session_t* s : {gpu, cpu}) {
+        ddph_error_t* e = ddph_session_load_state(s, blob.data(), blob.size());
+        DDPH_CHILD_CHECK(e == nullptr, "%s rank %d: load: %s", c.name, rank, ddph_error_message(e));
+      }
     }
-    const std::string on_host = h.step(cpu, rank, step, nullptr);
-    DDPH_CHILD_CHECK(on_host.empty(), "%s rank %d step %d: host: %s", c.name, rank, int(step),
-                     on_host.c_str());
-    const std::string on_gpu = g.step(gpu, rank, step, stream);
+    const std::string host_error = h.step(cpu, rank, step, on_host);
+    DDPH_CHILD_CHECK(host_error.empty(), "%s rank %d step %d: host: %s", c.name, rank, int(step),
+                     host_error.c_str());
+    const std::string on_gpu = g.step(gpu, rank, step, streams);
     DDPH_CHILD_CHECK(on_gpu.empty(), "%s rank %d step %d: GPU: %s", c.name, rank, int(step),
                      on_gpu.c_str());
     for (size_t k = 0; k < 2; ++k) {
       const std::vector<float> mine = g.b[k]->params();
       DDPH_CHILD_CHECK(same_bits(mine, h.b[k]->params()),
-                       "%s rank %d step %d: bucket %d's parameters differ from the host's",
-                       c.name, rank, int(step), int(k));
+                       "%s rank %d step %d: bucket %d's parameters differ from the host's", c.name,
+                       rank, int(step), int(k));
       DDPH_CHILD_CHECK(ddph_test::same_on_all_ranks(cpu, mine.data(), mine.size() * sizeof(float)),
                        "%s step %d: bucket %d differs across ranks", c.name, int(step), int(k));
     }
@@ -132,7 +144,8 @@ int body(const Case& c, int rank, int world, const std::string& dir) {
                    "%s rank %d: the final shards differ", c.name, rank);
   ddph_session_close(gpu);
   ddph_session_close(cpu);
-  cudaStreamDestroy(stream);
+  cudaStreamDestroy(streams[0]);
+  if (c.two_streams) cudaStreamDestroy(streams[1]);
   return 0;
 }
 
@@ -142,9 +155,42 @@ TEST_P(ZeroGpu, GpuBucketsGiveTheCpuPathsBitsAndShards) {
   DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
   const Case& c = GetParam();
   const auto results = ddph_test::run_ranks(
-      c.world, [&](int rank, int world, const std::string& dir) { return body(c, rank, world, dir); },
-      240);
+      c.world,
+      [&](int rank, int world, const std::string& dir) { return body(c, rank, world, dir); }, 240);
   EXPECT_TRUE(ddph_test::all_passed(results)) << c.name << ": " << ddph_test::describe(results);
+}
+
+// zero_step keeps bucket 0 for the step's last bucket; a last bucket in
+// other memory than the kept one is refused, naming the kept bucket.
+TEST(ZeroGpuMisuse, AStepsBucketsInDifferentMemoryAreRefused) {
+  DDPH_SKIP_WITHOUT_GPU_BEFORE_FORK();
+  const Case c{"mixed", "zero_step", "optimizer: sgd, lr: 0.1, protocol: reduce_scatter", 1,
+               "gloo"};
+  const auto results = ddph_test::run_ranks(
+      1,
+      [&](int rank, int world, const std::string& dir) {
+        DDPH_CHILD_CHECK(cudaSetDevice(0) == cudaSuccess, "cudaSetDevice");
+        std::string error;
+        ddph_session_t* s = ddph_test::open_session(yaml("gloo", c), rank, world, dir, &error);
+        DDPH_CHILD_CHECK(s != nullptr, "%s", error.c_str());
+        LentBucket host(false, {37, 300}), gpu(true, {1000, 5});
+        host.set_grads(gradients(0, 0, 0, host.numel()));
+        gpu.set_grads(gradients(0, 0, 1, gpu.numel()));
+        std::string message;
+        DDPH_CHILD_CHECK(
+            ddph_test::run_bucket(s, host.bucket(0, 0, false, nullptr), &message) == DDPH_OK,
+            "host bucket: %s", message.c_str());
+        const ddph_code_t code =
+            ddph_test::run_bucket(s, gpu.bucket(1, 0, true, nullptr), &message);
+        DDPH_CHILD_CHECK(code == DDPH_UNSUPPORTED &&
+                             message.find("bucket 0 of step 0 is in other memory (host or GPU) "
+                                          "than the step's last bucket") != std::string::npos,
+                         "got %d: %s", int(code), message.c_str());
+        ddph_session_close(s);
+        return 0;
+      },
+      120);
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -153,18 +199,20 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"allreduce_adam_w2", "zero_step", "optimizer: adam, lr: 0.01, protocol: allreduce", 2,
              "gloo"},
         Case{"allreduce_shard_buckets_sgd_w3", "zero_step_interleaved",
-             "optimizer: sgd, lr: 0.05, momentum: 0.9, protocol: allreduce, shard_buckets: true",
-             3, "gloo"},
+             "optimizer: sgd, lr: 0.05, momentum: 0.9, protocol: allreduce, shard_buckets: true", 3,
+             "gloo"},
         Case{"reduce_scatter_adamw_w3", "zero_step",
              "optimizer: adamw, lr: 0.01, weight_decay: 0.1, protocol: reduce_scatter", 3, "gloo"},
         Case{"reduce_scatter_nesterov_w2", "zero_step_interleaved",
-             "optimizer: sgd, lr: 0.05, momentum: 0.9, nesterov: true, protocol: reduce_scatter",
-             2, "gloo"},
-        Case{"bits8_adam_w3", "zero_step", "optimizer: adam, lr: 0.01, protocol: reduce_scatter, bits: 8",
-             3, "gloo"},
+             "optimizer: sgd, lr: 0.05, momentum: 0.9, nesterov: true, protocol: reduce_scatter", 2,
+             "gloo"},
+        Case{"bits8_adam_w3", "zero_step",
+             "optimizer: adam, lr: 0.01, protocol: reduce_scatter, bits: 8", 3, "gloo"},
         Case{"bits4_adam_w2", "zero_step_interleaved",
              "optimizer: adam, lr: 0.01, protocol: reduce_scatter, bits: 4, channel_size: 64", 2,
              "gloo"},
+        Case{"two_streams_reduce_scatter_adam_w2", "zero_step",
+             "optimizer: adam, lr: 0.01, protocol: reduce_scatter", 2, "gloo", true},
         Case{"reduce_scatter_adam_nccl_w1", "zero_step",
              "optimizer: adam, lr: 0.01, amsgrad: true, protocol: reduce_scatter", 1, "nccl"},
         Case{"allreduce_sgd_nccl_w1", "zero_step_interleaved",
