@@ -2,7 +2,7 @@
 # `tar -xJf build-dev/pack.tar.xz -C build-dev` (pack.sh makes it), with OUT
 # set to a folder for the results: makes the build's absolute
 # paths (/work/main/build) resolve, finds NCCL, cuBLAS and cuSOLVER, then
-# runs what $1 names: tests (the ctest -L gpu list) or bench.
+# runs what $1 names: tests (the ctest -L gpu list), bench or overlap.
 set -u
 ROOT=$PWD
 if [ "$ROOT" != /work/main ]; then mkdir -p /work; ln -sfn "$ROOT" /work/main; fi
@@ -20,5 +20,8 @@ tests)
   ;;
 bench)
   bash build-dev/pack/hook_bench.sh 2>&1 | tee "$OUT/bench_hooks.txt"
+  ;;
+overlap)
+  bash build-dev/pack/overlap_bench.sh 2>&1 | tee "$OUT/bench_overlap.txt"
   ;;
 esac
