@@ -25,7 +25,8 @@ std::string key_text(const optim::ParamKey& k) {
 }  // namespace
 
 Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const char* who) {
-  LeReader body = open_frame(bytes, n, kMagic, kShardVersion, kBlob, who);
+  uint32_t version = 0;
+  LeReader body = open_frame(bytes, n, kMagic, 1, kShardVersion, kBlob, who, &version);
   const uint64_t length = body.get(8, "the shard length");
   DDPH_CHECK(length == n, DDPH_INVALID_ARGUMENT,
              kBlob << ": says it is " << length << " bytes long, but is " << n);
@@ -65,8 +66,18 @@ Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const cha
         s.pieces.emplace(key, std::move(p)).second, DDPH_INVALID_ARGUMENT,
         kBlob << ": " << key_text(key.param) << " from element " << key.begin << " appears twice");
   }
+  if (version >= 2) {
+    const uint64_t residuals = body.get(4, "the residual count");
+    for (uint64_t k = 0; k < residuals; ++k) {
+      const uint64_t index = body.get(8, "a residual's bucket index");
+      std::vector<float> r = body.get_floats("a residual");
+      DDPH_CHECK(s.residuals.emplace(index, std::move(r)).second, DDPH_INVALID_ARGUMENT,
+                 kBlob << ": the residual of bucket " << index << " appears twice");
+    }
+  }
   DDPH_CHECK(body.left() == 0, DDPH_INVALID_ARGUMENT,
-             kBlob << ": " << body.left() << " bytes after the last piece");
+             kBlob << ": " << body.left() << " bytes after the last "
+                   << (version >= 2 ? "residual" : "piece"));
   return s;
 }
 
@@ -126,6 +137,11 @@ std::string encode_shard(const Shard& shard) {
     body.put_floats(kv.second.state.momentum);
     body.put_floats(kv.second.state.second);
     body.put_floats(kv.second.state.max_second);
+  }
+  body.put(shard.residuals.size(), 4);
+  for (const auto& kv : shard.residuals) {
+    body.put(kv.first, 8);
+    body.put_floats(kv.second);
   }
   LeWriter w;
   put_frame_header(w, kMagic, kShardVersion);

@@ -7,7 +7,8 @@
 //
 // One shard, little-endian:
 //   "DDPHZERO"  8 bytes magic
-//   u32         version (kShardVersion)
+//   u32         version (kShardVersion; version 1, without the residuals,
+//               still loads)
 //   u64         length of this shard in bytes, checksum included (so that
 //               joined shards can be told apart)
 //   u32         optimizer: 0 sgd, 1 adam, 2 adamw
@@ -19,6 +20,10 @@
 //               u32 position (0 for an id), u64 first element within the
 //               parameter, u64 element count, u64 step, then momentum,
 //               second and max_second as u64 length + length x f32
+//   u32         residual count (version 2 on)
+//   per residual, ascending bucket index: u64 bucket index, then the
+//               saver's error feedback for the whole bucket (bits 8 or 4)
+//               as u64 length + length x f32
 //   u64         FNV-1a 64 of every byte before it
 #pragma once
 
@@ -34,7 +39,7 @@
 namespace ddph {
 namespace zero {
 
-constexpr uint32_t kShardVersion = 1;
+constexpr uint32_t kShardVersion = 2;
 
 // A piece's state is found by its parameter and its first element.
 struct PieceKey {
@@ -58,6 +63,10 @@ struct Shard {
   uint32_t world = 1, rank = 0;
   uint64_t layout_hash = 0;
   PieceMap pieces;
+  // The saver's own error feedback per bucket index (protocol
+  // reduce_scatter with bits 8 or 4): a rank's, not a slice of anything,
+  // so it resumes on the same rank of the same world only.
+  std::map<uint64_t, std::vector<float>> residuals;
 };
 
 std::string encode_shard(const Shard& shard);

@@ -189,16 +189,17 @@ class ZeroHook : public Hook {
     s.layout_hash = layout_hash_ != 0 ? layout_hash_ : shard_hash_;
     s.pieces = states_;
     device_.download_into(&s.pieces, state_of);
+    for (const auto& kv : residuals_) s.residuals[kv.first] = kv.second.to_host();
     const std::string blob = encode_shard(s);
     write(sink, blob.data(), blob.size());
   }
 
   void load_state(const void* bytes, size_t n) override {
     LoadedState loaded = decode_loaded(bytes, n, options_.optim.kind, kName);
-    // bits 8 or 4: the residuals are not in the checkpoint (docs/zero.md);
-    // a resumed run starts them at zero, as the first step did.
-    residuals_.clear();
-    spare_residuals_.clear();
+    // bits 8 or 4: this rank's own shard brings back its residuals; joined
+    // shards (another world, or a consolidated state) and version 1 shards
+    // start them at zero, as the first step did (docs/zero.md). Nothing
+    // changes if the checkpoint is refused.
     if (loaded.single_shard) {
       const Shard& s = loaded.shard;
       DDPH_CHECK(s.world == uint32_t(world_) && s.rank == uint32_t(rank_), DDPH_INVALID_ARGUMENT,
@@ -210,12 +211,17 @@ class ZeroHook : public Hook {
                  DDPH_INVALID_ARGUMENT, kName << ": " << kOtherLayout);
       device_.clear();
       states_ = s.pieces;
+      residuals_.clear();
+      spare_residuals_.clear();
+      for (const auto& kv : s.residuals) resident(residuals_, kv.first).set_host(kv.second);
       shard_hash_ = s.layout_hash;
       from_shard_ = true;
       full_.clear();
     } else {
       device_.clear();
       states_.clear();
+      residuals_.clear();
+      spare_residuals_.clear();
       full_ = std::move(loaded.full);
       from_shard_ = false;
       shard_hash_ = 0;

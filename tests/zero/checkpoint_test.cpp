@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/le_bytes.h"
 #include "plugins/zero/shard_state.h"
 #include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"
@@ -168,8 +169,10 @@ TEST_P(ZeroCheckpoint, SavedOnTwoRanksJoinedAndLoadedOnThreeContinuesAsTorch) {
 
 // Each rank reloads its own shard at the same world: the same bits as the
 // uninterrupted run.
-TEST_P(ZeroCheckpoint, EachRanksOwnShardResumesBitForBit) {
-  const Resume c = GetParam();
+// Steps 0..11 on 2 ranks, against steps 0..5, each rank's own shard
+// saved, loaded by fresh sessions, and steps 6..11: the same parameter
+// bits.
+void expect_own_shard_resumes_bit_for_bit(const Resume& c) {
   const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
   ASSERT_TRUE(run_span(2, c.hook, c.protocol, 0, 12, "", "", dir + "/whole"));
   ASSERT_TRUE(run_span(2, c.hook, c.protocol, 0, 6, "", "", dir + "/half"));
@@ -194,6 +197,68 @@ TEST_P(ZeroCheckpoint, EachRanksOwnShardResumesBitForBit) {
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+TEST_P(ZeroCheckpoint, EachRanksOwnShardResumesBitForBit) {
+  expect_own_shard_resumes_bit_for_bit(GetParam());
+}
+
+// bits 8 and 4: the shard carries the rank's error-feedback residuals, so
+// the resumed run quantizes as the uninterrupted one did (restarting them
+// at zero would change the codes from step 6 on).
+TEST(ZeroCheckpointQuantized, EachRanksOwnShardResumesBitForBitWithItsResiduals) {
+  expect_own_shard_resumes_bit_for_bit(
+      Resume{"step_bits8", "zero/zero_step", "protocol: reduce_scatter, bits: 8"});
+  expect_own_shard_resumes_bit_for_bit(
+      Resume{"interleaved_bits4", "zero/zero_step_interleaved",
+             "protocol: reduce_scatter, bits: 4, channel_size: 64"});
+}
+
+// A version 1 shard, written field by field as shard_state.h lays it out
+// (before the residuals), still loads, with no residuals; a version 2
+// shard keeps them.
+TEST(ZeroShardFormat, VersionOneLoadsAndVersionTwoKeepsTheResiduals) {
+  ddph::LeWriter body;
+  body.put(1, 4);  // adam
+  body.put(2, 4);  // world
+  body.put(1, 4);  // rank
+  body.put(0x1234, 8);
+  body.put(1, 4);  // one piece: parameter id 7, elements 0..2, step 5
+  body.put(1, 1);
+  body.put(7, 8);
+  body.put(0, 4);
+  body.put(0, 8);
+  body.put(3, 8);
+  body.put(5, 8);
+  body.put_floats({1.f, 2.f, 3.f});
+  body.put_floats({4.f, 5.f, 6.f});
+  body.put_floats({});
+  ddph::LeWriter w;
+  const char magic[8] = {'D', 'D', 'P', 'H', 'Z', 'E', 'R', 'O'};
+  ddph::put_frame_header(w, magic, 1);
+  w.put(12 + 8 + body.bytes().size() + 8, 8);
+  w.put_bytes(body.bytes().data(), body.bytes().size());
+  const std::string v1 = ddph::finish_frame(w);
+
+  ddph::zero::Shard s =
+      ddph::zero::decode_shard(v1.data(), v1.size(), ddph::optim::OptimKind::kAdam, "test");
+  EXPECT_EQ(s.world, 2u);
+  EXPECT_EQ(s.rank, 1u);
+  EXPECT_EQ(s.layout_hash, 0x1234u);
+  ASSERT_EQ(s.pieces.size(), 1u);
+  const ddph::zero::PieceState& p = s.pieces.begin()->second;
+  EXPECT_EQ(p.count, 3u);
+  EXPECT_EQ(p.state.step, 5u);
+  EXPECT_EQ(p.state.second, (std::vector<float>{4.f, 5.f, 6.f}));
+  EXPECT_TRUE(s.residuals.empty());
+
+  s.residuals[3] = {0.5f, -0.25f};
+  const std::string v2 = ddph::zero::encode_shard(s);
+  EXPECT_EQ(uint8_t(v2[8]), 2u) << "the version after the magic";
+  const ddph::zero::Shard back =
+      ddph::zero::decode_shard(v2.data(), v2.size(), ddph::optim::OptimKind::kAdam, "test");
+  EXPECT_EQ(back.residuals, s.residuals);
+  EXPECT_EQ(back.pieces.begin()->second.state.momentum, p.state.momentum);
 }
 
 INSTANTIATE_TEST_SUITE_P(
