@@ -564,7 +564,10 @@ class ZeroHook : public Hook {
     Codec codec(job.at, scratch_, options_.bits, layout.longest, layout.most_channels,
                 layout.slices.size() * size_t(world_));
     const Scattered traded = scatter_encoded(comm_, encoding, job, layout, codec, scratch_);
-    count_out(traded.bytes);
+    // What it handed to the exchange, its own range's encoding included,
+    // as reduce_scatter_mean counts its whole send buffer (docs/metrics.md:
+    // bytes given to collectives).
+    count_out(layout.send_bytes);
     if (!traded.nonfinite_ranks.empty()) {
       reduce_scatter_mean(buffer, l.n, at);
       return;
