@@ -81,6 +81,20 @@ void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket)
   DDPH_CALL(run_hook_and_wait(hook, bucket));
 }
 
+void run_inner_for_step(const ddph_hook_ref_t& inner, const ddph_bucket_t& bucket,
+                        const char* who) {
+  try {
+    run_hook_blocking(inner, bucket);
+  } catch (const Error& e) {
+    if (bucket.buffer.device.device_type != kDLCUDA || e.code() != DDPH_UNSUPPORTED) throw;
+    DDPH_FAIL(DDPH_UNSUPPORTED, who << ": the wrapped hook '"
+                                    << (inner.hook->name ? inner.hook->name : "?")
+                                    << "' cannot run on this CUDA bucket, so there is no "
+                                       "reduced gradient to step with: "
+                                    << e.what());
+  }
+}
+
 void take_inner_bytes_out(const ddph_hook_ref_t& inner, ddph_stats_t* out) {
   if (inner.hook->stats == nullptr) return;
   ddph_stats_t s{};

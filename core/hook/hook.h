@@ -198,6 +198,11 @@ ddph_error_t* run_hook_and_wait(const ddph_hook_ref_t& hook, const ddph_bucket_t
 // The same, rethrowing the error. For wrappers, whose inner hook may complete
 // on another thread.
 void run_hook_blocking(const ddph_hook_ref_t& hook, const ddph_bucket_t& bucket);
+// run_hook_blocking for a wrapper that steps an optimizer with the inner
+// hook's result: a CUDA bucket the inner hook refuses (DDPH_UNSUPPORTED) is
+// reported as `who`'s, naming the inner hook and its reason, since there is
+// then no reduced gradient to step with.
+void run_inner_for_step(const ddph_hook_ref_t& inner, const ddph_bucket_t& bucket, const char* who);
 
 // Wrappers report what their inner hook put on the wire: copies the inner
 // hook's bytes_out into out (left as is when the inner keeps no stats or

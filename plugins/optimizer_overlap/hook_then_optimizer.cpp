@@ -94,7 +94,7 @@ class HookThenOptimizer : public Hook {
     const Where at = where_of(bucket);
     // The step thread's buckets touch states_ too, and their dones come first.
     if (at.cuda()) drain();
-    run_inner(bucket, at);
+    run_inner_for_step(inner_, bucket, kName);
     if (!at.cuda()) return queue_host_step(bucket, dtype, done);
 
     // The upcast lease's free is enqueued before done: a host may let the
@@ -247,20 +247,6 @@ class HookThenOptimizer : public Hook {
   void drain() {
     std::unique_lock<std::mutex> lock(step_mu_);
     step_idle_.wait(lock, [&] { return step_queue_.empty() && !stepping_; });
-  }
-
-  // The inner hook, which must run on this bucket's memory too.
-  void run_inner(const ddph_bucket_t& bucket, const Where& at) {
-    try {
-      run_hook_blocking(inner_, bucket);
-    } catch (const Error& e) {
-      if (!at.cuda() || e.code() != DDPH_UNSUPPORTED) throw;
-      DDPH_FAIL(DDPH_UNSUPPORTED, kName << ": the wrapped hook '"
-                                        << (inner_.hook->name ? inner_.hook->name : "?")
-                                        << "' cannot run on this CUDA bucket, so there is no "
-                                           "reduced gradient to step with: "
-                                        << e.what());
-    }
   }
 
   ddph_hook_ref_t inner_;

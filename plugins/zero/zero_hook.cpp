@@ -128,7 +128,7 @@ class ZeroHook : public Hook {
     float* buffer = static_cast<float*>(data_ptr(bucket.buffer));
     const float* reduced = buffer;
     if (options_.protocol == Protocol::kAllreduce) {
-      run_inner(bucket, at);
+      run_inner_for_step(inner_, bucket, kName);
     } else if (options_.bits < 32 && world_ > 1) {
       quantized_scatter_mean(buffer, layout, bucket.step, at);
     } else {
@@ -244,21 +244,6 @@ class ZeroHook : public Hook {
     auto found = by_index.find(index);
     if (found == by_index.end()) found = by_index.emplace(index, ResidentFloats(kName)).first;
     return found->second;
-  }
-
-  // The wrapped hook (protocol allreduce), which must run on this bucket's
-  // memory too.
-  void run_inner(const ddph_bucket_t& bucket, const Where& at) {
-    try {
-      run_hook_blocking(inner_, bucket);
-    } catch (const Error& e) {
-      if (!at.cuda() || e.code() != DDPH_UNSUPPORTED) throw;
-      DDPH_FAIL(DDPH_UNSUPPORTED, kName << ": the wrapped hook '"
-                                        << (inner_.hook->name ? inner_.hook->name : "?")
-                                        << "' cannot run on this CUDA bucket, so there is no "
-                                           "reduced gradient to step with: "
-                                        << e.what());
-    }
   }
 
   static constexpr const char* kOtherLayout =

@@ -7,7 +7,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <ostream>
@@ -31,34 +30,18 @@ std::string yaml(const char* backend, const std::string& options) {
          options + "}, wrap: {family: default, name: allreduce}}\n";
 }
 
-// Gradients of every sign and a wide range of magnitudes, different per step.
-std::vector<float> gradients(uint64_t step, size_t bucket, size_t n) {
-  std::vector<float> g(n);
-  for (size_t i = 0; i < n; ++i) {
-    const double x = std::sin(double(i) * 0.37 + double(step) * 1.3 + double(bucket));
-    g[i] = float(x * std::pow(10.0, double(int(i % 7) - 3)));
-  }
-  return g;
-}
-
-std::vector<float> initial(size_t bucket, size_t n) {
-  std::vector<float> p(n);
-  for (size_t i = 0; i < n; ++i) p[i] = float(std::cos(double(i) * 0.11 + double(bucket)));
-  return p;
-}
-
 // Two buckets, 0 (params of 37 and 300 elements) and 1 (1000, the step's
 // last), on one side (host or GPU).
 struct Side {
   Side(bool cuda, bool bf16) {
     b[0] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{37, 300}, bf16);
     b[1] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{1000}, bf16);
-    for (size_t k = 0; k < 2; ++k) b[k]->set_params(initial(k, b[k]->numel()));
+    for (size_t k = 0; k < 2; ++k) b[k]->set_params(ddph_test::initial_params(k, b[k]->numel()));
   }
   // Steps once; "" or the first error's text.
   std::string step(ddph_session_t* s, uint64_t step, cudaStream_t stream) {
     for (size_t k = 0; k < 2; ++k) {
-      b[k]->set_grads(gradients(step, k, b[k]->numel()));
+      b[k]->set_grads(ddph_test::varied_gradients(step, double(k), b[k]->numel()));
       std::string message;
       if (ddph_test::run_bucket(s, b[k]->bucket(k, step, k == 1, stream), &message) != DDPH_OK)
         return message.empty() ? "error" : message;

@@ -123,6 +123,21 @@ ddph_bucket_t LentBucket::bucket(uint64_t index, uint64_t step, bool is_last, vo
   return b;
 }
 
+std::vector<float> varied_gradients(uint64_t step, double salt, size_t n) {
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = std::sin(double(i) * 0.37 + double(step) * 1.3 + salt);
+    g[i] = float(x * std::pow(10.0, double(int(i % 7) - 3)));
+  }
+  return g;
+}
+
+std::vector<float> initial_params(size_t bucket, size_t n) {
+  std::vector<float> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = float(std::cos(double(i) * 0.11 + double(bucket)));
+  return p;
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {

@@ -44,6 +44,12 @@ class LentBucket {
   std::vector<uint16_t> host_low_;
 };
 
+// Gradients of every sign and magnitudes from 1e-3 to 1e3, different per
+// step and per salt (a bucket index, a rank).
+std::vector<float> varied_gradients(uint64_t step, double salt, size_t n);
+// Parameters in [-1, 1], different per bucket.
+std::vector<float> initial_params(size_t bucket, size_t n);
+
 // Whether a and b hold the same bits, where a NaN matches any NaN (x86 and
 // the GPU make different NaN payloads).
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b);

@@ -12,7 +12,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -51,23 +50,6 @@ std::string yaml(const char* backend, const Case& c) {
          "}, wrap: {family: default, name: allreduce}}\n";
 }
 
-// Gradients of every sign and a wide range of magnitudes, per rank and step.
-std::vector<float> gradients(int rank, uint64_t step, size_t bucket, size_t n) {
-  std::vector<float> g(n);
-  for (size_t i = 0; i < n; ++i) {
-    const double x =
-        std::sin(double(i) * 0.37 + double(step) * 1.3 + double(bucket) + double(rank) * 0.71);
-    g[i] = float(x * std::pow(10.0, double(int(i % 5) - 2)));
-  }
-  return g;
-}
-
-std::vector<float> initial(size_t bucket, size_t n) {
-  std::vector<float> p(n);
-  for (size_t i = 0; i < n; ++i) p[i] = float(std::cos(double(i) * 0.11 + double(bucket)));
-  return p;
-}
-
 // Two buckets, 0 (parameters of 37 and 300 elements) and 1 (1000 and 5,
 // the step's last): sizes no world divides, so the leftover elements and
 // pieces cut inside a parameter are exercised.
@@ -75,12 +57,13 @@ struct Side {
   explicit Side(bool cuda) {
     b[0] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{37, 300});
     b[1] = std::make_unique<LentBucket>(cuda, std::vector<size_t>{1000, 5});
-    for (size_t k = 0; k < 2; ++k) b[k]->set_params(initial(k, b[k]->numel()));
+    for (size_t k = 0; k < 2; ++k) b[k]->set_params(ddph_test::initial_params(k, b[k]->numel()));
   }
   // Steps once, bucket k on streams[k]; "" or the first error's text.
   std::string step(ddph_session_t* s, int rank, uint64_t step, const cudaStream_t* streams) {
     for (size_t k = 0; k < 2; ++k) {
-      b[k]->set_grads(gradients(rank, step, k, b[k]->numel()));
+      b[k]->set_grads(
+          ddph_test::varied_gradients(step, double(k) + 0.71 * double(rank), b[k]->numel()));
       std::string message;
       if (ddph_test::run_bucket(s, b[k]->bucket(k, step, k == 1, streams[k]), &message) != DDPH_OK)
         return message.empty() ? "error" : message;
@@ -170,8 +153,8 @@ TEST(ZeroGpuMisuse, AStepsBucketsInDifferentMemoryAreRefused) {
         ddph_session_t* s = ddph_test::open_session(yaml("gloo", c), rank, world, dir, &error);
         DDPH_CHILD_CHECK(s != nullptr, "%s", error.c_str());
         LentBucket host(false, {37, 300}), gpu(true, {1000, 5});
-        host.set_grads(gradients(0, 0, 0, host.numel()));
-        gpu.set_grads(gradients(0, 0, 1, gpu.numel()));
+        host.set_grads(ddph_test::varied_gradients(0, 0, host.numel()));
+        gpu.set_grads(ddph_test::varied_gradients(0, 1, gpu.numel()));
         std::string message;
         DDPH_CHILD_CHECK(
             ddph_test::run_bucket(s, host.bucket(0, 0, false, nullptr), &message) == DDPH_OK,
