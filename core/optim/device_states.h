@@ -4,7 +4,8 @@
 // bucket that last stepped it, never in both. A key's state goes up the
 // first time a CUDA bucket steps it (a loaded checkpoint, earlier host
 // steps) and comes back when a host bucket steps it, when it moves GPUs, or
-// as a copy for save_state.
+// as a copy for save_state. step() runs one parameter's step wherever its
+// bucket is.
 //
 // Not thread-safe: the hook's step calls it, one at a time.
 #pragma once
@@ -51,6 +52,24 @@ class DeviceStates {
     return *found->second;
   }
 
+  // One step of `n` elements of param with grad (both in at's memory) under
+  // config, on key's state s: on a GPU enqueued on at's stream over device
+  // slots, on the host over s's own buffers (brought back first if a GPU
+  // had them).
+  void step(const Key& key, ParamState& s, const OptimConfig& config, const Where& at, float* param,
+            const float* grad, size_t n) {
+    if (at.cuda()) {
+      DeviceSlots& slots = on_device(key, s, at);
+      const StepPlan plan = plan_step(config, &s.step, slots, n);
+      run_step_device(at, plan, param, grad, slot_data(plan, slots), n, who_);
+      return;
+    }
+    to_host(key, &s);
+    HostSlots slots(s);
+    const StepPlan plan = plan_step(config, &s.step, slots, n);
+    run_step_host(plan, param, grad, slot_data(plan, slots), n);
+  }
+
   // key's state back in s if a GPU had it.
   void to_host(const Key& key, ParamState* s) {
     auto found = slots_.find(key);
@@ -65,6 +84,10 @@ class DeviceStates {
   template <class Map, class StateOf>
   void download_into(Map* states, StateOf state_of) const {
     for (const auto& kv : slots_) kv.second->download(&state_of(states->at(kv.first)));
+  }
+  // The same into a map of ParamStates.
+  void download_into(std::map<Key, ParamState>* states) const {
+    download_into(states, [](ParamState& s) -> ParamState& { return s; });
   }
 
   // Forgets every device state (a load replaces them all).

@@ -111,11 +111,7 @@ class HookThenOptimizer : public Hook {
           cast_into(at, dtype, p.grad, DType::F32, upcast.data(), p.numel);
           grad = static_cast<const float*>(upcast.data());
         }
-        optim::ParamState& s = states_[p.key];
-        optim::DeviceSlots& slots = device_.on_device(p.key, s, at);
-        const optim::StepPlan plan = optim::plan_step(*p.config, &s.step, slots, p.numel);
-        optim::run_step_device(at, plan, p.data, grad, optim::slot_data(plan, slots), p.numel,
-                               kName);
+        device_.step(p.key, states_[p.key], *p.config, at, p.data, grad, p.numel);
       }
     }
     done.ok();
@@ -130,8 +126,7 @@ class HookThenOptimizer : public Hook {
       blob = optim::encode_state(states_, options_.optim.kind);
     } else {
       optim::StateMap snapshot = states_;
-      device_.download_into(&snapshot,
-                            [](optim::ParamState& s) -> optim::ParamState& { return s; });
+      device_.download_into(&snapshot);
       blob = optim::encode_state(snapshot, options_.optim.kind);
     }
     write(sink, blob.data(), blob.size());
@@ -234,11 +229,7 @@ class HookThenOptimizer : public Hook {
         cast_into(host, job.dtype, p.grad, DType::F32, upcast_.data(), p.numel);
         grad = upcast_.data();
       }
-      optim::ParamState& s = states_[p.key];
-      device_.to_host(p.key, &s);
-      optim::HostSlots slots(s);
-      const optim::StepPlan plan = optim::plan_step(*p.config, &s.step, slots, p.numel);
-      optim::run_step_host(plan, p.data, grad, optim::slot_data(plan, slots), p.numel);
+      device_.step(p.key, states_[p.key], *p.config, host, p.data, grad, p.numel);
     }
   }
 

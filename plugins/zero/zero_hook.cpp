@@ -161,7 +161,7 @@ class ZeroHook : public Hook {
       // Storage kept per bucket index from step to step, in the bucket's
       // memory: a fresh vector would be faulted in page by page at every
       // step.
-      ResidentFloats& kept = resident(kept_grads_, layout.index);
+      ResidentFloats& kept = kept_grads_[layout.index][0];
       kept.fit(at, keep.count);
       copy_floats(at, reduced + keep.begin, kept.data(), keep.count);
       d.grads = kept.data();
@@ -189,7 +189,7 @@ class ZeroHook : public Hook {
     s.layout_hash = layout_hash_ != 0 ? layout_hash_ : shard_hash_;
     s.pieces = states_;
     device_.download_into(&s.pieces, state_of);
-    for (const auto& kv : residuals_) s.residuals[kv.first] = kv.second.to_host();
+    for (const auto& kv : residuals_) s.residuals[kv.first] = kv.second[kOwn].to_host();
     const std::string blob = encode_shard(s);
     write(sink, blob.data(), blob.size());
   }
@@ -212,8 +212,7 @@ class ZeroHook : public Hook {
       device_.clear();
       states_ = s.pieces;
       residuals_.clear();
-      spare_residuals_.clear();
-      for (const auto& kv : s.residuals) resident(residuals_, kv.first).set_host(kv.second);
+      for (const auto& kv : s.residuals) residuals_[kv.first][kOwn].set_host(kv.second);
       shard_hash_ = s.layout_hash;
       from_shard_ = true;
       full_.clear();
@@ -221,7 +220,6 @@ class ZeroHook : public Hook {
       device_.clear();
       states_.clear();
       residuals_.clear();
-      spare_residuals_.clear();
       full_ = std::move(loaded.full);
       from_shard_ = false;
       shard_hash_ = 0;
@@ -239,12 +237,6 @@ class ZeroHook : public Hook {
 
  private:
   static optim::ParamState& state_of(PieceState& p) { return p.state; }
-
-  static ResidentFloats& resident(std::map<uint64_t, ResidentFloats>& by_index, uint64_t index) {
-    auto found = by_index.find(index);
-    if (found == by_index.end()) found = by_index.emplace(index, ResidentFloats(kName)).first;
-    return found->second;
-  }
 
   static constexpr const char* kOtherLayout =
       "the checkpoint is a shard of another bucket layout or protocol; its optimizer state "
@@ -422,22 +414,12 @@ class ZeroHook : public Hook {
       gather_ranges(l, pieces, params, at);
   }
 
-  // The same plan on either memory: on a GPU the loop is a kernel on at's
-  // stream over the piece's device slots.
+  // On a GPU a kernel on at's stream over the piece's device slots.
   void step_piece(const BucketLayout& l, const Piece& p, float* param, const float* grad,
                   const Where& at) {
     const PieceKey key{l.keys[p.param], p.begin};
     PieceState& st = state_for(key, l.numels[p.param], p);
-    if (at.cuda()) {
-      optim::DeviceSlots& slots = device_.on_device(key, st.state, at);
-      const optim::StepPlan plan = optim::plan_step(options_.optim, &st.state.step, slots, p.count);
-      optim::run_step_device(at, plan, param, grad, optim::slot_data(plan, slots), p.count, kName);
-      return;
-    }
-    device_.to_host(key, &st.state);
-    optim::HostSlots slots(st.state);
-    const optim::StepPlan plan = optim::plan_step(options_.optim, &st.state.step, slots, p.count);
-    optim::run_step_host(plan, param, grad, optim::slot_data(plan, slots), p.count);
+    device_.step(key, st.state, options_.optim, at, param, grad, p.count);
   }
 
   PieceState& state_for(const PieceKey& key, size_t numel, const Piece& p) {
@@ -534,10 +516,10 @@ class ZeroHook : public Hook {
     if (options_.error_feedback) {
       // Zeros at first, and whenever the bucket's length changed
       // (relayout); taken along when the bucket changed memory.
-      ResidentFloats& kept = resident(residuals_, l.index);
+      ResidentTable<uint64_t, 2>::Arrays& r = residuals_[l.index];
+      ResidentFloats &kept = r[kOwn], &spare = r[kSpare];
       kept.move_to(at);
       kept.fit(at, l.n);
-      ResidentFloats& spare = resident(spare_residuals_, l.index);
       spare.fit(at, l.n);
       job.residual_in = kept.data();
       job.residual = spare.data();
@@ -562,7 +544,10 @@ class ZeroHook : public Hook {
       codec.decode_mean(traded.contributions(sl) + kRankHeaderBytes, sl.mine_bytes, size_t(world_),
                         piece.seg, options_.bits, world_, buffer + piece.begin);
     }
-    if (options_.error_feedback) std::swap(residuals_.at(l.index), spare_residuals_.at(l.index));
+    if (options_.error_feedback) {
+      ResidentTable<uint64_t, 2>::Arrays& r = residuals_[l.index];
+      std::swap(r[kOwn], r[kSpare]);
+    }
   }
 
   // protocol reduce_scatter: every rank's stepped range to every rank: an
@@ -618,15 +603,16 @@ class ZeroHook : public Hook {
   bool from_shard_ = false;
   uint64_t shard_hash_ = 0;
   std::vector<Deferred> deferred_;
-  std::map<uint64_t, ResidentFloats> kept_grads_;  // by bucket index
-  uint64_t step_ = 0;                              // the step of the buckets being run
-  size_t buckets_this_step_ = 0;                   // buckets of it run so far
+  ResidentTable<uint64_t, 1> kept_grads_{kName};  // by bucket index
+  uint64_t step_ = 0;                             // the step of the buckets being run
+  size_t buckets_this_step_ = 0;                  // buckets of it run so far
   // Reused from bucket to bucket.
   std::vector<float*> params_;
-  // bits 8 or 4: each bucket's error feedback and a spare the next residual
-  // is written into (kept only when the bucket was finite), by bucket
-  // index, in the bucket's memory.
-  std::map<uint64_t, ResidentFloats> residuals_, spare_residuals_;
+  // bits 8 or 4, by bucket index, in the bucket's memory: the error
+  // feedback (kOwn) and a spare the next residual is written into (kSpare),
+  // kept only when the bucket was finite.
+  enum { kOwn = 0, kSpare = 1 };
+  ResidentTable<uint64_t, 2> residuals_{kName};
   // The quantized exchange's buffers, and the broadcast and gather
   // buffers (kShareKey, kGatherKey).
   ScratchBuffers scratch_;
