@@ -13,6 +13,7 @@ cd "$(dirname "$0")"
 # What building and running need ...
 packages=(
   cmake ninja-build g++ pkg-config          # toolchain
+  ccache                                    # rebuilds compile only what changed
   libgloo-dev libyaml-cpp-dev libdlpack-dev # Gloo engine, YAML config, DLPack tensors
   libhiredis-dev libssl-dev                 # Redis rendezvous store; HMAC for a job's secret
   libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
@@ -46,6 +47,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
 fi
+
+# ccache keys on paths relative to the clone, so a fresh clone in another
+# folder (CI's) reuses what an earlier build of the same sources compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
 
 # The test suite is built when GoogleTest is there (always after `test`).
 tests=OFF
