@@ -10,6 +10,29 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# Each phase's seconds, printed as a table when the script ends (passed or
+# not): build.sh's own phases, and the build and run halves that
+# tests/fuzz/run_fuzzers.sh and tests/sanitize/run_sanitized.sh append to the
+# same file (DDPH_PHASE_LOG, "name<TAB>seconds" lines). docs/testing.md keeps
+# the table of a run at a named commit.
+export DDPH_PHASE_LOG=${DDPH_PHASE_LOG:-$(mktemp /tmp/ddph-phases-XXXXXX)}
+run_start=$(date +%s)
+phase_start=$run_start
+end_phase() { # end_phase NAME: the seconds since the last phase ended
+  local now
+  now=$(date +%s)
+  printf '%s\t%s\n' "$1" $((now - phase_start)) >>"$DDPH_PHASE_LOG"
+  phase_start=$now
+}
+print_phases() {
+  local status=$?
+  echo
+  echo "build.sh: seconds per phase (exit status $status)"
+  awk -F'\t' '{ printf "  %-34s %6d\n", $1, $2 }' "$DDPH_PHASE_LOG"
+  printf '  %-34s %6d\n' total $(($(date +%s) - run_start))
+}
+[ "${1:-}" = "test" ] && trap print_phases EXIT
+
 # What building and running need ...
 packages=(
   cmake ninja-build g++ pkg-config          # toolchain
@@ -47,6 +70,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
 fi
+end_phase "install packages"
 
 # ccache keys on paths relative to the clone, so a fresh clone in another
 # folder (CI's) reuses what an earlier build of the same sources compiled.
@@ -61,9 +85,13 @@ build_dir=${DDPH_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo} \
   -DDDPH_BUILD_TESTS=$tests
 cmake --build "$build_dir" -j2
+end_phase "configure and build"
 
 if [ "${1:-}" = "test" ]; then
-  ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300
+  ctest_status=0
+  ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300 || ctest_status=$?
+  end_phase "ctest"
+  [ "$ctest_status" -eq 0 ] || exit "$ctest_status"
   # libFuzzer + ASan/UBSan on the config loader, checkpoint blobs and
   # adversarial buckets, DDPH_FUZZ_SECONDS each (tests/fuzz; 0 skips).
   if [ "${DDPH_FUZZ_SECONDS:-60}" != 0 ]; then

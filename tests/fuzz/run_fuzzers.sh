@@ -10,9 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 build=${2:-build-fuzz}
+# log_phase NAME SECONDS: for build.sh's table of phases (DDPH_PHASE_LOG).
+log_phase() { [ -z "${DDPH_PHASE_LOG:-}" ] || printf '%s\t%s\n' "$1" "$2" >>"$DDPH_PHASE_LOG"; }
+t0=$(date +%s)
 cmake -S . -B "$build" -G Ninja -DDDPH_FUZZ=ON -DDDPH_WITH_CUDA=OFF \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j2 --target ddph_fuzzers
+t1=$(date +%s)
+log_phase "fuzzers: build (clang, ASan+UBSan)" $((t1 - t0))
 status=0
 for f in config state bucket; do
   work=$(mktemp -d /tmp/ddph-fuzz-corpus-XXXXXX)
@@ -30,4 +35,5 @@ for f in config state bucket; do
   fi
   rm -rf "$work"
 done
+log_phase "fuzzers: run (3 x ${seconds} s)" $(($(date +%s) - t1))
 exit $status

@@ -147,8 +147,9 @@ TEST(OptionCheck, SessionOpenRefusesEachJobBeforeConnecting) {
     EXPECT_NE(r.message.find(std::string(job.key) + ": "), std::string::npos)
         << job.name << ": " << r.message;
     EXPECT_NE(r.message.find(job.says), std::string::npos) << job.name << ": " << r.message;
-    // Connecting would wait for the second rank until the 20 s timeout.
-    EXPECT_LT(seconds, 5.0) << job.name;
+    // Connecting would wait for the second rank until the 20 s timeout:
+    // half of it leaves room for a loaded machine.
+    EXPECT_LT(seconds, 10.0) << job.name;
   }
 }
 

@@ -104,6 +104,9 @@ for l in "${logs[@]}"; do
   total=$((total + n)) failed=$((failed + f)) skipped=$((skipped + s))
 done
 passed=$((total - failed - skipped))
+if [ -n "${DDPH_PHASE_LOG:-}" ]; then
+  printf '%s\t%s\n' "$name: build" $((t1 - t0)) "$name: suite" $((t2 - t1)) >>"$DDPH_PHASE_LOG"
+fi
 [ "$failed" -eq 0 ] || status=1
 echo "sanitize: $name: $total tests, $passed passed, $failed failed, $skipped skipped;" \
   "build $((t1 - t0)) s, tests $((t2 - t1)) s (logs: $log.*)"
