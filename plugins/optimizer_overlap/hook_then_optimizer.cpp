@@ -156,6 +156,12 @@ class HookThenOptimizer : public Hook {
   void check_ids(const ddph_bucket_t& bucket) {
     const int64_t* ids = param_ids(bucket);
     if (ids == nullptr) return;
+    // A step ends at its last bucket, or where the host's step count moves
+    // (a step abandoned before its last bucket).
+    if (bucket.step != id_step_) {
+      id_step_ = bucket.step;
+      ++id_epoch_;
+    }
     sorted_ids_.assign(ids, ids + bucket.num_params);
     std::sort(sorted_ids_.begin(), sorted_ids_.end());
     const auto twice = std::adjacent_find(sorted_ids_.begin(), sorted_ids_.end());
@@ -171,7 +177,7 @@ class HookThenOptimizer : public Hook {
     }
     for (size_t i = 0; i < bucket.num_params; ++i) {
       auto seen = id_seen_.find(ids[i]);
-      DDPH_CHECK(seen == id_seen_.end() || seen->second.first != bucket.step ||
+      DDPH_CHECK(seen == id_seen_.end() || seen->second.first != id_epoch_ ||
                      seen->second.second == bucket.index,
                  DDPH_INVALID_ARGUMENT,
                  kName << ": parameter id " << ids[i] << " is in bucket " << seen->second.second
@@ -179,7 +185,8 @@ class HookThenOptimizer : public Hook {
                        << "; each parameter needs an id of its own (ddph_bucket_t.param_ids), or "
                           "two parameters would share one optimizer state");
     }
-    for (size_t i = 0; i < bucket.num_params; ++i) id_seen_[ids[i]] = {bucket.step, bucket.index};
+    for (size_t i = 0; i < bucket.num_params; ++i) id_seen_[ids[i]] = {id_epoch_, bucket.index};
+    if (bucket.is_last) ++id_epoch_;
   }
 
   static std::vector<std::vector<size_t>> group_indices(const std::vector<ParamGroup>& groups) {
@@ -282,8 +289,10 @@ class HookThenOptimizer : public Hook {
   // buffers of parameters stepped on a GPU live in device_ instead.
   optim::StateMap states_;
   optim::DeviceStates<optim::ParamKey> device_{kName};
-  // Each parameter id's last step and bucket index (check_ids).
+  // Each parameter id's last step (as id_epoch_ counts them) and bucket
+  // index (check_ids).
   std::map<int64_t, std::pair<uint64_t, uint64_t>> id_seen_;
+  uint64_t id_epoch_ = 1, id_step_ = 0;
   std::vector<int64_t> sorted_ids_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
