@@ -43,6 +43,7 @@
 #include "plugins/zero/layout.h"
 #include "plugins/zero/options.h"
 #include "plugins/zero/shard_state.h"
+#include "plugins/zero/step_checks.h"
 
 namespace ddph {
 namespace zero {
@@ -380,21 +381,9 @@ class ZeroHook : public Hook {
     if (world_ == 1) {
       shards.push_back(std::move(mine));
     } else {
-      const std::string blob = encode_shard(mine);
-      uint64_t length = blob.size();
-      std::vector<uint64_t> lengths(static_cast<size_t>(world_));
-      FlatTensor send_length(&length, DType::U8, 8);
-      FlatTensor recv_lengths(lengths.data(), DType::U8, int64_t(8 * lengths.size()));
-      comm_allgather(comm_, send_length, recv_lengths, nullptr);
-      const size_t widest = *std::max_element(lengths.begin(), lengths.end());
-      std::vector<char> block(widest, 0), all(widest * size_t(world_));
-      std::memcpy(block.data(), blob.data(), blob.size());
-      FlatTensor send(block.data(), DType::U8, int64_t(widest));
-      FlatTensor recv(all.data(), DType::U8, int64_t(all.size()));
-      comm_allgather(comm_, send, recv, nullptr);
-      for (int r = 0; r < world_; ++r)
-        shards.push_back(decode_shard(all.data() + size_t(r) * widest, size_t(lengths[size_t(r)]),
-                                      options_.optim.kind, kName));
+      const std::vector<std::string> blobs = allgather_blobs(comm_, world_, encode_shard(mine));
+      for (const std::string& blob : blobs)
+        shards.push_back(decode_shard(blob.data(), blob.size(), options_.optim.kind, kName));
     }
     optim::StateMap joined = join_pieces(shards, kName);
     // A full state loaded since the last step has not been cut yet: its
@@ -492,42 +481,7 @@ class ZeroHook : public Hook {
   // What of a loaded checkpoint does not fit this run's buckets, or "".
   std::string loaded_problem() const {
     if (from_shard_ && shard_hash_ != 0 && shard_hash_ != layout_hash_) return kOtherLayout;
-    if (full_.empty()) return "";
-    std::map<optim::ParamKey, size_t> run;  // every parameter's key and element count
-    for (const auto& kv : layouts_)
-      for (size_t i = 0; i < kv.second.keys.size(); ++i)
-        run.emplace(kv.second.keys[i], kv.second.numels[i]);
-    std::vector<std::string> missing, extra, sizes;
-    for (const auto& kv : run) {
-      auto found = full_.find(kv.first);
-      if (found == full_.end()) {
-        missing.push_back(optim::key_text(kv.first));
-        continue;
-      }
-      const optim::ParamState& st = found->second;
-      for (const std::vector<float>* v : {&st.momentum, &st.second, &st.max_second})
-        if (!v->empty() && v->size() != kv.second) {
-          sizes.push_back(optim::key_text(kv.first) + " has " + std::to_string(kv.second) +
-                          " elements, its loaded state " + std::to_string(v->size()));
-          break;
-        }
-    }
-    for (const auto& kv : full_)
-      if (run.count(kv.first) == 0) extra.push_back(optim::key_text(kv.first));
-    if (missing.empty() && extra.empty() && sizes.empty()) return "";
-    auto list = [](const std::vector<std::string>& items) {
-      std::string out;
-      for (size_t i = 0; i < items.size() && i < 8; ++i) out += (i ? ", " : "") + items[i];
-      if (items.size() > 8) out += " and " + std::to_string(items.size() - 8) + " more";
-      return out;
-    };
-    std::string out = "the loaded optimizer state does not fit this run's parameters:";
-    if (!missing.empty()) out += " it holds no state for " + list(missing) + ";";
-    if (!extra.empty()) out += " it holds state for " + list(extra) + ", which this run has not;";
-    if (!sizes.empty()) out += " " + list(sizes) + ";";
-    return out +
-           " it is the state of another model, or was saved with other parameter ids "
-           "(ddph_bucket_t.param_ids)";
+    return full_state_mismatch(full_, layouts_);
   }
 
   // Before any parameter of the step (or, for zero_step_interleaved's
@@ -559,9 +513,10 @@ class ZeroHook : public Hook {
       FlatTensor send(&own, DType::U8, int64_t(sizeof own));
       FlatTensor recv(all.data(), DType::U8, int64_t(sizeof own * all.size()));
       comm_allgather(comm_, send, recv, nullptr);
-      size_t widest = 0;
-      for (const Verdict& v : all) widest = std::max(widest, size_t(v.problem_bytes));
-      if (widest > 0) texts = allgather_texts(mine, widest);
+      std::vector<uint64_t> lengths;
+      for (const Verdict& v : all) lengths.push_back(v.problem_bytes);
+      if (*std::max_element(lengths.begin(), lengths.end()) > 0)
+        texts = allgather_blobs(comm_, world_, mine, lengths);
     }
     std::string why;
     for (int r = 0; r < world_; ++r)
@@ -599,21 +554,6 @@ class ZeroHook : public Hook {
     run_id_ = first_loaded >= 0 ? all[size_t(first_loaded)].loaded_run : all[0].run_id;
     run_agreed_ = true;
     pending_load_ = false;
-  }
-
-  // Every rank's text (each at most `widest` bytes), in rank order.
-  std::vector<std::string> allgather_texts(const std::string& mine, size_t widest) {
-    std::vector<char> block(widest, 0), all(widest * size_t(world_));
-    std::memcpy(block.data(), mine.data(), mine.size());
-    FlatTensor send(block.data(), DType::U8, int64_t(widest));
-    FlatTensor recv(all.data(), DType::U8, int64_t(all.size()));
-    comm_allgather(comm_, send, recv, nullptr);
-    std::vector<std::string> out;
-    for (int r = 0; r < world_; ++r) {
-      const char* at = all.data() + size_t(r) * widest;
-      out.emplace_back(at, strnlen(at, widest));
-    }
-    return out;
   }
 
   void assign_shards() {
