@@ -24,7 +24,6 @@
 #include <cstring>
 #include <map>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -81,9 +80,9 @@ uint64_t fresh_run_id() {
 // problems it found (the texts follow in a second exchange when a rank has
 // any).
 struct Verdict {
-  uint64_t run_id = 0, loaded_run = 0, loaded = 0, problem_bytes = 0;
+  uint64_t run_id = 0, loaded_run = 0, problem_bytes = 0;
 };
-constexpr size_t kVerdictWords = 4;
+constexpr size_t kVerdictWords = 3;
 static_assert(sizeof(Verdict) == kVerdictWords * sizeof(uint64_t), "exchanged as words");
 
 template <bool kInterleaved>
@@ -249,7 +248,8 @@ class ZeroHook : public Hook {
     s.world = uint32_t(world_);
     s.rank = uint32_t(rank_);
     s.layout_hash = layout_hash_ != 0 ? layout_hash_ : shard_hash_;
-    s.run_id = run_agreed_ ? run_id_ : loaded_run_;
+    // A shard loaded since the last step is saved as the run it came from.
+    s.run_id = pending_load_ ? loaded_run_ : run_agreed_ ? run_id_ : 0;
     s.pieces = states_;
     device_.download_into(&s.pieces, state_of);
     for (const auto& kv : residuals_) s.residuals[kv.first] = kv.second[kOwn].to_host();
@@ -501,7 +501,6 @@ class ZeroHook : public Hook {
     }
     Verdict own;
     own.run_id = run_id_;
-    own.loaded = pending_load_ ? 1 : 0;
     own.loaded_run = pending_load_ ? loaded_run_ : 0;
     own.problem_bytes = mine.size();
     std::vector<Verdict> all(static_cast<size_t>(world_));
