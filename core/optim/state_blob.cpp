@@ -12,6 +12,12 @@ constexpr const char* kBlob = "hook_then_optimizer state";
 
 }  // namespace
 
+std::string key_text(const ParamKey& k) {
+  return k.by_id
+             ? "parameter id " + std::to_string(int64_t(k.first))
+             : "parameter " + std::to_string(k.second) + " of bucket " + std::to_string(k.first);
+}
+
 std::string encode_state(const StateMap& states, OptimKind kind) {
   LeWriter w;
   put_frame_header(w, kMagic, kStateVersion);

@@ -45,7 +45,10 @@ struct ParamKey {
     return std::tie(by_id, first, second) < std::tie(o.by_id, o.first, o.second);
   }
 };
-using StateMap = std::map<ParamKey, ParamState>;  // ordered: the blob is deterministic
+using StateMap = std::map<ParamKey, ParamState>;
+
+// "parameter id 3", or "parameter 1 of bucket 0": a key in messages.
+std::string key_text(const ParamKey& key);  // ordered: the blob is deterministic
 
 constexpr uint32_t kStateVersion = 2;
 

@@ -81,6 +81,7 @@ class HookThenOptimizer : public Hook {
     // Everything the step needs is checked before any byte is sent, so a
     // bad bucket is refused on every rank alike instead of failing midway.
     selection_.select(bucket, &selected_, &group_);
+    check_ids(bucket);
     params_.assign(bucket.num_params, nullptr);
     size_t largest = 0;
     for (size_t i = 0; i < bucket.num_params; ++i) {
@@ -147,6 +148,47 @@ class HookThenOptimizer : public Hook {
   }
 
  private:
+  // Each parameter id once per step: two parameters under one id would
+  // share one optimizer state (and one of another size would fail as if a
+  // checkpoint did not fit). Checked before the bucket is reduced; a repeat
+  // in a later bucket of the step is found there, after the earlier
+  // bucket's step.
+  void check_ids(const ddph_bucket_t& bucket) {
+    const int64_t* ids = param_ids(bucket);
+    if (ids == nullptr) return;
+    // A step ends at its last bucket, or where the host's step count moves
+    // (a step abandoned before its last bucket).
+    if (bucket.step != id_step_) {
+      id_step_ = bucket.step;
+      ++id_epoch_;
+    }
+    sorted_ids_.assign(ids, ids + bucket.num_params);
+    std::sort(sorted_ids_.begin(), sorted_ids_.end());
+    const auto twice = std::adjacent_find(sorted_ids_.begin(), sorted_ids_.end());
+    if (twice != sorted_ids_.end()) {
+      const int64_t id = *twice;
+      const size_t first = size_t(std::find(ids, ids + bucket.num_params, id) - ids);
+      const size_t second = size_t(std::find(ids + first + 1, ids + bucket.num_params, id) - ids);
+      DDPH_FAIL(DDPH_INVALID_ARGUMENT,
+                kName << ": bucket " << bucket.index << " holds parameter id " << id
+                      << " twice (params[" << first << "] and params[" << second
+                      << "]); each parameter needs an id of its own (ddph_bucket_t.param_ids), "
+                         "or two parameters would share one optimizer state");
+    }
+    for (size_t i = 0; i < bucket.num_params; ++i) {
+      auto seen = id_seen_.find(ids[i]);
+      DDPH_CHECK(seen == id_seen_.end() || seen->second.first != id_epoch_ ||
+                     seen->second.second == bucket.index,
+                 DDPH_INVALID_ARGUMENT,
+                 kName << ": parameter id " << ids[i] << " is in bucket " << seen->second.second
+                       << " and in bucket " << bucket.index << " of step " << bucket.step
+                       << "; each parameter needs an id of its own (ddph_bucket_t.param_ids), or "
+                          "two parameters would share one optimizer state");
+    }
+    for (size_t i = 0; i < bucket.num_params; ++i) id_seen_[ids[i]] = {id_epoch_, bucket.index};
+    if (bucket.is_last) ++id_epoch_;
+  }
+
   static std::vector<std::vector<size_t>> group_indices(const std::vector<ParamGroup>& groups) {
     std::vector<std::vector<size_t>> out;
     for (const ParamGroup& g : groups) out.push_back(g.indices);
@@ -247,6 +289,11 @@ class HookThenOptimizer : public Hook {
   // buffers of parameters stepped on a GPU live in device_ instead.
   optim::StateMap states_;
   optim::DeviceStates<optim::ParamKey> device_{kName};
+  // Each parameter id's last step (as id_epoch_ counts them) and bucket
+  // index (check_ids).
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> id_seen_;
+  uint64_t id_epoch_ = 1, id_step_ = 0;
+  std::vector<int64_t> sorted_ids_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
   std::vector<char> selected_;
   std::vector<uint32_t> group_;  // per parameter: its group + 1, or 0

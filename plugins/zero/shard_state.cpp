@@ -1,6 +1,7 @@
 #include "plugins/zero/shard_state.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -16,13 +17,13 @@ constexpr char kFullMagic[8] = {'D', 'D', 'P', 'H', 'O', 'P', 'T', 'M'};
 constexpr const char* kBlob = "zero state shard";
 constexpr size_t kLengthAt = 12;  // after the magic and the version
 
-std::string key_text(const optim::ParamKey& k) {
-  return k.by_id
-             ? "parameter id " + std::to_string(int64_t(k.first))
-             : "parameter " + std::to_string(k.second) + " of bucket " + std::to_string(k.first);
-}
-
 }  // namespace
+
+std::string run_id_text(uint64_t run_id) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(run_id));
+  return text;
+}
 
 Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const char* who) {
   uint32_t version = 0;
@@ -43,6 +44,7 @@ Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const cha
   DDPH_CHECK(s.world >= 1 && s.rank < s.world, DDPH_INVALID_ARGUMENT,
              kBlob << ": rank " << s.rank << " of a world of " << s.world);
   s.layout_hash = body.get(8, "the layout hash");
+  if (version >= 3) s.run_id = body.get(8, "the run id");
   const uint64_t count = body.get(4, "the piece count");
   for (uint64_t k = 0; k < count; ++k) {
     const uint64_t key_kind = body.get(1, "a key kind");
@@ -60,11 +62,11 @@ Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const cha
     p.state.max_second = body.get_floats("max_exp_avg_sq");
     for (const std::vector<float>* v : {&p.state.momentum, &p.state.second, &p.state.max_second})
       DDPH_CHECK(v->empty() || v->size() == p.count, DDPH_INVALID_ARGUMENT,
-                 kBlob << ": a buffer of " << key_text(key.param) << " holds " << v->size()
+                 kBlob << ": a buffer of " << optim::key_text(key.param) << " holds " << v->size()
                        << " values for a piece of " << p.count);
-    DDPH_CHECK(
-        s.pieces.emplace(key, std::move(p)).second, DDPH_INVALID_ARGUMENT,
-        kBlob << ": " << key_text(key.param) << " from element " << key.begin << " appears twice");
+    DDPH_CHECK(s.pieces.emplace(key, std::move(p)).second, DDPH_INVALID_ARGUMENT,
+               kBlob << ": " << optim::key_text(key.param) << " from element " << key.begin
+                     << " appears twice");
   }
   if (version >= 2) {
     const uint64_t residuals = body.get(4, "the residual count");
@@ -97,16 +99,17 @@ optim::StateMap join_pieces(const std::vector<Shard>& shards, const char* who) {
     for (size_t i = 0; i < pieces.size(); ++i) {
       const PieceState& p = *pieces[i].second;
       DDPH_CHECK(pieces[i].first == next, DDPH_INVALID_ARGUMENT,
-                 who << ": the joined shards hold " << key_text(kv.first) << " from element "
+                 who << ": the joined shards hold " << optim::key_text(kv.first) << " from element "
                      << pieces[i].first << " but end the piece before at element " << next
                      << ": the shards do not tile the parameter");
       DDPH_CHECK(p.state.step == whole.step, DDPH_INVALID_ARGUMENT,
-                 who << ": the pieces of " << key_text(kv.first) << " were stepped " << whole.step
-                     << " and " << p.state.step << " times: the shards come from different steps");
+                 who << ": the pieces of " << optim::key_text(kv.first) << " were stepped "
+                     << whole.step << " and " << p.state.step
+                     << " times: the shards come from different steps");
       auto append = [&](std::vector<float>& into, const std::vector<float>& from,
                         const char* name) {
         DDPH_CHECK(i == 0 || from.empty() == into.empty(), DDPH_INVALID_ARGUMENT,
-                   who << ": " << key_text(kv.first) << " has " << name
+                   who << ": " << optim::key_text(kv.first) << " has " << name
                        << " in some pieces but not in others");
         into.insert(into.end(), from.begin(), from.end());
       };
@@ -126,6 +129,7 @@ std::string encode_shard(const Shard& shard) {
   body.put(shard.world, 4);
   body.put(shard.rank, 4);
   body.put(shard.layout_hash, 8);
+  body.put(shard.run_id, 8);
   body.put(shard.pieces.size(), 4);
   for (const auto& kv : shard.pieces) {
     body.put(kv.first.param.by_id ? 1 : 0, 1);
@@ -185,6 +189,13 @@ LoadedState decode_loaded(const void* bytes, size_t n, optim::OptimKind kind, co
     DDPH_CHECK(s.world == first.world && s.layout_hash == first.layout_hash, DDPH_INVALID_ARGUMENT,
                who << ": the joined shards come from different jobs or layouts (a world of "
                    << first.world << " and of " << s.world << ", or another bucket layout)");
+    DDPH_CHECK(s.run_id == 0 || first.run_id == 0 || s.run_id == first.run_id,
+               DDPH_INVALID_ARGUMENT,
+               who << ": the joined shards come from different runs: rank " << first.rank
+                   << "'s shard is of run " << run_id_text(first.run_id) << ", rank " << s.rank
+                   << "'s of run " << run_id_text(s.run_id)
+                   << "; join the shards that the ranks of one run saved at one step");
+    if (out.run_id == 0) out.run_id = s.run_id;
     DDPH_CHECK(ranks.insert(s.rank).second, DDPH_INVALID_ARGUMENT,
                who << ": the joined shards hold rank " << s.rank << "'s shard twice");
   }

@@ -7,13 +7,16 @@
 //
 // One shard, little-endian:
 //   "DDPHZERO"  8 bytes magic
-//   u32         version (kShardVersion; version 1, without the residuals,
-//               still loads)
+//   u32         version (kShardVersion; versions 1, without the residuals,
+//               and 2, without the run id, still load)
 //   u64         length of this shard in bytes, checksum included (so that
 //               joined shards can be told apart)
 //   u32         optimizer: 0 sgd, 1 adam, 2 adamw
 //   u32         world size, u32 rank of the saver
 //   u64         layout hash (layouts_hash; 0 before the first step's end)
+//   u64         run id (version 3 on; 0 before the first step's end): the
+//               same on every rank of one run, so shards of different runs
+//               are refused when joined or loaded
 //   u32         piece count
 //   per piece, ascending key:
 //               u8 key kind (0 position, 1 id), u64 id or bucket index,
@@ -39,7 +42,7 @@
 namespace ddph {
 namespace zero {
 
-constexpr uint32_t kShardVersion = 2;
+constexpr uint32_t kShardVersion = 3;
 
 // A piece's state is found by its parameter and its first element.
 struct PieceKey {
@@ -62,6 +65,7 @@ struct Shard {
   optim::OptimKind kind = optim::OptimKind::kSgd;
   uint32_t world = 1, rank = 0;
   uint64_t layout_hash = 0;
+  uint64_t run_id = 0;  // 0: unknown (saved before the first step, or version 1 or 2)
   PieceMap pieces;
   // The saver's own error feedback per bucket index (protocol
   // reduce_scatter with bits 8 or 4): a rank's, not a slice of anything,
@@ -71,6 +75,9 @@ struct Shard {
 
 std::string encode_shard(const Shard& shard);
 
+// A run id as messages print it: 16 hex digits.
+std::string run_id_text(uint64_t run_id);
+
 // What load_state was given.
 struct LoadedState {
   // One shard: this rank's (or another rank's) alone.
@@ -79,13 +86,15 @@ struct LoadedState {
   // Otherwise every parameter's whole state, from joined shards or a full
   // state blob.
   optim::StateMap full;
+  // The run the shards came from (0: unknown, or a full state blob).
+  uint64_t run_id = 0;
 };
 
 // Reads one shard, every rank's shards joined, or a full state blob.
 // Throws DDPH_INVALID_ARGUMENT naming the problem and `who` for a corrupt
 // blob, an optimizer other than `kind`, joined shards of different worlds,
-// layouts or optimizers, a rank missing or twice, or a parameter whose
-// pieces do not tile it.
+// layouts, runs or optimizers, a rank missing or twice, or a parameter
+// whose pieces do not tile it.
 LoadedState decode_loaded(const void* bytes, size_t n, optim::OptimKind kind, const char* who);
 
 // Every parameter's whole state from the pieces of `shards`; throws

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@
 #include "plugins/zero/layout.h"
 #include "plugins/zero/options.h"
 #include "plugins/zero/shard_state.h"
+#include "plugins/zero/step_checks.h"
 
 namespace ddph {
 namespace zero {
@@ -62,6 +64,26 @@ enum : uint64_t { kShareKey = 2, kGatherKey = 3 };
 void copy_floats(const Where& at, const float* from, float* to, size_t n) {
   cast_into(at, DType::F32, from, DType::F32, to, n);
 }
+
+// A fresh run id (never 0, which means "unknown"): each rank draws one, and
+// the ranks take rank 0's at the first step.
+uint64_t fresh_run_id() {
+  std::random_device device;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t(device()) << 32) ^ uint64_t(device());
+  return id;
+}
+
+// What each rank tells the others before a step's parameters move
+// (ZeroHook::agree_before_stepping): its run id, the run of the shards it
+// loaded since the last step (0: none, or unknown), and the length of the
+// problems it found (the texts follow in a second exchange when a rank has
+// any).
+struct Verdict {
+  uint64_t run_id = 0, loaded_run = 0, problem_bytes = 0;
+};
+constexpr size_t kVerdictWords = 3;
+static_assert(sizeof(Verdict) == kVerdictWords * sizeof(uint64_t), "exchanged as words");
 
 template <bool kInterleaved>
 class ZeroHook : public Hook {
@@ -106,21 +128,53 @@ class ZeroHook : public Hook {
                         "parameters");
     const Where at = where_of(bucket);
     require_cuda_build(at, kName);
-    // Every parameter is checked, the ones other ranks own too: this rank
-    // writes their broadcast or gathered values.
-    params_.assign(bucket.num_params, nullptr);
-    for (size_t i = 0; i < bucket.num_params; ++i)
-      params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)",
-                                  BucketMemory::kHostOrCuda);
-    count_in(uint64_t(bucket.buffer.shape[0]) * sizeof(float));
+    // The rest of a step whose earlier bucket every rank refused
+    // (zero_step_interleaved) is refused too, on every rank alike and
+    // without a collective, so that a failed step steps nothing.
+    if (refusing_ && bucket.step == step_) {
+      if (bucket.is_last) refusing_ = false;
+      DDPH_FAIL(DDPH_INVALID_ARGUMENT, kName << ": bucket " << bucket.index << " of step "
+                                             << bucket.step
+                                             << " is not stepped: an earlier bucket of the step "
+                                                "was refused on every rank");
+    }
+    refusing_ = false;
     // Buckets kept from a step that failed before its last bucket are
     // dropped: their parameters were lent for that step only.
     if (bucket.step != step_) {
       step_ = bucket.step;
       deferred_.clear();
       buckets_this_step_ = 0;
+      problems_.clear();
     }
-    const BucketLayout& layout = learn(bucket);
+    // Every parameter is checked, the ones other ranks own too: this rank
+    // writes their broadcast or gathered values. A parameter this rank was
+    // not lent is told to every rank before anything is stepped
+    // (agree_before_stepping), not here: the other ranks would wait for
+    // this one in the bucket's collectives.
+    params_.assign(bucket.num_params, nullptr);
+    for (size_t i = 0; i < bucket.num_params; ++i) {
+      try {
+        params_[i] = param_f32_data(bucket, i, kName, "the parameter (its own tensor)",
+                                    BucketMemory::kHostOrCuda);
+      } catch (const Error& e) {
+        std::string what = e.what();
+        const std::string prefix = std::string(kName) + ": ";
+        if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
+        note_problem("bucket " + std::to_string(bucket.index) + " of step " +
+                     std::to_string(bucket.step) + ": " + what);
+      }
+    }
+    count_in(uint64_t(bucket.buffer.shape[0]) * sizeof(float));
+    const BucketLayout* learned = nullptr;
+    try {
+      learned = &learn(bucket);
+    } catch (const Error&) {
+      // Refused on every rank alike (the layouts are compared first).
+      refusing_ = !bucket.is_last;
+      throw;
+    }
+    const BucketLayout& layout = *learned;
     ++buckets_this_step_;
 
     // Both protocols leave the reduced gradients in the bucket buffer:
@@ -136,13 +190,19 @@ class ZeroHook : public Hook {
     }
 
     const bool owners_known = pieces_.count(layout.index) != 0;
+    // The first step, and the first after a load or a regroup, is checked
+    // whole before anything of it is stepped: zero_step_interleaved then
+    // keeps its buckets for the step's last one, as zero_step does.
+    const bool whole_step_checked = layout_hash_ == 0 || pending_load_;
     if (bucket.is_last && owners_known) {
       // The step's end: the kept buckets, then this one from its own
       // buffers, with no copy (all of a one-bucket step).
+      agree_before_stepping(true);
       step_kept(at);
       step_and_share(layout, params_.data(), reduced, /*base=*/0, at);
       end_step();
-    } else if (kInterleaved && owners_known) {
+    } else if (kInterleaved && owners_known && !whole_step_checked) {
+      agree_before_stepping(false);
       step_and_share(layout, params_.data(), reduced, /*base=*/0, at);
     } else {
       Deferred d;
@@ -167,6 +227,7 @@ class ZeroHook : public Hook {
       d.grads = kept.data();
       deferred_.push_back(std::move(d));
       if (bucket.is_last) {
+        agree_before_stepping(true);
         step_kept(at);
         end_step();
       }
@@ -187,6 +248,8 @@ class ZeroHook : public Hook {
     s.world = uint32_t(world_);
     s.rank = uint32_t(rank_);
     s.layout_hash = layout_hash_ != 0 ? layout_hash_ : shard_hash_;
+    // A shard loaded since the last step is saved as the run it came from.
+    s.run_id = pending_load_ ? loaded_run_ : run_agreed_ ? run_id_ : 0;
     s.pieces = states_;
     device_.download_into(&s.pieces, state_of);
     for (const auto& kv : residuals_) s.residuals[kv.first] = kv.second[kOwn].to_host();
@@ -216,6 +279,7 @@ class ZeroHook : public Hook {
       shard_hash_ = s.layout_hash;
       from_shard_ = true;
       full_.clear();
+      loaded_run_ = s.run_id;
     } else {
       device_.clear();
       states_.clear();
@@ -223,7 +287,11 @@ class ZeroHook : public Hook {
       full_ = std::move(loaded.full);
       from_shard_ = false;
       shard_hash_ = 0;
+      loaded_run_ = loaded.run_id;
     }
+    // Checked at the next step's end, against the run's buckets and every
+    // rank's load, before anything moves.
+    pending_load_ = true;
   }
 
   void stats(ddph_stats_t* out) const override {
@@ -264,6 +332,8 @@ class ZeroHook : public Hook {
     }
     if (layouts_.empty()) first_step_ = bucket.step;
     agree_on(now);
+    // The same on every rank from here on (the layouts agree).
+    check_keys(now);
     const BucketLayout& l = layouts_.emplace(bucket.index, std::move(now)).first->second;
     if (options_.protocol == Protocol::kReduceScatter) {
       pieces_[l.index] = range_pieces(l, world_);
@@ -311,21 +381,9 @@ class ZeroHook : public Hook {
     if (world_ == 1) {
       shards.push_back(std::move(mine));
     } else {
-      const std::string blob = encode_shard(mine);
-      uint64_t length = blob.size();
-      std::vector<uint64_t> lengths(static_cast<size_t>(world_));
-      FlatTensor send_length(&length, DType::U8, 8);
-      FlatTensor recv_lengths(lengths.data(), DType::U8, int64_t(8 * lengths.size()));
-      comm_allgather(comm_, send_length, recv_lengths, nullptr);
-      const size_t widest = *std::max_element(lengths.begin(), lengths.end());
-      std::vector<char> block(widest, 0), all(widest * size_t(world_));
-      std::memcpy(block.data(), blob.data(), blob.size());
-      FlatTensor send(block.data(), DType::U8, int64_t(widest));
-      FlatTensor recv(all.data(), DType::U8, int64_t(all.size()));
-      comm_allgather(comm_, send, recv, nullptr);
-      for (int r = 0; r < world_; ++r)
-        shards.push_back(decode_shard(all.data() + size_t(r) * widest, size_t(lengths[size_t(r)]),
-                                      options_.optim.kind, kName));
+      const std::vector<std::string> blobs = allgather_blobs(comm_, world_, encode_shard(mine));
+      for (const std::string& blob : blobs)
+        shards.push_back(decode_shard(blob.data(), blob.size(), options_.optim.kind, kName));
     }
     optim::StateMap joined = join_pieces(shards, kName);
     // A full state loaded since the last step has not been cut yet: its
@@ -345,14 +403,8 @@ class ZeroHook : public Hook {
   // known now; every deferred bucket is stepped and shared, in index order,
   // on the last bucket's stream.
   void step_kept(const Where& at) {
-    if (layout_hash_ == 0) {
-      std::vector<const BucketLayout*> all;
-      for (const auto& kv : layouts_) all.push_back(&kv.second);
-      if (options_.protocol == Protocol::kAllreduce && options_.shard_buckets) assign_shards();
-      layout_hash_ = layouts_hash(all, world_, int(options_.protocol) + 2 * options_.shard_buckets);
-      if (layout_hash_ == 0) layout_hash_ = 1;  // 0 means "not known yet"
-    }
-    DDPH_CHECK(shard_hash_ == 0 || shard_hash_ == layout_hash_, DDPH_INVALID_ARGUMENT,
+    // agree_before_stepping() found the loaded shard's layout is this one.
+    DDPH_CHECK(shard_hash_ == 0 || shard_hash_ == layout_hash_, DDPH_INTERNAL,
                kName << ": " << kOtherLayout);
     std::sort(deferred_.begin(), deferred_.end(),
               [](const Deferred& a, const Deferred& b) { return a.index < b.index; });
@@ -378,6 +430,129 @@ class ZeroHook : public Hook {
   void end_step() {
     full_.clear();
     buckets_this_step_ = 0;
+    problems_.clear();
+  }
+
+  void note_problem(const std::string& problem) {
+    if (!problems_.empty()) problems_ += "; ";
+    problems_ += problem;
+  }
+
+  // A new bucket layout (the same on every rank): parameters to step, each
+  // key once in the bucket and in no other bucket of the step. Two
+  // parameters under one id would share one optimizer state.
+  void check_keys(const BucketLayout& now) const {
+    DDPH_CHECK(!now.keys.empty(), DDPH_INVALID_ARGUMENT,
+               kName << ": bucket " << now.index << " (" << now.n
+                     << " gradient elements) carries no parameters, so none of its gradients "
+                        "would be stepped, while the host skips its own optimizer step for "
+                        "this hook; lend each bucket's parameters (ddph_bucket_t.params)");
+    std::map<optim::ParamKey, size_t> seen;
+    for (size_t i = 0; i < now.keys.size(); ++i) {
+      const auto at = seen.emplace(now.keys[i], i);
+      DDPH_CHECK(at.second, DDPH_INVALID_ARGUMENT,
+                 kName << ": bucket " << now.index << " holds " << optim::key_text(now.keys[i])
+                       << " twice (params[" << at.first->second << "] and params[" << i
+                       << "]); each parameter needs an id of its own (ddph_bucket_t.param_ids), "
+                          "or two parameters would share one optimizer state");
+    }
+    for (const auto& kv : layouts_) {
+      if (kv.first == now.index) continue;
+      for (const optim::ParamKey& k : kv.second.keys)
+        DDPH_CHECK(seen.count(k) == 0, DDPH_INVALID_ARGUMENT,
+                   kName << ": " << optim::key_text(k) << " is in bucket " << kv.first
+                         << " and in bucket " << now.index
+                         << "; each parameter needs an id of its own (ddph_bucket_t.param_ids), "
+                            "or two parameters would share one optimizer state");
+    }
+  }
+
+  // The layout hash of the step's buckets, once all are known (the first
+  // step's last bucket); with shard_buckets the owners too.
+  void fix_layout_hash() {
+    if (layout_hash_ != 0) return;
+    std::vector<const BucketLayout*> all;
+    for (const auto& kv : layouts_) all.push_back(&kv.second);
+    if (options_.protocol == Protocol::kAllreduce && options_.shard_buckets) assign_shards();
+    layout_hash_ = layouts_hash(all, world_, int(options_.protocol) + 2 * options_.shard_buckets);
+    if (layout_hash_ == 0) layout_hash_ = 1;  // 0 means "not known yet"
+  }
+
+  // What of a loaded checkpoint does not fit this run's buckets, or "".
+  std::string loaded_problem() const {
+    if (from_shard_ && shard_hash_ != 0 && shard_hash_ != layout_hash_) return kOtherLayout;
+    return full_state_mismatch(full_, layouts_);
+  }
+
+  // Before any parameter of the step (or, for zero_step_interleaved's
+  // steady steps, of the bucket) moves: every rank tells every other what
+  // it found wrong since the last time (a parameter not lent, a loaded
+  // checkpoint that does not fit) and which run its loaded shards came
+  // from. Any problem on any rank fails the step on every rank alike, named
+  // by rank, and nothing is stepped; otherwise the ranks take one run id.
+  void agree_before_stepping(bool is_last) {
+    const bool whole_step = layout_hash_ == 0 || pending_load_;
+    if (whole_step) fix_layout_hash();
+    std::string mine = problems_;
+    problems_.clear();
+    if (pending_load_) {
+      const std::string loaded = loaded_problem();
+      if (!loaded.empty()) mine += (mine.empty() ? "" : "; ") + loaded;
+    }
+    Verdict own;
+    own.run_id = run_id_;
+    own.loaded_run = pending_load_ ? loaded_run_ : 0;
+    own.problem_bytes = mine.size();
+    std::vector<Verdict> all(static_cast<size_t>(world_));
+    std::vector<std::string> texts(static_cast<size_t>(world_));
+    if (world_ == 1) {
+      all[0] = own;
+      texts[0] = mine;
+    } else {
+      FlatTensor send(&own, DType::U8, int64_t(sizeof own));
+      FlatTensor recv(all.data(), DType::U8, int64_t(sizeof own * all.size()));
+      comm_allgather(comm_, send, recv, nullptr);
+      std::vector<uint64_t> lengths;
+      for (const Verdict& v : all) lengths.push_back(v.problem_bytes);
+      if (*std::max_element(lengths.begin(), lengths.end()) > 0)
+        texts = allgather_blobs(comm_, world_, mine, lengths);
+    }
+    std::string why;
+    for (int r = 0; r < world_; ++r)
+      if (all[size_t(r)].problem_bytes > 0)
+        why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": ") + texts[size_t(r)];
+    // Shards of different runs: each rank's load is its own, so only the
+    // ranks together can see that they do not belong together.
+    int first_loaded = -1;
+    for (int r = 0; r < world_; ++r) {
+      const Verdict& v = all[size_t(r)];
+      if (v.loaded_run == 0) continue;
+      if (first_loaded < 0) {
+        first_loaded = r;
+      } else if (v.loaded_run != all[size_t(first_loaded)].loaded_run) {
+        why += std::string(why.empty() ? "" : "; ") + "rank " + std::to_string(first_loaded) +
+               " loaded the state of run " + run_id_text(all[size_t(first_loaded)].loaded_run) +
+               " and rank " + std::to_string(r) + " that of run " + run_id_text(v.loaded_run) +
+               ": shards of different runs do not belong together; load the shards that the "
+               "ranks of one run saved at one step";
+        break;
+      }
+    }
+    if (!why.empty()) {
+      // Nothing of the step was stepped: its kept buckets are dropped.
+      deferred_.clear();
+      buckets_this_step_ = 0;
+      refusing_ = !is_last;
+      DDPH_FAIL(DDPH_INVALID_ARGUMENT, kName << ": step " << step_
+                                             << " refused on every rank before any parameter "
+                                                "moved: "
+                                             << why);
+    }
+    if (!whole_step) return;
+    // The run goes on as the one it loaded, else as rank 0's.
+    run_id_ = first_loaded >= 0 ? all[size_t(first_loaded)].loaded_run : all[0].run_id;
+    run_agreed_ = true;
+    pending_load_ = false;
   }
 
   void assign_shards() {
@@ -603,6 +778,20 @@ class ZeroHook : public Hook {
   bool from_shard_ = false;
   uint64_t shard_hash_ = 0;
   std::vector<Deferred> deferred_;
+  // This run's id, drawn at create and agreed (rank 0's, or the loaded
+  // shards') at the first step; saved in every shard.
+  uint64_t run_id_ = fresh_run_id();
+  bool run_agreed_ = false;
+  // Since the last load, until the step that checked it: the loaded
+  // shards' run (0: unknown).
+  bool pending_load_ = false;
+  uint64_t loaded_run_ = 0;
+  // What this rank found wrong since the ranks last agreed (a parameter not
+  // lent), told to every rank before anything is stepped.
+  std::string problems_;
+  // The ranks refused a bucket of step_ before its last: its other buckets
+  // are refused too.
+  bool refusing_ = false;
   ResidentTable<uint64_t, 1> kept_grads_{kName};  // by bucket index
   uint64_t step_ = 0;                             // the step of the buckets being run
   size_t buckets_this_step_ = 0;                  // buckets of it run so far

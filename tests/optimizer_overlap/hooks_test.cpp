@@ -11,8 +11,8 @@
 #include "core/base/le_bytes.h"
 #include "core/optim/functional_optim.h"
 #include "core/optim/state_blob.h"
-#include "tests/support/optim_model.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/optim_model.h"
 #include "tests/support/session_ranks.h"
 
 namespace {
@@ -129,7 +129,8 @@ TEST(State, CorruptAndForeignBlobsAreRefused) {
 
 // The codec alone: round trip, truncation at every byte, trailing bytes.
 TEST(State, CodecRoundTripsAndRejectsTruncation) {
-  const core_optim::ParamKey k01 = core_optim::ParamKey::position(0, 1), k20 = core_optim::ParamKey::position(2, 0);
+  const core_optim::ParamKey k01 = core_optim::ParamKey::position(0, 1),
+                             k20 = core_optim::ParamKey::position(2, 0);
   const core_optim::ParamKey id7 = core_optim::ParamKey::id(7), id0 = core_optim::ParamKey::id(0);
   core_optim::StateMap m;
   m[k01].step = 3;
@@ -181,7 +182,8 @@ TEST(State, Version1BlobsStillLoad) {
   w.put_floats({});
   w.put_floats({});
   const std::string v1 = ddph::finish_frame(w);
-  const core_optim::StateMap back = core_optim::decode_state(v1.data(), v1.size(), core_optim::OptimKind::kSgd);
+  const core_optim::StateMap back =
+      core_optim::decode_state(v1.data(), v1.size(), core_optim::OptimKind::kSgd);
   ASSERT_EQ(back.size(), 1u);
   const core_optim::ParamState& s = back.at(core_optim::ParamKey::position(3, 1));
   EXPECT_EQ(s.step, 5u);
@@ -447,6 +449,42 @@ TEST(Run, UnsharedParametersAreErrorsUnlessUnselected) {
     ddph_session_close(typo);
     ddph_session_close(some);
     ddph_session_close(all);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// Two parameters under one id would share one optimizer state (SGD with
+// momentum then steps each with the other's buffer). Refused by id, on
+// every rank: in one bucket before it is reduced (with different sizes,
+// naming the id, not a checkpoint), across buckets at the later one.
+TEST(ParamIds, TwoParametersUnderOneIdAreRefusedNamingTheId) {
+  auto results = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    ddph_session_t* s =
+        ddph_test::open_session(yaml("optimizer: sgd, lr: 0.1, momentum: 0.9"), rank, world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open");
+    Model same_bucket;  // parameters 0 (12 elements) and 1 (5) in bucket 0
+    same_bucket.with_ids = true;
+    same_bucket.id_of[1] = 0;
+    const std::vector<float> before = same_bucket.flat();
+    std::string msg;
+    DDPH_CHILD_CHECK(
+        same_bucket.step(s, rank, 0, &msg) == DDPH_INVALID_ARGUMENT &&
+            msg.find("bucket 0 holds parameter id 0 twice (params[0] and params[1])") !=
+                std::string::npos &&
+            msg.find("checkpoint") == std::string::npos,
+        "one bucket: %s", msg.c_str());
+    const size_t bucket1 = numel(0) + numel(1);
+    DDPH_CHILD_CHECK(std::memcmp(before.data(), same_bucket.flat().data(), bucket1 * 4) == 0,
+                     "bucket 0 moved");
+    Model two_buckets;  // parameters 0 and 2 (12 elements each) in buckets 0 and 1
+    two_buckets.with_ids = true;
+    two_buckets.id_of[2] = 0;
+    DDPH_CHILD_CHECK(two_buckets.step(s, rank, 1, &msg) == DDPH_INVALID_ARGUMENT &&
+                         msg.find("parameter id 0 is in bucket 0 and in bucket 1 of step 1") !=
+                             std::string::npos,
+                     "two buckets: %s", msg.c_str());
+    ddph_session_close(s);
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);

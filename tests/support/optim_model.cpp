@@ -143,6 +143,10 @@ ddph_code_t Model::step(ddph_session_t* s, int rank, uint64_t step, std::string*
     bucket.buffer.shape = &bk.numel;
     bucket.num_params = bk.views.size();
     bucket.params = bk.views.data();
+    for (size_t k = 0; k < bk.ids.size(); ++k) {
+      auto id = id_of.find(bk.owners[k]);
+      bk.ids[k] = id != id_of.end() ? id->second : bk.owners[k];
+    }
     bucket.param_ids = with_ids ? bk.ids.data() : nullptr;
     if (ddph_error_t* e = ddph_session_submit(s, &bucket, &StepErrors::on_done, &errors)) {
       if (message) *message = ddph_error_message(e);

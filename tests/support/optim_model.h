@@ -67,6 +67,9 @@ class Model {
   void regroup(const std::vector<std::vector<int>>& layout);
   // Whether step() passes each parameter's index as its id (ABI 1.2).
   bool with_ids = false;
+  // with_ids: the id step() passes for a parameter instead of its index
+  // (two parameters under one id, say).
+  std::map<int, int64_t> id_of;
   // GradMode::kF32: called with each bucket's gradients (bucket 0 holds
   // params 0 and 1, bucket 1 params 2 and 3, unless regrouped) before
   // step() submits it, to plant a NaN, say.

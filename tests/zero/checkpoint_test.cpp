@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -40,7 +41,8 @@ void write_file(const std::string& path, const std::string& bytes) {
 // and the session state in `state` (empty: none). Each rank writes its
 // session state to <out>.<rank>, rank 0 the parameters to <out>.params.
 bool run_span(int world, const std::string& hook, const std::string& protocol, int first, int last,
-              const std::string& params, const std::string& state, const std::string& out) {
+              const std::string& params, const std::string& state, const std::string& out,
+              const std::vector<std::vector<int>>& layout = {{0, 1}, {2, 3}}) {
   const std::string config =
       yaml(std::string(kAdam) + ", " + protocol, "{family: default, name: allreduce}", hook);
   auto results = ddph_test::run_ranks(world, [&](int rank, int w, const std::string& dir) {
@@ -58,6 +60,7 @@ bool run_span(int world, const std::string& hook, const std::string& protocol, i
       m.set_flat(values);
     }
     m.with_ids = true;
+    m.regroup(layout);
     for (int step = first; step < last; ++step)
       DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
     write_file(out + "." + std::to_string(rank), ddph_test::session_state(s));
@@ -77,14 +80,12 @@ bool run_span(int world, const std::string& hook, const std::string& protocol, i
 
 // The session states of ranks 0 .. world - 1 with their zero records'
 // blobs joined into one: the consolidated checkpoint (docs/zero.md).
-std::string joined(const std::string& out, int world) {
+std::string joined_files(const std::vector<std::string>& files) {
   std::vector<ddph_test::layout::Record> all;
-  for (int r = 0; r < world; ++r) {
+  for (const std::string& file : files) {
     std::vector<ddph_test::layout::Record> records;
     std::string why;
-    EXPECT_TRUE(ddph_test::layout::parse_container(read_file(out + "." + std::to_string(r)),
-                                                   &records, &why))
-        << why;
+    EXPECT_TRUE(ddph_test::layout::parse_container(read_file(file), &records, &why)) << why;
     if (records.size() != 1) return "";
     if (all.empty())
       all = records;
@@ -92,6 +93,12 @@ std::string joined(const std::string& out, int world) {
       all[0].blob += records[0].blob;
   }
   return ddph_test::layout::container(all);
+}
+
+std::string joined(const std::string& out, int world) {
+  std::vector<std::string> files;
+  for (int r = 0; r < world; ++r) files.push_back(out + "." + std::to_string(r));
+  return joined_files(files);
 }
 
 std::vector<float> floats(const std::string& bytes) {
@@ -215,9 +222,9 @@ TEST(ZeroCheckpointQuantized, EachRanksOwnShardResumesBitForBitWithItsResiduals)
 }
 
 // A version 1 shard, written field by field as shard_state.h lays it out
-// (before the residuals), still loads, with no residuals; a version 2
-// shard keeps them.
-TEST(ZeroShardFormat, VersionOneLoadsAndVersionTwoKeepsTheResiduals) {
+// (before the residuals and the run id), still loads, with no residuals
+// and run id 0 (unknown); the current version keeps both.
+TEST(ZeroShardFormat, VersionOneLoadsAndTheCurrentVersionKeepsTheResiduals) {
   ddph::LeWriter body;
   body.put(1, 4);  // adam
   body.put(2, 4);  // world
@@ -251,13 +258,16 @@ TEST(ZeroShardFormat, VersionOneLoadsAndVersionTwoKeepsTheResiduals) {
   EXPECT_EQ(p.state.step, 5u);
   EXPECT_EQ(p.state.second, (std::vector<float>{4.f, 5.f, 6.f}));
   EXPECT_TRUE(s.residuals.empty());
+  EXPECT_EQ(s.run_id, 0u);
 
   s.residuals[3] = {0.5f, -0.25f};
+  s.run_id = 0xfeedbeef12345678u;
   const std::string v2 = ddph::zero::encode_shard(s);
-  EXPECT_EQ(uint8_t(v2[8]), 2u) << "the version after the magic";
+  EXPECT_EQ(uint8_t(v2[8]), 3u) << "the version after the magic";
   const ddph::zero::Shard back =
       ddph::zero::decode_shard(v2.data(), v2.size(), ddph::optim::OptimKind::kAdam, "test");
   EXPECT_EQ(back.residuals, s.residuals);
+  EXPECT_EQ(back.run_id, s.run_id);
   EXPECT_EQ(back.pieces.begin()->second.state.momentum, p.state.momentum);
 }
 
@@ -354,6 +364,155 @@ TEST(ZeroCheckpointRefusals, ForeignShardsAndIncompleteJoinsAreNamed) {
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// The config of the refusal tests: its communicator times out after 3 s,
+// so a rank left waiting for another fails with DDPH_TIMEOUT quickly.
+std::string refusing_config(const std::string& hook, const std::string& protocol) {
+  std::string y =
+      yaml(std::string(kAdam) + ", " + protocol, "{family: default, name: allreduce}", hook);
+  y.replace(y.find("timeout: 30s"), 12, "timeout: 3s");
+  return y;
+}
+
+// Loads state[rank] on each of 2 ranks of `config` (a model of `layout`,
+// with ids unless `ids` is false), then runs `steps` steps: each must fail
+// on every rank with DDPH_INVALID_ARGUMENT and every text of `expected` in
+// its message, and no parameter may move.
+void expect_refused_after_load(const std::string& config, const std::vector<std::string>& state,
+                               const std::vector<std::string>& expected, int steps = 1,
+                               const std::function<void(Model&)>& prepare = nullptr) {
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& d) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, d);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    std::string message;
+    DDPH_CHILD_CHECK(ddph_test::load_state(s, state[size_t(rank)], &message) == DDPH_OK, "load: %s",
+                     message.c_str());
+    Model m;
+    m.with_ids = true;
+    if (prepare) prepare(m);
+    const std::vector<float> before = m.flat();
+    for (int step = 0; step < steps; ++step) {
+      const ddph_code_t code = m.step(s, rank, uint64_t(step), &message);
+      DDPH_CHILD_CHECK(code == DDPH_INVALID_ARGUMENT, "step %d: code %d: %s", step, int(code),
+                       message.c_str());
+      for (const std::string& e : expected)
+        DDPH_CHILD_CHECK(message.find(e) != std::string::npos, "step %d: no '%s' in: %s", step,
+                         e.c_str(), message.c_str());
+      DDPH_CHILD_CHECK(m.flat() == before, "step %d: a parameter moved", step);
+    }
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+}
+
+// Each rank's own shard of another bucket layout, loaded into
+// zero_step_interleaved: refused at the first step on every rank before
+// any parameter moves (bucket 0 is not stepped ahead of the check), and
+// again at the next.
+TEST(ZeroCheckpointRefusals, AShardOfAnotherLayoutMovesNothingInInterleavedSteps) {
+  const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+  ASSERT_TRUE(run_span(2, "zero/zero_step_interleaved", "protocol: allreduce", 0, 3, "", "",
+                       dir + "/other", {{0, 1, 2}, {3}}));
+  expect_refused_after_load(
+      refusing_config("zero/zero_step_interleaved", "protocol: allreduce"),
+      {read_file(dir + "/other.0"), read_file(dir + "/other.1")},
+      {"refused on every rank before any parameter moved",
+       "rank 0: the checkpoint is a shard of another bucket layout or protocol", "rank 1: the"},
+      2);
+}
+
+// Rank 0 loads its shard of another protocol, rank 1 its right one: both
+// ranks fail naming rank 0 (not a timeout on rank 1), nothing moves, and
+// once rank 0 loads its right shard the session steps again.
+TEST(ZeroCheckpointRefusals, AForeignShardOnOneRankFailsEveryRankNamingIt) {
+  for (const char* hook : {"zero/zero_step", "zero/zero_step_interleaved"}) {
+    const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+    ASSERT_TRUE(run_span(2, hook, "protocol: reduce_scatter", 0, 3, "", "", dir + "/rs"));
+    ASSERT_TRUE(run_span(2, hook, "protocol: allreduce", 0, 3, "", "", dir + "/ar"));
+    const std::string config = refusing_config(hook, "protocol: reduce_scatter");
+    auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& d) {
+      ddph_session_t* s = ddph_test::open_session(config, rank, world, d);
+      DDPH_CHILD_CHECK(s != nullptr, "open failed");
+      std::string message;
+      const std::string own = read_file(dir + "/rs." + std::to_string(rank));
+      DDPH_CHILD_CHECK(
+          ddph_test::load_state(s, rank == 0 ? read_file(dir + "/ar.0") : own, &message) == DDPH_OK,
+          "load: %s", message.c_str());
+      Model m;
+      m.with_ids = true;
+      const std::vector<float> before = m.flat();
+      const ddph_code_t code = m.step(s, rank, 3, &message);
+      DDPH_CHILD_CHECK(
+          code == DDPH_INVALID_ARGUMENT &&
+              message.find("rank 0: the checkpoint is a shard of another bucket layout or "
+                           "protocol") != std::string::npos &&
+              message.find("rank 1:") == std::string::npos,
+          "%s: code %d: %s", hook, int(code), message.c_str());
+      DDPH_CHILD_CHECK(m.flat() == before, "%s: a parameter moved", hook);
+      DDPH_CHILD_CHECK(ddph_test::load_state(s, own, &message) == DDPH_OK, "reload: %s",
+                       message.c_str());
+      DDPH_CHILD_CHECK(m.step(s, rank, 3, &message) == DDPH_OK, "%s: after the right load: %s",
+                       hook, message.c_str());
+      DDPH_CHILD_CHECK(m.flat() != before, "%s: the step after the right load moved nothing", hook);
+      ddph_session_close(s);
+      return 0;
+    });
+    EXPECT_TRUE(ddph_test::all_passed(results)) << hook << ": " << ddph_test::describe(results);
+  }
+}
+
+// A consolidated state saved with parameter ids, loaded by a run that gives
+// none, or other ids: refused at the first step on every rank, naming the
+// parameters missing from it and the ones it holds that the run has not.
+TEST(ZeroCheckpointRefusals, AConsolidatedStateOfOtherParameterIdsIsRefusedNamingThem) {
+  for (const char* hook : {"zero/zero_step", "zero/zero_step_interleaved"}) {
+    const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+    ASSERT_TRUE(run_span(2, hook, "protocol: reduce_scatter", 0, 3, "", "", dir + "/rs"));
+    const std::string consolidated = joined(dir + "/rs", 2);
+    ASSERT_FALSE(consolidated.empty());
+    const std::string config = refusing_config(hook, "protocol: reduce_scatter");
+    expect_refused_after_load(config, {consolidated, consolidated},
+                              {"it holds no state for parameter 0 of bucket 0",
+                               "it holds state for parameter id 0, parameter id 1"},
+                              1, [](Model& m) { m.with_ids = false; });
+    expect_refused_after_load(config, {consolidated, consolidated},
+                              {"it holds no state for parameter id 10, parameter id 12",
+                               "it holds state for parameter id 0, parameter id 2, which this run "
+                               "has not"},
+                              1, [](Model& m) {
+                                m.id_of[0] = 10;
+                                m.id_of[2] = 12;
+                              });
+  }
+}
+
+// Rank 0's shard of one run and rank 1's of another (same layout, same
+// step): joined, the load is refused; loaded each on its rank, the first
+// step is refused on every rank, naming both runs.
+TEST(ZeroCheckpointRefusals, ShardsOfDifferentRunsAreRefused) {
+  const std::string dir = ddph_test::make_temp_dir("ddph-zero-ckpt");
+  ASSERT_TRUE(run_span(2, "zero/zero_step", "protocol: reduce_scatter", 0, 3, "", "", dir + "/a"));
+  ASSERT_TRUE(run_span(2, "zero/zero_step", "protocol: reduce_scatter", 0, 3, "", "", dir + "/b"));
+  const std::string mixed = joined_files({dir + "/a.0", dir + "/b.1"});
+  ASSERT_FALSE(mixed.empty());
+  const std::string config = refusing_config("zero/zero_step", "protocol: reduce_scatter");
+  auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& d) {
+    ddph_session_t* s = ddph_test::open_session(config, rank, world, d);
+    DDPH_CHILD_CHECK(s != nullptr, "open failed");
+    std::string message;
+    DDPH_CHILD_CHECK(
+        ddph_test::load_state(s, mixed, &message) == DDPH_INVALID_ARGUMENT &&
+            message.find("the joined shards come from different runs") != std::string::npos,
+        "joined: %s", message.c_str());
+    ddph_session_close(s);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+  expect_refused_after_load(config, {read_file(dir + "/a.0"), read_file(dir + "/b.1")},
+                            {"rank 0 loaded the state of run ", " and rank 1 that of run ",
+                             "shards of different runs do not belong together"});
 }
 
 }  // namespace

@@ -193,4 +193,118 @@ TEST(ZeroFaults, ARankThatDiesMidStepFailsTheOthersWithinTheTimeout) {
   }
 }
 
+// A config whose communicator times out after 3 s: a rank left waiting for
+// another would fail with DDPH_TIMEOUT well within the test's limits.
+std::string short_timeout(std::string y) {
+  y.replace(y.find("timeout: 30s"), 12, "timeout: 3s");
+  return y;
+}
+
+// Rank 1 does not lend parameter 3 (bucket 1): every rank fails the step
+// naming rank 1 and the parameter (not a timeout on rank 0), nothing moves,
+// and the next step, with every parameter lent, runs on both. With
+// zero_step_interleaved in its steady steps (bucket by bucket), a
+// parameter of bucket 0 not lent at step 1 refuses bucket 0 on both ranks
+// and the rest of the step with it.
+TEST(ZeroFaults, AParameterLentOnOneRankOnlyFailsEveryRankNamingTheRank) {
+  for (const char* hook : {"zero/zero_step", "zero/zero_step_interleaved"})
+    for (const char* protocol : {"protocol: allreduce", "protocol: reduce_scatter"}) {
+      const std::string y = short_timeout(config(protocol, hook));
+      auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+        ddph_session_t* s = ddph_test::open_session(y, rank, world, dir);
+        DDPH_CHILD_CHECK(s != nullptr, "open failed");
+        Model m;
+        m.with_ids = true;
+        if (rank == 1) m.hide(3);
+        std::vector<float> before = m.flat();
+        std::string message;
+        ddph_code_t code = m.step(s, rank, 0, &message);
+        DDPH_CHILD_CHECK(code == DDPH_INVALID_ARGUMENT &&
+                             message.find("rank 1: bucket 1 of step 0: bucket.params[1].data.data "
+                                          "is NULL") != std::string::npos,
+                         "%s %s: code %d: %s", hook, protocol, int(code), message.c_str());
+        DDPH_CHILD_CHECK(m.flat() == before, "%s %s: a parameter moved", hook, protocol);
+        Model lent;
+        lent.with_ids = true;
+        DDPH_CHILD_CHECK(lent.step(s, rank, 1, &message) == DDPH_OK, "%s %s: step 1: %s", hook,
+                         protocol, message.c_str());
+        if (rank == 1) lent.hide(0);
+        before = lent.flat();
+        code = lent.step(s, rank, 2, &message);
+        DDPH_CHILD_CHECK(code == DDPH_INVALID_ARGUMENT &&
+                             message.find("rank 1: bucket 0 of step 2: bucket.params[0].data.data "
+                                          "is NULL") != std::string::npos,
+                         "%s %s: step 2: code %d: %s", hook, protocol, int(code), message.c_str());
+        DDPH_CHILD_CHECK(lent.flat() == before, "%s %s: a parameter moved at step 2", hook,
+                         protocol);
+        ddph_session_close(s);
+        return 0;
+      });
+      EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+    }
+}
+
+// Two parameters under one id would share one optimizer state: refused at
+// the bucket that shows it, on every rank, before anything moves; with
+// different sizes the message names the id, not a checkpoint.
+TEST(ZeroFaults, TwoParametersUnderOneIdAreRefusedNamingTheId) {
+  for (const char* hook : {"zero/zero_step", "zero/zero_step_interleaved"}) {
+    // Parameters 0 (12 elements) and 1 (5) in bucket 0.
+    expect_step_error(config("protocol: allreduce", hook), "bucket 0 holds parameter id 0 twice",
+                      [](Model& m, int) { m.id_of[1] = 0; });
+    // Parameters 0 and 2 (12 elements each) in buckets 0 and 1.
+    expect_step_error(config("protocol: reduce_scatter", hook),
+                      "parameter id 0 is in bucket 0 and in bucket 1",
+                      [](Model& m, int) { m.id_of[2] = 0; });
+  }
+}
+
+// A bucket with gradient elements and no parameters would have nothing
+// stepped while the host skips its own step: refused on every rank.
+TEST(ZeroFaults, ABucketWithoutParametersIsRefused) {
+  for (const char* hook : {"zero/zero_step", "zero/zero_step_interleaved"}) {
+    auto results = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+      ddph_session_t* s =
+          ddph_test::open_session(config("protocol: allreduce", hook), rank, world, dir);
+      DDPH_CHILD_CHECK(s != nullptr, "open failed");
+      std::vector<float> grads(8, 1.0f);
+      int64_t n = int64_t(grads.size());
+      ddph_bucket_t bucket{};
+      bucket.struct_size = sizeof bucket;
+      bucket.is_last = 1;
+      bucket.buffer.data = grads.data();
+      bucket.buffer.device = {kDLCPU, 0};
+      bucket.buffer.ndim = 1;
+      bucket.buffer.dtype = DLDataType{kDLFloat, 32, 1};
+      bucket.buffer.shape = &n;
+      struct Outcome {
+        ddph_code_t code = DDPH_OK;
+        std::string message;
+      } outcome;
+      ddph_error_t* e = ddph_session_submit(
+          s, &bucket,
+          [](void* user, ddph_error_t* error) {
+            auto* o = static_cast<Outcome*>(user);
+            o->code = ddph_error_code(error);
+            o->message = ddph_error_message(error);
+            ddph_error_free(error);
+          },
+          &outcome);
+      if (e != nullptr) {
+        outcome.code = ddph_error_code(e);
+        outcome.message = ddph_error_message(e);
+        ddph_error_free(e);
+      }
+      ddph_error_free(ddph_session_flush(s));
+      DDPH_CHILD_CHECK(outcome.code == DDPH_INVALID_ARGUMENT &&
+                           outcome.message.find("bucket 0 (8 gradient elements) carries no "
+                                                "parameters") != std::string::npos,
+                       "%s: code %d: %s", hook, int(outcome.code), outcome.message.c_str());
+      ddph_session_close(s);
+      return 0;
+    });
+    EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
+  }
+}
+
 }  // namespace
