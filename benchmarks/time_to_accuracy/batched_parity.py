@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ddph's batched_powersgd against PyTorch's batched_powerSGD_hook, step by
 step, on the time-to-accuracy benchmark's own training (docs/powersgd.md,
-"Appendix: batched PowerSGD at rank 1").
+"Appendix: batched PowerSGD against PyTorch, step by step").
 
     python3 benchmarks/time_to_accuracy/batched_parity.py --model mlp --steps 300 --follow torch
 
@@ -18,10 +18,19 @@ and the error with PyTorch's PowerSGDState. --follow says whose output goes
 into the model (so the training is PyTorch's hook's, or ddph's, with the
 other one shadowing it on the same inputs).
 
-It also prints, every --svd-every steps, how much of the bucket's averaged
-gradient one rank can carry at all: sigma_1^2 / sum sigma^2 of the bucket
-as the batched hook's square matrix, and of the largest layer's weight
-gradient as the layer-wise hook sees it.
+Left alone, both hooks run from their own state since the first
+compressed step, so rounding differences can grow. --resync-every N writes
+PyTorch's state (P, Q, errors, step, RNG) into a ddph checkpoint by
+docs/powersgd.md's table and loads it before every N-th step: that step
+compares one step from the same state. --perturb also runs a second
+PyTorch state on the inputs with their last bit flipped, to show how far
+PyTorch's hook drifts from itself through rounding alone.
+
+Every --svd-every steps it records how much of each bucket's averaged
+gradient rank 1 can carry at best: sigma_1^2 / sum sigma^2 of the bucket
+as the batched hook's square matrix, and the same per layer as the
+layer-wise hook sees it (each weight as a (shape[0], -1) matrix, biases
+sent whole).
 
 Rank 0 prints one line per evaluation and a summary; --out appends the
 summary as one JSON line.
