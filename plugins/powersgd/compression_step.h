@@ -48,6 +48,8 @@ class CompressionStep {
   // One compressed step on data (n fp32 values in the bucket's memory: the
   // bucket, or its fp32 copy), leaving the mean's low-rank estimate in data.
   virtual void compress(const StepContext& step, float* data, size_t n) = 0;
+  // Once, when the hook is opened with these options (after they are checked).
+  virtual void opened(const PsgdOptions& opts) { (void)opts; }
 };
 
 }  // namespace powersgd

@@ -17,6 +17,7 @@ PsgdHook::PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind
       warm_up_(opts_.start_iter),
       step_(std::move(step)) {
   rng_.seed_with(uint32_t(opts_.seed));
+  step_->opened(opts_);
 }
 
 void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {

@@ -14,6 +14,7 @@ itself (ProcessGroupComm).
 """
 import ctypes
 import threading
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -292,8 +293,14 @@ class DDPHook:
         self.step = 0
         self._descs = {}
         self._lock = threading.Lock()
+        # Set by ddp.load_state_dict() and by load_state_dict() between two
+        # steps: a model resumed without its hook state is warned about once.
+        self._model_loaded = False
+        self._state_loaded = False
 
     def _submit(self, bucket):
+        if self._model_loaded or self._state_loaded:
+            self._check_resumed()
         buf = bucket.buffer()
         if not buf.is_contiguous():
             raise ValueError("ddph: the bucket buffer is not contiguous")
@@ -346,6 +353,26 @@ class DDPHook:
     def load_state_dict(self, state):
         self.session.load_state_dict(state["state"])
         self.step = int(state["step"])
+        self._state_loaded = True
+
+    def _check_resumed(self):
+        """At the first bucket after ddp.load_state_dict() or load_state_dict():
+        warns if the model was restored and the hook, which keeps state, was
+        not (its error feedback or optimizer state would start afresh, silently)."""
+        model_only = self._model_loaded and not self._state_loaded
+        self._model_loaded = self._state_loaded = False
+        if not model_only:
+            return
+        # The saved state's record count (loader/state_blob.h: u32 at byte 12);
+        # the session is fresh here, so the copy is small.
+        blob = self.session.state_dict()
+        if len(blob) >= 16 and int.from_bytes(blob[12:16], "little") > 0:
+            warnings.warn(
+                "ddphooks.torch: ddp.load_state_dict() restored the model, but this step runs "
+                "without hook.load_state_dict(): the hook's state (PowerSGD's error feedback, "
+                "optimizer state, the step) starts afresh. Save hook.state_dict() beside "
+                "ddp.state_dict() and load both (docs/python.md, Checkpoints).",
+                RuntimeWarning)
 
     @staticmethod
     def consolidate(state_dicts):
@@ -480,6 +507,8 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
         t = state_dict.pop(prefix + LEGACY_STATE_KEY, None)
         if t is not None:
             hook._from_legacy_tensor(t)
+            hook._state_loaded = True
+        hook._model_loaded = True
 
     ddp_model._register_load_state_dict_pre_hook(load_legacy_state)
     ddp_model.register_comm_hook(hook, _ddph_comm_hook)

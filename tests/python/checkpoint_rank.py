@@ -5,6 +5,7 @@ with a ddph hook, and its checkpoints.
 """
 import os
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -22,13 +23,37 @@ def make_model():
     return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
 
 
-def trained(steps):
+def trained(steps, config=CONFIG):
     """A DDP model with the hook, after `steps` steps, and its hook."""
     ddp = DDP(make_model())
-    hook = ddphooks.torch.register(ddp, CONFIG)
+    hook = ddphooks.torch.register(ddp, config)
     for _ in range(steps):
         ddp(torch.randn(4, 8)).sum().backward()
     return ddp, hook
+
+
+PSGD = {"hook": {"family": "powersgd", "name": "powersgd",
+                 "options": {"rank": 1, "start_iter": 2}}}
+
+
+def resume_warnings(config, load_hook, hook_first=False):
+    """The resume warnings of two steps of a model restored from a checkpoint
+    (with or without the hook's state)."""
+    ddp, hook = trained(3, config)
+    model_state, hook_state = ddp.state_dict(), hook.state_dict()
+    hook.close()
+    ddp2, hook2 = trained(0, config)
+    if load_hook and hook_first:
+        hook2.load_state_dict(hook_state)
+    ddp2.load_state_dict(model_state)
+    if load_hook and not hook_first:
+        hook2.load_state_dict(hook_state)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            ddp2(torch.randn(4, 8)).sum().backward()
+    hook2.close()
+    return [str(w.message) for w in caught if "hook.load_state_dict()" in str(w.message)]
 
 
 def main():
@@ -60,6 +85,14 @@ def main():
     assert hook3.step == 5, hook3.step
     for h in (hook, hook2, hook3):
         h.close()
+
+    # A model resumed without its hook's state, with a hook that keeps state,
+    # is warned about once, at its first step; not when both are loaded (in
+    # either order), nor for a hook without state.
+    assert len(resume_warnings(PSGD, load_hook=False)) == 1
+    assert resume_warnings(PSGD, load_hook=True) == []
+    assert resume_warnings(PSGD, load_hook=True, hook_first=True) == []
+    assert resume_warnings(CONFIG, load_hook=False) == []
     dist.destroy_process_group()
     print("ok")
 
