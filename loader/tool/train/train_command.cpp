@@ -19,6 +19,7 @@
 #include "loader/tool/lab/net_lab.h"
 #include "loader/tool/ranks/job_file.h"
 #include "loader/tool/ranks/launchers.h"
+#include "loader/tool/train/report.h"
 #include "loader/tool/train/train_rank.h"
 
 namespace ddph::tool {
@@ -76,6 +77,14 @@ int launch_local(const TrainOptions& o) {
   if (access(o.config.c_str(), R_OK) != 0) {
     std::fprintf(stderr, "ddph train: cannot read config %s\n", o.config.c_str());
     return 2;
+  }
+  // Before any rank starts: a --metrics file that cannot be written (a
+  // missing folder, a full disk) is said now, not after the ranks connected.
+  try {
+    TrainReport::check_metrics_path(o.metrics);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph train: %s\n", e.what());
+    return kExitUsage;
   }
   std::string dir = make_temp_dir("ddph-train");
   std::string url = "file://" + dir;
