@@ -202,6 +202,9 @@ Launch start_training(const std::string& tag) {
   std::fflush(stderr);
   l.pid = fork();
   if (l.pid == 0) {
+    // As from a terminal: a launcher started with one of them ignored (a
+    // shell's background job, nohup) keeps it ignored.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
     setenv("TMPDIR", l.tmp.c_str(), 1);
     setenv("DDPH_PLUGIN_PATH", DDPH_PLUGIN_DIR, 1);
     freopen(l.out.c_str(), "w", stdout);
@@ -213,6 +216,10 @@ Launch start_training(const std::string& tag) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!has(slurp(l.out), "step      1") && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!has(slurp(l.out), "step      1")) {  // the caller's assertion says so; leave nothing
+    kill(l.pid, SIGKILL);
+    waitpid(l.pid, nullptr, 0);
+  }
   return l;
 }
 
