@@ -3,7 +3,8 @@
 // waited for with a deadline, stragglers killed so that a dead peer never
 // hangs the tool; or, for a job whose communicator is MPI, one process per
 // rank under mpirun (or another MPI launcher), with rank and world from the
-// launcher.
+// launcher. Also the temporary directory a local launch's file store lives
+// in, which never outlives the launch (ScratchDir).
 #pragma once
 
 #include <sys/types.h>
