@@ -55,10 +55,11 @@ std::string distrust(const std::string& path, const char* what) {
 
 const char kAllowUnsafePluginPath[] = "DDPH_ALLOW_UNSAFE_PLUGIN_PATH";
 
-std::string untrusted_plugin_reason(const std::string& path) {
+std::string untrusted_plugin_reason(const std::string& path, std::string* resolved_path) {
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr) return "plugin " + path + ": " + strerror(errno);
   const std::string real = resolved;
+  if (resolved_path != nullptr) *resolved_path = real;
   std::string why = distrust(real, "the file");
   if (why.empty()) why = distrust(parent_directory(real), "its folder");
   return why;
@@ -216,8 +217,10 @@ const Plugin& Registry::load(const std::string& family) {
   // could have written, by the rule file stores are held to. The built-in
   // folders sit beside the loader, which whoever writes there could replace
   // as well, so they are trusted as the loader is.
+  std::string open_path = path;
   if (chosen.origin != PluginOrigin::kBuiltin) {
-    const std::string why = untrusted_plugin_reason(path);
+    // The file judged is the file opened: links resolved once, here.
+    const std::string why = untrusted_plugin_reason(path, &open_path);
     const char* allow = std::getenv(kAllowUnsafePluginPath);
     const bool allowed = allow != nullptr && std::strcmp(allow, "1") == 0;
     const std::string what =
@@ -231,7 +234,7 @@ const Plugin& Registry::load(const std::string& family) {
   }
 
   // RTLD_LOCAL: every plugin carries its own copy of core; keep them apart.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     DDPH_FAIL(DDPH_INVALID_ARGUMENT,

@@ -127,7 +127,9 @@ void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_fa
 // may write to them. Returns "" when path passes, else what is wrong and how
 // to fix it. load() refuses such a copy with DDPH_INVALID_ARGUMENT unless the
 // environment sets kAllowUnsafePluginPath to 1 (then it logs a warning).
-std::string untrusted_plugin_reason(const std::string& path);
+// *resolved_path, when given, gets the file judged (links resolved), which
+// is the one to open.
+std::string untrusted_plugin_reason(const std::string& path, std::string* resolved_path = nullptr);
 extern const char kAllowUnsafePluginPath[];  // "DDPH_ALLOW_UNSAFE_PLUGIN_PATH"
 
 // Family names are plain identifiers, so that a YAML family cannot name a path.

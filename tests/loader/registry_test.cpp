@@ -339,6 +339,14 @@ TEST(RegistryTrust, ALinkIsJudgedByTheFileItLeadsTo) {
   ASSERT_EQ(symlink((open_dir + "/" + kFixtureSum).c_str(), (mine + "/" + kFixtureSum).c_str()), 0);
   const std::string err = load_from(mine, false);
   EXPECT_HAS(err, "its folder " + open_dir + " has mode 0777");
+  // A link in an open folder to a file of this user's loads: the file judged,
+  // links resolved, is the file opened, so swapping the link changes nothing.
+  const std::string good = plugin_folder(0755, 0644);
+  const std::string open_links = plugin_folder(0777, 0644);
+  const std::string link = open_links + "/" + kFixtureSum;
+  ASSERT_EQ(unlink(link.c_str()), 0);
+  ASSERT_EQ(symlink((good + "/" + kFixtureSum).c_str(), link.c_str()), 0);
+  EXPECT_EQ(load_from(open_links, false), "");
 }
 
 TEST(RegistryTrust, TheOptOutLoadsWithAWarning) {
