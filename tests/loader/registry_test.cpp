@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "core/base/error.h"
 #include "test_paths.h"
@@ -257,8 +259,20 @@ const std::string kFixtureSum = "libddph_fixture_sum.so";
 
 // A folder of mode dir_mode holding a copy of the good fixture of mode
 // file_mode; returns the folder.
+// The folders these tests make, removed when the test program ends.
+std::string trust_temp_dir() {
+  static std::vector<std::string> made;
+  static const struct Remover {
+    ~Remover() {
+      for (const std::string& d : made) std::system(("rm -rf '" + d + "'").c_str());
+    }
+  } remover;
+  made.push_back(ddph_test::make_temp_dir("ddph-trust"));
+  return made.back();
+}
+
 std::string plugin_folder(mode_t dir_mode, mode_t file_mode) {
-  const std::string dir = ddph_test::make_temp_dir("ddph-trust") + "/plugins";
+  const std::string dir = trust_temp_dir() + "/plugins";
   EXPECT_EQ(mkdir(dir.c_str(), 0700), 0);
   {
     std::ifstream in(fixture_dir("good") + "/" + kFixtureSum, std::ios::binary);
@@ -335,7 +349,7 @@ TEST(RegistryTrust, APluginOfAnotherUserIsRefused) {
 
 TEST(RegistryTrust, ALinkIsJudgedByTheFileItLeadsTo) {
   const std::string open_dir = plugin_folder(0777, 0644);
-  const std::string mine = ddph_test::make_temp_dir("ddph-trust");
+  const std::string mine = trust_temp_dir();
   ASSERT_EQ(symlink((open_dir + "/" + kFixtureSum).c_str(), (mine + "/" + kFixtureSum).c_str()), 0);
   const std::string err = load_from(mine, false);
   EXPECT_HAS(err, "its folder " + open_dir + " has mode 0777");
