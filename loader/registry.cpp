@@ -5,9 +5,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "core/base/private_path.h"
 #include "loader/host_table.h"
 #include "loader/search_path.h"
 
@@ -33,7 +38,32 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+// Why path (a file, or the folder a plugin is in) may not be trusted, or "".
+std::string distrust(const std::string& path, const char* what) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return std::string(what) + " " + path + ": " + strerror(errno);
+  const ddph::PathTrust trust = ddph::check_trusted(st);
+  if (trust) return "";
+  std::string fix = trust.problem == ddph::PathTrust::kMode
+                        ? "run `chmod go-w " + path + "`"
+                        : "keep plugins in a folder of your own (or root's)";
+  return std::string(what) + " " + path + " " + trust.what +
+         ", so another user could change the code that loading it runs; " + fix;
+}
+
 }  // namespace
+
+const char kAllowUnsafePluginPath[] = "DDPH_ALLOW_UNSAFE_PLUGIN_PATH";
+
+std::string untrusted_plugin_reason(const std::string& path, std::string* resolved_path) {
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) return "plugin " + path + ": " + strerror(errno);
+  const std::string real = resolved;
+  if (resolved_path != nullptr) *resolved_path = real;
+  std::string why = distrust(real, "the file");
+  if (why.empty()) why = distrust(parent_directory(real), "its folder");
+  return why;
+}
 
 bool is_valid_family_name(const std::string& family) {
   if (family.empty()) return false;
@@ -183,9 +213,28 @@ const Plugin& Registry::load(const std::string& family) {
   const PluginCopy chosen = choose(family);
   const std::string& path = chosen.path;
   if (policy_.warn_shadowed) warn_if_shadowed(family, chosen);
+  // dlopen runs the plugin's constructors: refuse a file that another user
+  // could have written, by the rule file stores are held to. The built-in
+  // folders sit beside the loader, which whoever writes there could replace
+  // as well, so they are trusted as the loader is.
+  std::string open_path = path;
+  if (chosen.origin != PluginOrigin::kBuiltin) {
+    // The file judged is the file opened: links resolved once, here.
+    const std::string why = untrusted_plugin_reason(path, &open_path);
+    const char* allow = std::getenv(kAllowUnsafePluginPath);
+    const bool allowed = allow != nullptr && std::strcmp(allow, "1") == 0;
+    const std::string what =
+        "plugin family '" + family + "' (" + path + ", from " + origin_name(chosen.origin) + ")";
+    DDPH_CHECK(why.empty() || allowed, DDPH_INVALID_ARGUMENT,
+               what << " not loaded: " << why << " (or set " << kAllowUnsafePluginPath
+                    << "=1 to load it anyway, in a development tree)");
+    if (!why.empty())
+      ddph::log(DDPH_LOG_WARN, nullptr,
+                what + " loaded although " + why + " (" + kAllowUnsafePluginPath + "=1)");
+  }
 
   // RTLD_LOCAL: every plugin carries its own copy of core; keep them apart.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     DDPH_FAIL(DDPH_INVALID_ARGUMENT,

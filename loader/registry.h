@@ -120,6 +120,18 @@ std::vector<PluginFile> find_plugin_files(const std::vector<std::string>& dirs);
 void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_family,
                        const std::string& file);
 
+// The rule a plugin from plugin_path or DDPH_PLUGIN_PATH must pass before
+// dlopen runs its constructors, the one rendezvous directories are held to
+// (core/base/private_path.h): the file, symbolic links resolved, and the
+// folder it is in belong to this user or root and neither group nor others
+// may write to them. Returns "" when path passes, else what is wrong and how
+// to fix it. load() refuses such a copy with DDPH_INVALID_ARGUMENT unless the
+// environment sets kAllowUnsafePluginPath to 1 (then it logs a warning).
+// *resolved_path, when given, gets the file judged (links resolved), which
+// is the one to open.
+std::string untrusted_plugin_reason(const std::string& path, std::string* resolved_path = nullptr);
+extern const char kAllowUnsafePluginPath[];  // "DDPH_ALLOW_UNSAFE_PLUGIN_PATH"
+
 // Family names are plain identifiers, so that a YAML family cannot name a path.
 bool is_valid_family_name(const std::string& family);
 

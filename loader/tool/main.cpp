@@ -1,7 +1,9 @@
 // ddph: the command-line tool. One CLI11 app; each sub-command lives in a
 // folder of its own beside this file and adds itself (loader/tool/commands.h).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "loader/tool/cli.h"
@@ -52,6 +54,17 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" that succeed; every other parse
     // error is a usage error, whatever CLI11's own code for it.
     return app.exit(e) == 0 ? ddph::tool::kExitOk : ddph::tool::kExitUsage;
+  }
+  // Output that did not arrive is a failure, not a success: a full disk, or
+  // stdout sent to /dev/full (the files the commands write are checked by
+  // loader/tool/output_file.h).
+  // An earlier failed write's reason is gone by now; a failing last flush
+  // still has its own.
+  const bool flushed = std::fflush(stdout) == 0;
+  if (!flushed || std::ferror(stdout)) {
+    std::fprintf(stderr, "ddph: cannot write standard output: %s; output was lost\n",
+                 flushed ? "a write to it failed" : std::strerror(errno));
+    if (exit_code == ddph::tool::kExitOk) exit_code = ddph::tool::kExitFailed;
   }
   return exit_code;
 }

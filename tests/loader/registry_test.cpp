@@ -1,10 +1,18 @@
 // The registry's rejections of broken plugins, each with its code and message.
 #include "loader/registry.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
 
 #include "core/base/error.h"
 #include "test_paths.h"
+#include "tests/support/multiprocess.h"
 
 using ddph::loader::Registry;
 using ddph_test::fixture_dir;
@@ -240,4 +248,139 @@ TEST(Registry, ABuiltInFolderOnTheEnvPathStaysBuiltIn) {
   ASSERT_EQ(registry.dirs().size(), 2u);
   EXPECT_EQ(registry.choose("comm_fake").origin, ddph::loader::PluginOrigin::kBuiltin);
   EXPECT_THROW(registry.choose("fixture_sum"), ddph::Error);  // shadow's copy needs leave
+}
+
+// Issue 38, case 16: a plugin's constructors run at dlopen, so a plugin that
+// another user could have written is refused before it is opened, by the
+// rule file stores are held to (core/base/private_path.h).
+namespace {
+
+const std::string kFixtureSum = "libddph_fixture_sum.so";
+
+// A folder of mode dir_mode holding a copy of the good fixture of mode
+// file_mode; returns the folder.
+// The folders these tests make, removed when the test program ends.
+std::string trust_temp_dir() {
+  static std::vector<std::string> made;
+  static const struct Remover {
+    ~Remover() {
+      for (const std::string& d : made) std::system(("rm -rf '" + d + "'").c_str());
+    }
+  } remover;
+  made.push_back(ddph_test::make_temp_dir("ddph-trust"));
+  return made.back();
+}
+
+std::string plugin_folder(mode_t dir_mode, mode_t file_mode) {
+  const std::string dir = trust_temp_dir() + "/plugins";
+  EXPECT_EQ(mkdir(dir.c_str(), 0700), 0);
+  {
+    std::ifstream in(fixture_dir("good") + "/" + kFixtureSum, std::ios::binary);
+    std::ofstream out(dir + "/" + kFixtureSum, std::ios::binary);
+    out << in.rdbuf();
+  }
+  EXPECT_EQ(chmod((dir + "/" + kFixtureSum).c_str(), file_mode), 0);
+  EXPECT_EQ(chmod(dir.c_str(), dir_mode), 0);
+  return dir;
+}
+
+// Loads fixture_sum from dir, given as a YAML plugin_path or in
+// DDPH_PLUGIN_PATH; "" when it loaded, else the error's text.
+std::string load_from(const std::string& dir, bool from_env) {
+  ddph_test::ScopedEnv env("DDPH_PLUGIN_PATH", from_env ? dir : "");
+  Registry registry(from_env ? std::vector<std::string>{} : std::vector<std::string>{dir});
+  try {
+    registry.load("fixture_sum");
+  } catch (const ddph::Error& e) {
+    EXPECT_EQ(e.code(), DDPH_INVALID_ARGUMENT) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+bool is_open(const std::string& path) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h != nullptr) dlclose(h);
+  return h != nullptr;
+}
+
+}  // namespace
+
+TEST(RegistryTrust, AFolderOrFileOthersMayWriteIsRefusedBeforeDlopen) {
+  for (bool from_env : {false, true}) {
+    const char* origin = from_env ? "from DDPH_PLUGIN_PATH" : "from plugin_path";
+    const std::string open_dir = plugin_folder(0777, 0644);
+    std::string err = load_from(open_dir, from_env);
+    EXPECT_HAS(err, "plugin family 'fixture_sum' (" + open_dir + "/" + kFixtureSum + ", " + origin +
+                        ") not loaded");
+    EXPECT_HAS(err, "its folder " + open_dir + " has mode 0777");
+    EXPECT_HAS(err, "chmod go-w " + open_dir);
+    EXPECT_HAS(err, "DDPH_ALLOW_UNSAFE_PLUGIN_PATH=1");
+    EXPECT_FALSE(is_open(open_dir + "/" + kFixtureSum)) << "its constructors ran";
+
+    const std::string open_file = plugin_folder(0755, 0666);
+    err = load_from(open_file, from_env);
+    EXPECT_HAS(err, "the file " + open_file + "/" + kFixtureSum + " has mode 0666");
+    EXPECT_FALSE(is_open(open_file + "/" + kFixtureSum));
+
+    // Group-writable is as open as world-writable.
+    err = load_from(plugin_folder(0775, 0644), from_env);
+    EXPECT_HAS(err, "has mode 0775");
+
+    // Private folders of this user load as before.
+    EXPECT_EQ(load_from(plugin_folder(0755, 0644), from_env), "");
+    EXPECT_EQ(load_from(plugin_folder(0700, 0755), from_env), "");
+  }
+}
+
+TEST(RegistryTrust, APluginOfAnotherUserIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  const std::string dir = plugin_folder(0755, 0644);
+  ASSERT_EQ(chown((dir + "/" + kFixtureSum).c_str(), 65534, 65534), 0);
+  std::string err = load_from(dir, false);
+  EXPECT_HAS(err, "the file " + dir + "/" + kFixtureSum + " belongs to ");
+  EXPECT_HAS(err, "(uid 65534), not to this user");
+  const std::string theirs = plugin_folder(0755, 0644);
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  err = load_from(theirs, true);
+  EXPECT_HAS(err, "its folder " + theirs + " belongs to ");
+  EXPECT_FALSE(is_open(theirs + "/" + kFixtureSum));
+}
+
+TEST(RegistryTrust, ALinkIsJudgedByTheFileItLeadsTo) {
+  const std::string open_dir = plugin_folder(0777, 0644);
+  const std::string mine = trust_temp_dir();
+  ASSERT_EQ(symlink((open_dir + "/" + kFixtureSum).c_str(), (mine + "/" + kFixtureSum).c_str()), 0);
+  const std::string err = load_from(mine, false);
+  EXPECT_HAS(err, "its folder " + open_dir + " has mode 0777");
+  // A link in an open folder to a file of this user's loads: the file judged,
+  // links resolved, is the file opened, so swapping the link changes nothing.
+  const std::string good = plugin_folder(0755, 0644);
+  const std::string open_links = plugin_folder(0777, 0644);
+  const std::string link = open_links + "/" + kFixtureSum;
+  ASSERT_EQ(unlink(link.c_str()), 0);
+  ASSERT_EQ(symlink((good + "/" + kFixtureSum).c_str(), link.c_str()), 0);
+  EXPECT_EQ(load_from(open_links, false), "");
+}
+
+TEST(RegistryTrust, TheOptOutLoadsWithAWarning) {
+  const std::string dir = plugin_folder(0777, 0666);
+  ddph_test::ScopedEnv allow("DDPH_ALLOW_UNSAFE_PLUGIN_PATH", "1");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(load_from(dir, false), "");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_HAS(err, "ddph warn: plugin family 'fixture_sum' (" + dir + "/" + kFixtureSum +
+                      ", from plugin_path) loaded although");
+  // Only "1" opts out.
+  ddph_test::ScopedEnv other("DDPH_ALLOW_UNSAFE_PLUGIN_PATH", "yes");
+  EXPECT_HAS(load_from(plugin_folder(0777, 0644), false), "not loaded");
+}
+
+// The tests load the build's own plugins and fixtures: a build made with
+// umask 022 passes the rule (with 002 set DDPH_ALLOW_UNSAFE_PLUGIN_PATH=1).
+TEST(RegistryTrust, TheBuildsOwnFoldersPassTheRule) {
+  EXPECT_EQ(
+      ddph::loader::untrusted_plugin_reason(std::string(DDPH_PLUGIN_DIR) + "/libddph_default.so"),
+      "");
+  EXPECT_EQ(ddph::loader::untrusted_plugin_reason(fixture_dir("good") + "/" + kFixtureSum), "");
 }

@@ -1,7 +1,6 @@
 #include "core/comm/rendezvous/file_store.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,24 +10,11 @@
 #include <cstring>
 
 #include "core/base/error.h"
+#include "core/base/private_path.h"
 
 namespace ddph {
 namespace rendezvous {
 namespace {
-
-std::string user_name(uid_t uid) {
-  char buf[4096];
-  passwd pw{}, *found = nullptr;
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
-    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
-  return "uid " + std::to_string(uid);
-}
-
-std::string octal_mode(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", unsigned(mode & 07777));
-  return buf;
-}
 
 // mkdir -p; the last component gets mode 0700. Ranks race to create it, so
 // an existing component is success (its safety is checked afterwards).
@@ -65,17 +51,17 @@ void check_private_directory(const std::string& dir) {
              "rendezvous directory '" << dir << "' is not a directory"
                                       << (S_ISLNK(st.st_mode) ? " (a symbolic link)" : "")
                                       << "; name a directory of your own");
-  DDPH_CHECK(st.st_uid == geteuid(), DDPH_INVALID_ARGUMENT,
-             "rendezvous directory '" << dir << "' belongs to " << user_name(st.st_uid)
-                                      << ", not to this user, " << user_name(geteuid())
+  // The rule plugins are loaded by too (core/base/private_path.h).
+  const PathTrust trust = check_trusted(st);
+  DDPH_CHECK(trust.problem != PathTrust::kOwner, DDPH_INVALID_ARGUMENT,
+             "rendezvous directory '" << dir << "' " << trust.what
                                       << ": whoever owns it could join this job as a rank. Use "
                                          "a directory of your own (ddphooks creates a missing "
                                          "one with mode 0700)");
-  DDPH_CHECK((st.st_mode & 022) == 0, DDPH_INVALID_ARGUMENT,
-             "rendezvous directory '" << dir << "' has mode " << octal_mode(st.st_mode)
-                                      << ": other users may write to it and so join this job as "
-                                         "a rank. Run `chmod go-w "
-                                      << dir << "` or use a directory of your own");
+  DDPH_CHECK(trust.problem != PathTrust::kMode, DDPH_INVALID_ARGUMENT,
+             "rendezvous directory '" << dir << "' " << trust.what
+                                      << ", and so join this job as a rank. Run `chmod go-w " << dir
+                                      << "` or use a directory of your own");
 }
 
 FileStore::FileStore(std::string dir) : dir_(std::move(dir)) {

@@ -12,9 +12,10 @@ namespace rendezvous {
 class FileStore : public KvStore {
  public:
   // Creates dir (mode 0700, parents as needed) when missing. Throws
-  // DDPH_INVALID_ARGUMENT when dir is not a directory, belongs to another
-  // user, or is writable by group or others: anyone who can write there can
-  // join this user's jobs. DDPH_COMM_FAILURE when it cannot be created.
+  // DDPH_INVALID_ARGUMENT when dir is not a directory, belongs to neither
+  // this user nor root, or is writable by group or others: anyone who can
+  // write there can join this user's jobs (core/base/private_path.h, the rule
+  // plugins are loaded by too). DDPH_COMM_FAILURE when it cannot be created.
   explicit FileStore(std::string dir);
 
   void set(const std::string& key, const std::string& value, Deadline deadline) override;
@@ -36,8 +37,8 @@ class FileStore : public KvStore {
   std::string dir_;
 };
 
-// Checks that dir (which must exist) is a directory owned by this user that
-// nobody else may write to; throws DDPH_INVALID_ARGUMENT saying which and
+// Checks that dir (which must exist) is a directory owned by this user (or
+// root) that nobody else may write to; throws DDPH_INVALID_ARGUMENT saying which and
 // how to fix it.
 void check_private_directory(const std::string& dir);
 

@@ -180,9 +180,10 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
                 static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,
                 r.median_s * 1e3, r.baseline_s * 1e3, ratio, r.wire_bytes_per_rank / 1048576.0);
     if (r.state_bytes > 0)
-      std::printf("%-*s   hook state %.2f MB per rank, peak resident memory %.1f MB (largest rank)\n",
-                  static_cast<int>(label_width), "", r.state_bytes / 1048576.0,
-                  r.peak_rss_bytes / 1048576.0);
+      std::printf(
+          "%-*s   hook state %.2f MB per rank, peak resident memory %.1f MB (largest rank)\n",
+          static_cast<int>(label_width), "", r.state_bytes / 1048576.0,
+          r.peak_rss_bytes / 1048576.0);
     if (o.machines > 0)
       std::printf("%-*s   %d machines: %.2f MB between machines per bucket (all ranks)\n",
                   static_cast<int>(label_width), "", o.machines, r.cross_machine_bytes / 1048576.0);
@@ -421,9 +422,12 @@ int run_bench(BenchOptions& o) {
                  "links outside (see docs/lab.md)\n");
     return 2;
   }
+  // The stores' directory goes with the launch, however it ends (ScratchDir).
+  std::unique_ptr<ScratchDir> scratch;
   std::string dir;
   try {
-    dir = make_temp_dir("ddph-bench");
+    scratch = std::make_unique<ScratchDir>("ddph-bench");
+    dir = scratch->path();
     for (size_t c = 0; c < o.configs.size(); ++c) {
       std::string sub = dir + "/c" + std::to_string(c);
       if (mkdir(sub.c_str(), 0700) != 0) throw std::runtime_error("cannot make " + sub);
@@ -432,16 +436,10 @@ int run_bench(BenchOptions& o) {
     std::fprintf(stderr, "ddph bench: %s\n", e.what());
     return 2;
   }
-  if (mpi.found) {
-    const int rc = run_rank(o, labels, dir, mpi.rank);
-    remove_tree(dir);
-    return rc;
-  }
+  if (mpi.found) return run_rank(o, labels, dir, mpi.rank);
   std::unique_ptr<NetLab> lab;
-  if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph bench", o.world, o.link))) {
-    remove_tree(dir);
+  if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph bench", o.world, o.link)))
     return kLabUnavailable;
-  }
   // Forked, not exec'd: no thread exists yet in this process, and the
   // children need nothing but the parsed options.
   std::vector<RankExit> exits = run_local_ranks(
@@ -451,7 +449,8 @@ int run_bench(BenchOptions& o) {
         return run_rank(o, labels, dir, r);
       },
       o.timeout_s, 10.0);
-  remove_tree(dir);
+  scratch->remove();
+  end_if_stopped("ddph bench");
   return report_ranks("ddph bench", exits) ? kExitOk : kExitFailed;
 }
 

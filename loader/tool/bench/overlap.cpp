@@ -6,13 +6,14 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "loader/tool/bench/measure.h"
+#include "loader/tool/output_file.h"
 #include "loader/tool/ranks/buckets.h"
 #include "loader/tool/ranks/session.h"
 
@@ -45,9 +46,14 @@ void derive_configs(const std::string& config, const std::string& inner_path,
   YAML::Node empty = YAML::Clone(root);
   empty.remove("rules");
   empty["hook"] = YAML::Clone(noop);
-  std::ofstream(inner_path) << inner << "\n";
-  std::ofstream(optimizer_path) << optimizer << "\n";
-  std::ofstream(empty_path) << empty << "\n";
+  auto write = [](const std::string& path, const YAML::Node& node) {
+    std::ostringstream text;
+    text << node << "\n";
+    write_output_file(path, text.str(), "--overlap's derived job file");
+  };
+  write(inner_path, inner);
+  write(optimizer_path, optimizer);
+  write(empty_path, empty);
 }
 
 }  // namespace

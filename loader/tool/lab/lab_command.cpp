@@ -86,6 +86,19 @@ int run_lab(LabOptions& o) {
         return 127;
       },
       o.timeout_s, 10.0);
+  // Nothing the lab started outlives it: what the ranks' commands left
+  // running in their namespaces is killed, and named.
+  std::vector<std::string> left(size_t(o.world));
+  for (const NetLab::Leftover& l : lab->kill_leftovers())
+    left[size_t(l.rank)] += (left[size_t(l.rank)].empty() ? "" : ", ") + std::to_string(l.pid) +
+                            " (" + (l.name.empty() ? "?" : l.name) + ")";
+  for (int r = 0; r < o.world; ++r)
+    if (!left[size_t(r)].empty())
+      std::fprintf(stderr,
+                   "ddph lab: rank %d's command left processes running in its namespace, "
+                   "killed: pid %s\n",
+                   r, left[size_t(r)].c_str());
+  end_if_stopped("ddph lab");
   const bool all_ok = report_ranks("ddph lab", exits);
   if (o.json)
     std::printf("{\"link\": %s, \"world\": %d, \"ok\": %s, \"ranks\": %s}\n",

@@ -1,20 +1,27 @@
 #include "loader/tool/lab/net_lab.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <set>
 #include <stdexcept>
+#include <thread>
 
 namespace ddph::tool {
 namespace {
@@ -265,6 +272,49 @@ std::unique_ptr<NetLab> open_lab(const char* tool, int world, const LinkSpec& li
     std::fprintf(stderr, "%s: %s\n", tool, e.what());
     return nullptr;
   }
+}
+
+std::vector<NetLab::Leftover> NetLab::kill_leftovers() const {
+  // A process is in rank r's namespace when its /proc/PID/ns/net is the
+  // namespace this lab holds open for r (same device and inode).
+  std::vector<std::pair<dev_t, ino_t>> ns;
+  for (int fd : netns_fds_) {
+    struct stat st {};
+    if (fstat(fd, &st) != 0) st.st_dev = st.st_ino = 0;
+    ns.emplace_back(st.st_dev, st.st_ino);
+  }
+  std::vector<Leftover> killed;
+  std::set<int> seen;
+  // Rounds until one finds nothing: a leftover may fork while it is killed.
+  // A process that has exited (a zombie) has no namespace link any more.
+  for (int round = 0; round < 100; ++round) {
+    bool found = false;
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) break;
+    while (dirent* e = readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (*end != '\0' || pid <= 0 || pid == getpid()) continue;
+      struct stat st {};
+      if (stat(("/proc/" + std::string(e->d_name) + "/ns/net").c_str(), &st) != 0) continue;
+      const auto it = std::find(ns.begin(), ns.end(), std::make_pair(st.st_dev, st.st_ino));
+      if (it == ns.end()) continue;
+      found = true;
+      if (seen.insert(int(pid)).second) {
+        Leftover l;
+        l.rank = int(it - ns.begin());
+        l.pid = int(pid);
+        std::ifstream comm("/proc/" + std::string(e->d_name) + "/comm");
+        std::getline(comm, l.name);
+        killed.push_back(l);
+      }
+      kill(pid_t(pid), SIGKILL);
+    }
+    closedir(proc);
+    if (!found) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return killed;
 }
 
 bool NetLab::enter(int rank) const {

@@ -54,6 +54,17 @@ class NetLab {
   // (after printing why) if the namespace cannot be joined.
   bool enter(int rank) const;
 
+  // What a rank's command left running in its namespace once it ended
+  // (`sleep 600 &`, a daemon, a process that called setsid), found by its
+  // network namespace in /proc and killed (SIGKILL, until none is left), so
+  // that nothing the lab started outlives the command. One entry per process.
+  struct Leftover {
+    int rank = 0;
+    int pid = 0;
+    std::string name;  // its /proc comm
+  };
+  std::vector<Leftover> kill_leftovers() const;
+
   static std::string address(int rank);  // "127.0.0.(rank+1)"
   const LinkSpec& link() const { return link_; }
 

@@ -30,15 +30,19 @@ std::string hex64(uint64_t v) {
 
 TrainReport::TrainReport(bool json, const std::string& metrics_path) : json_(json) {
   if (metrics_path.empty()) return;
-  csv_ = std::fopen(metrics_path.c_str(), "w");
-  if (csv_ == nullptr)
-    throw std::runtime_error("--metrics: cannot write " + metrics_path + ": " +
-                             std::strerror(errno));
-  std::fprintf(csv_, "%s\n", kMetricsCsvHeader);
+  csv_ = std::make_unique<OutputFile>(metrics_path, "--metrics");
+  csv_->write(std::string(kMetricsCsvHeader) + "\n");
+  csv_->flush();
 }
 
-TrainReport::~TrainReport() {
-  if (csv_ != nullptr) std::fclose(csv_);
+TrainReport::~TrainReport() = default;
+
+void TrainReport::check_metrics_path(const std::string& metrics_path) {
+  TrainReport(false, metrics_path).close_metrics();
+}
+
+void TrainReport::close_metrics() {
+  if (csv_ != nullptr) csv_->close();
 }
 
 void TrainReport::header(const TrainHeader& h) {
@@ -79,9 +83,12 @@ void TrainReport::progress(const TrainProgress& p) {
   char compression[32] = "";
   if (p.bytes_out > 0)
     std::snprintf(compression, sizeof compression, "%.9g", p.bytes_in / p.bytes_out);
-  std::fprintf(csv_, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g\n", p.step, p.loss, p.test_accuracy,
-               p.bytes_in, p.bytes_out, p.wire_bytes, compression, p.hook_seconds);
-  std::fflush(csv_);
+  char row[320];
+  std::snprintf(row, sizeof row, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g\n", p.step, p.loss,
+                p.test_accuracy, p.bytes_in, p.bytes_out, p.wire_bytes, compression,
+                p.hook_seconds);
+  csv_->write(row);
+  csv_->flush();
 }
 
 void TrainReport::summary(const TrainSummary& s) {

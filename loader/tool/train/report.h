@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ddph/ddph.h"
+#include "loader/tool/output_file.h"
 
 namespace ddph::tool {
 
@@ -41,20 +43,27 @@ struct TrainSummary {
 
 class TrainReport {
  public:
-  // metrics_path: "" for none; otherwise the CSV is created now (throws
-  // std::runtime_error naming the path if it cannot be).
+  // metrics_path: "" for none; otherwise the CSV is created now with its
+  // header (throws std::runtime_error naming the path if it cannot be, or
+  // the header cannot be written).
   TrainReport(bool json, const std::string& metrics_path);
   ~TrainReport();
+  // What the launcher runs before any rank starts: creates metrics_path with
+  // the header and closes it, so that a missing folder or a full disk is
+  // said before the ranks connect. Throws as the constructor.
+  static void check_metrics_path(const std::string& metrics_path);
   TrainReport(const TrainReport&) = delete;
   TrainReport& operator=(const TrainReport&) = delete;
 
   void header(const TrainHeader& h);
   void progress(const TrainProgress& p);
   void summary(const TrainSummary& s);
+  // Closes the CSV, checked (throws as OutputFile::close).
+  void close_metrics();
 
  private:
   bool json_;
-  FILE* csv_ = nullptr;
+  std::unique_ptr<OutputFile> csv_;  // every row written and flushed, checked
 };
 
 // The CSV's columns, in order (docs/metrics.md; ddphooks.MetricsWriter

@@ -19,6 +19,7 @@
 #include "loader/tool/lab/net_lab.h"
 #include "loader/tool/ranks/job_file.h"
 #include "loader/tool/ranks/launchers.h"
+#include "loader/tool/train/report.h"
 #include "loader/tool/train/train_rank.h"
 
 namespace ddph::tool {
@@ -77,8 +78,23 @@ int launch_local(const TrainOptions& o) {
     std::fprintf(stderr, "ddph train: cannot read config %s\n", o.config.c_str());
     return 2;
   }
-  std::string dir = make_temp_dir("ddph-train");
-  std::string url = "file://" + dir;
+  // Before any rank starts: a --metrics file that cannot be written (a
+  // missing folder, a full disk) is said now, not after the ranks connected.
+  try {
+    TrainReport::check_metrics_path(o.metrics);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph train: %s\n", e.what());
+    return kExitUsage;
+  }
+  // The store's directory goes with the launch, however it ends (ScratchDir).
+  std::unique_ptr<ScratchDir> scratch;
+  try {
+    scratch = std::make_unique<ScratchDir>("ddph-train");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph train: %s\n", e.what());
+    return kExitFailed;
+  }
+  const std::string url = "file://" + scratch->path();
   // The ranks of this launch are one job; a fresh id keeps it apart from any
   // other, unless the YAML (comm.job, which wins over the environment) or
   // the caller's environment names one.
@@ -91,10 +107,8 @@ int launch_local(const TrainOptions& o) {
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe = n > 0 ? std::string(self, n) : std::string("ddph");
   std::unique_ptr<NetLab> lab;
-  if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph train", o.world, o.link))) {
-    remove_tree(dir);
+  if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph train", o.world, o.link)))
     return kLabUnavailable;
-  }
   auto body = [&](int r) {
     if (lab && !lab->enter(r)) return 1;
     // exec rather than run in the forked copy: each rank then is exactly the
@@ -139,7 +153,8 @@ int launch_local(const TrainOptions& o) {
     return 127;
   };
   std::vector<RankExit> exits = run_local_ranks(o.world, body, o.timeout_s, 10.0);
-  remove_tree(dir);
+  scratch->remove();
+  end_if_stopped("ddph train");
   return report_ranks("ddph train", exits) ? 0 : 1;
 }
 

@@ -137,6 +137,10 @@ double replica_drift(Session& session, const std::vector<Param>& params) {
 
 int train_rank(const TrainOptions& o) {
   const bool lead = o.rank == 0;
+  // Only rank 0 reports; the others write no file. Made before the session,
+  // so that a --metrics file that cannot be written stops rank 0 before it
+  // connects.
+  TrainReport report(o.json, lead ? o.metrics : std::string());
   Session session(o.config, o.rank, o.world, o.rendezvous, o.job);
   std::string label = hook_label(o.config);
 
@@ -154,8 +158,6 @@ int train_rank(const TrainOptions& o) {
                   needs);
   Rng sampler(o.seed ^ (0x5851f42d4c957f2dull * (o.rank + 1)));
 
-  // Only rank 0 reports; the others write no file.
-  TrainReport report(o.json, lead ? o.metrics : std::string());
   if (lead) {
     TrainHeader h;
     h.hook = label;
@@ -263,6 +265,7 @@ int train_rank(const TrainOptions& o) {
     if (!same)
       for (int64_t h : hashes) sum.hashes.push_back(static_cast<uint64_t>(h));
     report.summary(sum);
+    report.close_metrics();
   }
   if (!same && !drift_expected) {
     std::fprintf(stderr, "ddph train: rank %d: parameters differ from another rank's\n", o.rank);
