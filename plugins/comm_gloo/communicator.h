@@ -18,6 +18,7 @@
 #include "core/base/error.h"
 #include "core/comm/args.h"
 #include "core/comm/backend.h"
+#include "core/comm/rendezvous/gloo_store.h"
 #include "core/comm/rendezvous/kv_store.h"
 #include "plugins/comm_gloo/errors.h"
 #include "plugins/comm_gloo/mailboxes.h"
@@ -147,8 +148,8 @@ class Communicator : public CommBackend {
   }
 
   CommConfig config_;
-  std::shared_ptr<rendezvous::KvStore> store_;               // the URL's or the host's store
-  std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
+  std::shared_ptr<rendezvous::KvStore> store_;           // the URL's or the host's store
+  std::unique_ptr<rendezvous::GlooStore> prefix_store_;  // store_ under config_.prefix
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
   // The small allreduce's bound buffers (none at world 1), and its calls so

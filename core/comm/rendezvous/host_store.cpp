@@ -39,13 +39,20 @@ class HostStore : public KvStore {
     return false;
   }
 
-  // The host's own blocking get waits better than polling does.
+  // The host's own blocking get waits better than polling does. Its
+  // timeout (or not-found) is the key not appearing: KeysMissing.
   std::string get(const std::string& key, Deadline deadline) override {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     std::string value;
-    DDPH_CALL(fetch(key, std::max<int64_t>(1, left), &value));
-    return value;
+    ddph_error_t* error = fetch(key, std::max<int64_t>(1, left), &value);
+    if (error == nullptr) return value;
+    const ddph_code_t code = host()->error_code(error);
+    if (code != DDPH_TIMEOUT && code != DDPH_NOT_FOUND) DDPH_CALL(error);
+    const std::string why = host()->error_message(error);
+    host()->error_free(error);
+    throw KeysMissing(describe() + ": key '" + key + "' did not appear in time (" + why + ")",
+                      {key});
   }
 
   void erase(const std::string& key, Deadline) override {
