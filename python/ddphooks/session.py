@@ -113,6 +113,7 @@ class Session:
         if handle:
             self._lib.ddph_session_close(handle)
         _open_sessions.discard(self)
+        logs.drain()
 
     def __enter__(self):
         return self
@@ -184,13 +185,19 @@ class Session:
             _describe_params(bucket, view.numel, params, param_ids, keep)
         waiter = _completion.Waiter()
         self.submit(bucket, waiter, keep)
-        waiter.wait()
+        try:
+            waiter.wait()
+        finally:
+            logs.drain()  # the bucket's log lines are handled when run returns
         return buffer
 
     def flush(self):
         """Waits for every submitted bucket; raises the first error since the
         last flush."""
-        errors.check(self._lib, self._lib.ddph_session_flush(self._h()))
+        try:
+            errors.check(self._lib, self._lib.ddph_session_flush(self._h()))
+        finally:
+            logs.drain()
 
     # -- introspection and checkpoints -------------------------------------
 
