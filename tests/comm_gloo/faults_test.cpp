@@ -222,8 +222,7 @@ TEST_P(CommGlooStalledPeer, TheTimeoutNamesIt) {
         DDPH_CHILD_CHECK(err.code == DDPH_TIMEOUT, "%s: %s", op.name, err.text().c_str());
         const std::string named = "rank 1 (pid " + std::to_string(pid) + " on host ";
         DDPH_CHILD_CHECK(pid > 0 && err.message.find(named) != std::string::npos,
-                         "the message does not name '%s': %s", named.c_str(),
-                         err.message.c_str());
+                         "the message does not name '%s': %s", named.c_str(), err.message.c_str());
         DDPH_CHILD_CHECK(err.message.find(", at 127.0.0.1:") != std::string::npos &&
                              err.message.find("stalled") != std::string::npos,
                          "no address or cause: %s", err.message.c_str());
