@@ -1,6 +1,7 @@
 // A host's ddph_store_t (e.g. PyTorch's c10d store through the Python
 // package) as a KvStore.
 #include <algorithm>
+#include <mutex>
 
 #include "core/base/error.h"
 #include "core/base/host.h"
@@ -35,8 +36,17 @@ class HostStore : public KvStore {
     if (error == nullptr) return true;
     const ddph_code_t code = host()->error_code(error);
     if (code != DDPH_TIMEOUT && code != DDPH_NOT_FOUND) DDPH_CALL(error);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_miss_ = host()->error_message(error);
+    }
     host()->error_free(error);
     return false;
+  }
+
+  std::string last_miss() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_miss_;
   }
 
   // The host's own blocking get waits better than polling does. Its
@@ -85,6 +95,8 @@ class HostStore : public KvStore {
   }
 
   const ddph_store_t* store_;
+  mutable std::mutex mu_;
+  std::string last_miss_;  // the host's words for the last key it did not have
 };
 
 }  // namespace

@@ -76,6 +76,8 @@ void KvStore::poll(const std::vector<std::string>& keys, size_t want,
       }
       if (names.size() > 5) text << " and " << names.size() - 5 << " more keys";
       text << " did not appear in time";
+      const std::string said = last_miss();
+      if (!said.empty()) text << " (" << said << ")";
       throw KeysMissing(text.str(), std::move(names));
     }
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));

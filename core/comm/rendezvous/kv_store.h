@@ -66,6 +66,10 @@ class KvStore {
   virtual void try_get_many(const std::vector<std::string>& keys, std::vector<std::string>* values,
                             std::vector<bool>* found, Deadline deadline);
 
+  // What the store last said about a key it did not have ("" when it says
+  // nothing but no), for the message of a wait that ran out.
+  virtual std::string last_miss() const { return ""; }
+
   // Waits until key exists, then returns its value; throws KeysMissing
   // naming the key and the store once deadline passes. The default polls
   // try_get.
