@@ -44,6 +44,8 @@ class HostStore : public KvStore {
     return false;
   }
 
+  bool probes_cheaply() const override { return false; }
+
   std::string last_miss() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return last_miss_;

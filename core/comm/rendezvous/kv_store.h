@@ -66,6 +66,13 @@ class KvStore {
   virtual void try_get_many(const std::vector<std::string>& keys, std::vector<std::string>* values,
                             std::vector<bool>* found, Deadline deadline);
 
+  // Whether try_get answers at once and may be called freely. A host's
+  // store can only be asked with a wait (1 ms at least), and c10d's
+  // TCPStore falls out of step with its server after a wait that timed out,
+  // so wait_reading_all asks it for the one key it needs, with its own
+  // blocking get.
+  virtual bool probes_cheaply() const { return true; }
+
   // What the store last said about a key it did not have ("" when it says
   // nothing but no), for the message of a wait that ran out.
   virtual std::string last_miss() const { return ""; }
@@ -85,7 +92,8 @@ class KvStore {
   // Waits until keys[want] exists (known[want]); each round also reads the
   // other keys not known yet, in the same batch, and keeps what it finds
   // in values/known, so a later wait for one of them costs nothing (gloo
-  // waits for the ranks' keys one after another). Throws KeysMissing naming
+  // waits for the ranks' keys one after another); a store that does not
+  // probe cheaply is asked for keys[want] alone. Throws KeysMissing naming
   // keys[want] alone at the deadline.
   void wait_reading_all(const std::vector<std::string>& keys, size_t want,
                         std::vector<std::string>* values, std::vector<bool>* known,
