@@ -590,6 +590,10 @@ bool Session::take_metrics(ddph_bucket_metrics_t* out) {
   return true;
 }
 
+bool Session::on_own_thread() const {
+  return worker_->on_worker_thread() || t_in_done_of == this;
+}
+
 void Session::check_not_in_done(const char* function) const {
   // It would wait for itself: a done callback runs on the worker, or for a
   // pipelined hook on finisher_, whose bucket is still in flight.
