@@ -3,6 +3,7 @@
 #include <ddph/ddph.h>
 
 #include "core/base/error.h"
+#include "core/base/host.h"
 #include "loader/host_table.h"
 #include "loader/session.h"
 
@@ -44,8 +45,8 @@ ddph_error_t* ddph_session_open(const ddph_session_options_t* opts, ddph_session
   });
 }
 
-ddph_error_t* ddph_session_submit(ddph_session_t* s, const ddph_bucket_t* bucket,
-                                  ddph_done_fn done, void* user) {
+ddph_error_t* ddph_session_submit(ddph_session_t* s, const ddph_bucket_t* bucket, ddph_done_fn done,
+                                  void* user) {
   return api_guard([&] { session_of(s, "ddph_session_submit").submit(bucket, done, user); });
 }
 
@@ -60,9 +61,8 @@ ddph_error_t* ddph_session_stats(ddph_session_t* s, ddph_stats_t* out) {
     auto& session = session_of(s, "ddph_session_stats");
     DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_stats: out is NULL");
     DDPH_CHECK(out->struct_size >= DDPH_STATS_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
-               "ddph_session_stats: out->struct_size is " << out->struct_size
-                                                          << ", smaller than the v1.0 size "
-                                                          << DDPH_STATS_SIZE_V1_0);
+               "ddph_session_stats: out->struct_size is "
+                   << out->struct_size << ", smaller than the v1.0 size " << DDPH_STATS_SIZE_V1_0);
     session.stats(out);
   });
 }
@@ -102,6 +102,14 @@ ddph_comm_t* ddph_session_comm(ddph_session_t* s) {
 void ddph_session_close(ddph_session_t* s) {
   if (s == nullptr) return;
   try {
+    // close returns nothing to refuse with: the line says why it did not.
+    if (s->impl != nullptr && s->impl->on_own_thread()) {
+      ddph::log(DDPH_LOG_ERROR, "loader",
+                "ddph_session_close: called from the session's own thread (a done callback, or a "
+                "log sink called while a hook runs): the close would wait for itself, so the "
+                "session stays open; close it from another thread");
+      return;
+    }
     delete s;
   } catch (...) {
     // Destructors do not throw by design; never let anything cross the ABI.

@@ -214,8 +214,9 @@ void JobStore::begin_locked() {
     std::string value;
     try {
       value = kv_->get(marker, deadline);
-    } catch (const Error& e) {
-      if (e.code() != DDPH_TIMEOUT) throw;
+    } catch (const rendezvous::KeysMissing&) {
+      // The store answered and the marker was not there. A store that did
+      // not answer throws a plain Error naming itself, which goes up as is.
       DDPH_FAIL(DDPH_TIMEOUT, "job '" << run_.job << "' (the id from " << run_.job_source
                                       << "): rank 0 did not start the run in " << kv_->describe()
                                       << " within " << run_.timeout.count()

@@ -99,6 +99,14 @@ std::unique_ptr<JobStore> open_job_store(const ddph_session_options_t& opts, con
 }  // namespace
 
 Placement resolve_placement(int32_t opt_rank, int32_t opt_world, const CommSpec& yaml) {
+  // -1 leaves the value to the YAML or the environment; any other negative
+  // number is a mistake (or a wrapped integer), not "unset".
+  DDPH_CHECK(
+      opt_rank >= -1, DDPH_INVALID_ARGUMENT,
+      "rank is " << opt_rank << " in the session options; it must be -1 (unset) or 0 and up");
+  DDPH_CHECK(opt_world == -1 || opt_world >= 1, DDPH_INVALID_ARGUMENT,
+             "world_size is " << opt_world
+                              << " in the session options; it must be -1 (unset) or 1 and up");
   Placement p;
   p.rank = pick(opt_rank, yaml.rank, "DDPH_RANK", "RANK", 0);
   p.world_size = pick(opt_world, yaml.world_size, "DDPH_WORLD_SIZE", "WORLD_SIZE", 1);
@@ -580,6 +588,10 @@ bool Session::take_metrics(ddph_bucket_metrics_t* out) {
   std::memcpy(out, &r, std::min(caller_size, sizeof r));
   out->struct_size = caller_size;
   return true;
+}
+
+bool Session::on_own_thread() const {
+  return worker_->on_worker_thread() || t_in_done_of == this;
 }
 
 void Session::check_not_in_done(const char* function) const {

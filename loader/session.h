@@ -119,6 +119,14 @@ class Session {
   void destroy_hooks();
   void check_not_in_done(const char* function) const;
 
+ public:
+  // Whether this thread is one the session waits for when it closes: its
+  // worker (a done callback, or a log sink called from a hook), or a done
+  // callback on its finisher. ddph_session_close from there would wait for
+  // itself.
+  bool on_own_thread() const;
+
+ private:
   Job job_;
   Placement placement_;
   // The job-scoped rendezvous store handed to the communicator (NULL when

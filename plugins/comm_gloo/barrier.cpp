@@ -24,6 +24,7 @@ void Communicator::barrier() {
   const uint64_t slot = comm_gloo::slot(kBarrierSlot, agreement({name_code(what)}), next_tag());
   run(what, [&](PostedBuffers& posted) {
     std::vector<::gloo::transport::UnboundBuffer*> signals;
+    std::vector<int> to;
     for (int distance = 1; distance < world; distance <<= 1) {
       char* tokens = posted.scratch(2);
       auto* in = &posted.buffer(tokens, 1);
@@ -32,12 +33,16 @@ void Communicator::barrier() {
       in->recv(from, slot);
       out->send((me + distance) % world, slot);
       signals.push_back(out);
+      to.push_back((me + distance) % world);
+      awaiting(true, {from});
       DDPH_CHECK(in->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                  what << ": the signal from rank " << from << " was aborted");
     }
-    for (auto* out : signals)
-      DDPH_CHECK(out->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+    for (size_t i = 0; i < signals.size(); ++i) {
+      awaiting(false, {to[i]});
+      DDPH_CHECK(signals[i]->waitSend(config_.timeout), DDPH_COMM_FAILURE,
                  what << ": a signal to a peer was aborted");
+    }
   });
 }
 

@@ -5,6 +5,8 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <algorithm>
+
 #include "core/comm/args.h"
 #include "plugins/comm_gloo/communicator.h"
 #include "plugins/comm_gloo/slots.h"
@@ -36,21 +38,28 @@ void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
       if (relative & mask) {
         const int parent = absolute(relative - mask);
         ub->recv(parent, slot);
+        awaiting(true, {parent});
         DDPH_CHECK(ub->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                    what << ": the receive from rank " << parent << " was aborted");
         break;
       }
     }
     // The children set one bit below it.
-    int sends = 0;
+    std::vector<int> children;
     for (mask >>= 1; mask > 0; mask >>= 1) {
       if (relative + mask >= world) continue;
       ub->send(absolute(relative + mask), slot);
-      ++sends;
+      children.push_back(absolute(relative + mask));
     }
-    for (int i = 0; i < sends; ++i)
-      DDPH_CHECK(ub->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+    const size_t sends = children.size();
+    for (size_t i = 0; i < sends; ++i) {
+      awaiting(false, children);
+      int done = -1;
+      DDPH_CHECK(ub->waitSend(&done, config_.timeout), DDPH_COMM_FAILURE,
                  what << ": a send to a child in the tree was aborted");
+      const auto it = std::find(children.begin(), children.end(), done);
+      children.erase(it != children.end() ? it : children.begin());
+    }
   });
 }
 

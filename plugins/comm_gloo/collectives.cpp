@@ -32,6 +32,7 @@ void Communicator::drain_sends(const char* what) {
   run(what, [&] {
     while (!pending_sends_.empty()) {
       PendingSend& s = *pending_sends_.front();
+      awaiting(false, {s.peer});
       DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
                  "an earlier send to peer " << s.peer << " was aborted");
       pending_sends_.pop_front();
@@ -108,6 +109,7 @@ void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
     // Wait for the oldest only: that keeps the order and bounds memory.
     run(what, [&] {
       PendingSend& s = *pending_sends_.front();
+      awaiting(false, {s.peer});
       DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
                  "an earlier send to peer " << s.peer << " was aborted");
       pending_sends_.pop_front();
@@ -135,6 +137,7 @@ void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   run(what, [&](PostedBuffers& posted) {
     auto* ub = &posted.buffer(buf.data, buf.bytes());
     ub->recv(peer, slot);
+    awaiting(true, {peer});
     DDPH_CHECK(ub->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                "recv from peer " << peer << " was aborted");
   });

@@ -37,7 +37,8 @@ Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous:
                                              << "') cannot be used to listen: " << e.what());
   }
 
-  prefix_store_.reset(new rendezvous::GlooStore(store_, config_.prefix, config_.timeout));
+  prefix_store_.reset(
+      new rendezvous::GlooStore(store_, config_.prefix, config_.timeout, config_.world));
   auto context = std::make_shared<::gloo::rendezvous::Context>(config_.rank, config_.world);
   context->setTimeout(config_.timeout);
 
@@ -48,6 +49,7 @@ Communicator::Communicator(const CommConfig& config, std::shared_ptr<rendezvous:
        << config_.timeout.count() << " ms)";
   const std::string what_text = what.str();
   gloo_call(what_text.c_str(), rank(), [&] { context->connectFullMesh(*prefix_store_, device_); });
+  prefix_store_->restart_deadline();  // reading the socket ends gets a timeout of its own
   const std::vector<SocketEnds> ends = wire_->track_new_sockets(before, FdSnapshot::take(), this);
   context_ = std::move(context);
   attribute_sockets(ends);

@@ -18,6 +18,7 @@
 #include "core/base/error.h"
 #include "core/comm/args.h"
 #include "core/comm/backend.h"
+#include "core/comm/rendezvous/gloo_store.h"
 #include "core/comm/rendezvous/kv_store.h"
 #include "plugins/comm_gloo/errors.h"
 #include "plugins/comm_gloo/mailboxes.h"
@@ -147,8 +148,8 @@ class Communicator : public CommBackend {
   }
 
   CommConfig config_;
-  std::shared_ptr<rendezvous::KvStore> store_;               // the URL's or the host's store
-  std::unique_ptr<::gloo::rendezvous::Store> prefix_store_;  // store_ under config_.prefix
+  std::shared_ptr<rendezvous::KvStore> store_;           // the URL's or the host's store
+  std::unique_ptr<rendezvous::GlooStore> prefix_store_;  // store_ under config_.prefix
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
   // The small allreduce's bound buffers (none at world 1), and its calls so
@@ -157,6 +158,21 @@ class Communicator : public CommBackend {
   uint64_t small_calls_ = 0;
   std::shared_ptr<WireBytes> wire_;  // shared with the communicators split from this one
   std::vector<PeerIdentity> peers_;  // by rank here, from the store at connect time
+
+  // The peers the wait in progress is for, and whether it waits for them
+  // to send (else to take what this rank sent): a timeout's message names
+  // them, since gloo's ("Timed out waiting 3000ms for recv") names nobody.
+  // Set before each wait; run() clears it.
+  std::vector<int> awaited_;
+  bool awaiting_recv_ = true;
+  void awaiting(bool recv, std::vector<int> peers) {
+    awaiting_recv_ = recv;
+    awaited_ = std::move(peers);
+  }
+  // "rank 1 (pid 1234 on host h, at 127.0.0.1:5555) sent nothing for 3000
+  // ms: stalled (a stopped process) or overloaded, or making a different
+  // call"; "" when no wait is marked.
+  std::string who_did_not_answer() const;
 
   std::mutex broken_mutex_;
   std::string broken_;  // the first failure; empty while healthy
@@ -187,6 +203,7 @@ inline const char* failure_hint(ddph_code_t code) {
 template <class Fn>
 void Communicator::run(const char* what, Fn&& fn) {
   check_not_broken(what);
+  awaited_.clear();
   PostedBuffers posted(*context_);  // freed after the catch below (posted_buffers.h)
   try {
     gloo_call(what, rank(), [&] {
@@ -199,7 +216,9 @@ void Communicator::run(const char* what, Fn&& fn) {
     if (e.code() == DDPH_COMM_FAILURE || e.code() == DDPH_TIMEOUT) {
       // Ranks that disagree on a call wait in vain (slots.h): the first to
       // give up times out and closes its connections, which its peers see.
-      const Error hinted(e.code(), name_peers(e.what()) + failure_hint(e.code()));
+      const std::string who = e.code() == DDPH_TIMEOUT ? who_did_not_answer() : "";
+      const Error hinted(
+          e.code(), name_peers(e.what()) + (who.empty() ? failure_hint(e.code()) : ": " + who));
       break_with(hinted);
       throw hinted;
     }

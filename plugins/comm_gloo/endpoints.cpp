@@ -66,6 +66,26 @@ std::string Communicator::name_peers(const std::string& text) const {
   return name_peers_in(text, peers_);
 }
 
+std::string Communicator::who_did_not_answer() const {
+  std::string out;
+  for (int peer : awaited_) {
+    if (peer < 0 || peer >= size() || peer == rank()) continue;
+    PeerIdentity who = size_t(peer) < peers_.size() ? peers_[size_t(peer)] : PeerIdentity{};
+    who.rank = peer;
+    if (who.pid.empty()) who.pid = "?";
+    if (who.host.empty()) who.host = "?";
+    if (!out.empty()) out += ", ";
+    out += who.describe(who.addresses.empty() ? "an unknown address" : who.addresses.front());
+  }
+  if (out.empty()) return out;
+  const bool several = awaited_.size() > 1;
+  out += std::string(awaiting_recv_ ? " sent nothing" : " took nothing this rank sent") + " for " +
+         std::to_string(config_.timeout.count()) + " ms: " + (several ? "each " : "") +
+         "stalled (a stopped process) or overloaded, or making a different call (another "
+         "collective, length, dtype, op or root)";
+  return out;
+}
+
 uint64_t Communicator::bytes_sent_to(int peer) {
   if (peer < 0 || peer >= size() || peer == rank()) return 0;
   return wire_->to_peer(world_rank(peer));

@@ -10,6 +10,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -33,29 +34,38 @@ void Communicator::exchange(const char* what, const CommBuf& in, const std::vect
   run(what, [&](PostedBuffers& posted) {
     auto* in_buf = &posted.buffer(in.data, in.bytes());
     auto* out_buf = &posted.buffer(out.data, out.bytes());
-    int recvs_posted = 0, sends_posted = 0;
+    std::vector<int> from_peers, to_peers;
     // Receives first, so that peers' sends find them posted.
     for (int k = 1; k < world; ++k) {
       const int from = (me - k + world) % world;
       const Span& r = recvs[size_t(from)];
       if (r.bytes == 0) continue;
       out_buf->recv(from, slot_for(r.bytes), r.offset, r.bytes);
-      ++recvs_posted;
+      from_peers.push_back(from);
     }
     for (int k = 1; k < world; ++k) {
       const int to = (me + k) % world;
       const Span& s = sends[size_t(to)];
       if (s.bytes == 0) continue;
       in_buf->send(to, slot_for(s.bytes), s.offset, s.bytes);
-      ++sends_posted;
+      to_peers.push_back(to);
     }
-    for (int i = 0; i < recvs_posted; ++i) {
-      DDPH_CHECK(out_buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
+    // Each wait names the peers still outstanding, should it time out.
+    while (!from_peers.empty()) {
+      awaiting(true, from_peers);
+      int done = -1;
+      DDPH_CHECK(out_buf->waitRecv(&done, config_.timeout), DDPH_COMM_FAILURE,
                  what << ": a receive was aborted");
+      const auto it = std::find(from_peers.begin(), from_peers.end(), done);
+      from_peers.erase(it != from_peers.end() ? it : from_peers.begin());
     }
-    for (int i = 0; i < sends_posted; ++i) {
-      DDPH_CHECK(in_buf->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+    while (!to_peers.empty()) {
+      awaiting(false, to_peers);
+      int done = -1;
+      DDPH_CHECK(in_buf->waitSend(&done, config_.timeout), DDPH_COMM_FAILURE,
                  what << ": a send was aborted");
+      const auto it = std::find(to_peers.begin(), to_peers.end(), done);
+      to_peers.erase(it != to_peers.end() ? it : to_peers.begin());
     }
   });
 }

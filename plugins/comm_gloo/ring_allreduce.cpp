@@ -71,6 +71,7 @@ void Communicator::ring(const char* what, const CommBuf& recv, ddph_reduce_op_t 
     auto* tmp = &posted.buffer(tmp_mem, tmp_bytes);
     size_t sends_posted = 0, sends_done = 0;
     auto wait_send = [&] {
+      awaiting(false, {to});
       DDPH_CHECK(buf->waitSend(config_.timeout), DDPH_COMM_FAILURE,
                  what << ": a send to rank " << to << " was aborted");
       ++sends_done;
@@ -110,6 +111,7 @@ void Communicator::ring(const char* what, const CommBuf& recv, ddph_reduce_op_t 
       }
       auto r = rs_recv(t);
       if (r.second > r.first) {
+        awaiting(true, {from});
         DDPH_CHECK(tmp->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                    what << ": a receive from rank " << from << " was aborted");
         divide(r);  // the first touch of this local segment
@@ -133,15 +135,18 @@ void Communicator::ring(const char* what, const CommBuf& recv, ddph_reduce_op_t 
       // We forward at step t what arrived at step t - per_chunk.
       while (!recvs_pending.empty() && t >= layout.per_chunk() &&
              recvs_pending.front() <= t - layout.per_chunk()) {
+        awaiting(true, {from});
         DDPH_CHECK(buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                    what << ": a receive from rank " << from << " was aborted");
         recvs_pending.pop_front();
       }
       post_send(layout.at(me, t));
     }
-    for (; !recvs_pending.empty(); recvs_pending.pop_front())
+    for (; !recvs_pending.empty(); recvs_pending.pop_front()) {
+      awaiting(true, {from});
       DDPH_CHECK(buf->waitRecv(config_.timeout), DDPH_COMM_FAILURE,
                  what << ": a receive from rank " << from << " was aborted");
+    }
     while (sends_done < sends_posted) wait_send();
   });
 }

@@ -134,6 +134,7 @@ void Communicator::small_allreduce(const char* what, const CommBuf& send, const 
     for (int k = 1; k < world; ++k) {
       const int from = (me - k + world) % world;
       try {
+        awaiting(true, {from});
         arrived[size_t(from)] = mailboxes_->receive(from, parity);
       } catch (...) {
         char* box = mailboxes_->inbox(from, parity);

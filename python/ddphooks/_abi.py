@@ -201,6 +201,54 @@ class Host(Structure):
     ]
 
 
+# --- checked conversions --------------------------------------------------
+# ctypes wraps an integer that does not fit its C type without a word (2**31
+# in an int32_t is -2**31) and a char* ends at the first NUL. Every integer
+# and string Python hands libddph.so goes through these instead.
+
+INT32 = ("int32_t", -2 ** 31, 2 ** 31 - 1)
+INT64 = ("int64_t", -2 ** 63, 2 ** 63 - 1)
+UINT64 = ("uint64_t", 0, 2 ** 64 - 1)
+SIZE = ("size_t", 0, 2 ** (8 * ctypes.sizeof(c_size_t)) - 1)
+POINTER_INT = ("a pointer", 0, 2 ** (8 * ctypes.sizeof(c_void_p)) - 1)
+C_INT = ("int", -2 ** (8 * ctypes.sizeof(c_int) - 1), 2 ** (8 * ctypes.sizeof(c_int) - 1) - 1)
+
+
+def checked_int(value, name, ctype, low=None, high=None):
+    """`value` as a Python int within the C type `ctype` (INT32, UINT64, ...)
+    and within [low, high] where given; else TypeError (not an integer, or a
+    bool) or OverflowError/ValueError naming `name` and the range."""
+    type_name, lo, hi = ctype
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError("%s must be an integer, not %s" % (name, type(value).__name__))
+    v = value.__index__()
+    if not lo <= v <= hi:
+        raise OverflowError("%s = %d does not fit in %s (%d to %d)" % (name, v, type_name, lo, hi))
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise ValueError("%s = %d is out of range (%s to %s)"
+                         % (name, v, lo if low is None else low, hi if high is None else high))
+    return v
+
+
+def checked_str(value, name, allow_none=True):
+    """`value` (a str, or bytes) as UTF-8 bytes for a char*; None stays None
+    where allowed. A NUL would end the C string early: ValueError."""
+    if value is None:
+        if allow_none:
+            return None
+        raise TypeError("%s must be a string, not None" % name)
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+    elif isinstance(value, bytes):
+        data = value
+    else:
+        raise TypeError("%s must be a string, not %s" % (name, type(value).__name__))
+    if b"\0" in data:
+        raise ValueError("%s contains a NUL character at offset %d; C would cut the "
+                         "string there" % (name, data.index(b"\0")))
+    return data
+
+
 def new(struct_type, **fields):
     """A zeroed struct with struct_size set, then the given fields."""
     s = struct_type()

@@ -122,7 +122,8 @@ def describe_params(bucket, entries, ids, keep):
         return
     array = (_abi.Param * n)()
     for d, (offset, shape, data) in zip(array, entries):
-        dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        dims = (ctypes.c_int64 * max(len(shape), 1))(
+            *[_abi.checked_int(d, "a parameter's shape", _abi.INT64) for d in shape])
         d.struct_size = ctypes.sizeof(_abi.Param)
         d.offset = offset
         d.ndim = len(shape)
@@ -134,7 +135,8 @@ def describe_params(bucket, entries, ids, keep):
     bucket.params = ctypes.cast(array, ctypes.POINTER(_abi.Param))
     keep.append(array)
     if ids is not None:
-        id_array = (ctypes.c_int64 * n)(*[int(x) for x in ids])
+        id_array = (ctypes.c_int64 * n)(
+            *[_abi.checked_int(x, "param_ids[%d]" % i, _abi.INT64) for i, x in enumerate(ids)])
         bucket.param_ids = ctypes.cast(id_array, ctypes.POINTER(ctypes.c_int64))
         keep.append(id_array)
 

@@ -33,7 +33,8 @@ class DeviceAllocator:
 
         def c_alloc(_ctx, nbytes, device, stream):
             try:
-                return int(self._alloc(int(nbytes), device.device_id, stream or 0)) or None
+                ptr = self._alloc(int(nbytes), device.device_id, stream or 0)
+                return _abi.checked_int(ptr or 0, "alloc()'s address", _abi.POINTER_INT) or None
             except Exception:  # an exception must not unwind into C
                 _log.exception("ddphooks: the device allocator's alloc(%d) failed", nbytes)
                 return None

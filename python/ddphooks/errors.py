@@ -1,6 +1,8 @@
 """ddph errors as Python exceptions."""
 import enum
 
+from . import _abi
+
 
 class Code(enum.IntEnum):
     """ddph_code_t."""
@@ -57,4 +59,6 @@ def check(lib, err):
 def make(lib, code, message):
     """A new ddph_error_t* (for callbacks that report to the library)."""
     host = lib.ddph_host().contents
-    return host.error_new(int(code), str(message).encode("utf-8", "replace"))
+    # An error's text must not be cut short by a NUL: it is shown as \0.
+    text = str(message).replace("\0", "\\0").encode("utf-8", "replace")
+    return host.error_new(_abi.checked_int(code, "error code", _abi.C_INT), text)

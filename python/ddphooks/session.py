@@ -45,10 +45,6 @@ def new_job_id():
     return "j" + uuid.uuid4().hex[:24]
 
 
-def _encode(s):
-    return None if s is None else s.encode()
-
-
 class Session:
     """A ddph session: the hook the config names, joined with the other ranks.
 
@@ -88,11 +84,15 @@ class Session:
             store if isinstance(store, HostStore) else HostStore(store))
         self._comm = comm  # keeps the host communicator's callbacks alive
         self._device_allocator = device_allocator  # and the allocator's
+        # -1 (or None): from the YAML or the environment.
+        rank = -1 if rank is None else _abi.checked_int(rank, "rank", _abi.INT32, low=-1)
+        world_size = -1 if world_size is None else _abi.checked_int(
+            world_size, "world_size", _abi.INT32, low=-1)
         opts = _abi.new(
-            _abi.SessionOptions, yaml_path=_encode(path), yaml_text=_encode(text),
-            rank=-1 if rank is None else int(rank),
-            world_size=-1 if world_size is None else int(world_size),
-            rendezvous=_encode(rendezvous), job=_encode(job))
+            _abi.SessionOptions, yaml_path=_abi.checked_str(path, "config (a path)"),
+            yaml_text=_abi.checked_str(text, "config"), rank=rank, world_size=world_size,
+            rendezvous=_abi.checked_str(rendezvous, "rendezvous"),
+            job=_abi.checked_str(job, "job"))
         if self._store is not None:
             opts.store = ctypes.pointer(self._store.table)
         if comm is not None:
@@ -113,6 +113,7 @@ class Session:
         if handle:
             self._lib.ddph_session_close(handle)
         _open_sessions.discard(self)
+        logs.drain()
 
     def __enter__(self):
         return self
@@ -167,9 +168,14 @@ class Session:
         param_ids: optional stable ids of those parameters (e.g. their index
         in the model), so per-parameter state follows a parameter whichever
         bucket it is in."""
+        index = _abi.checked_int(index, "index", _abi.UINT64)
+        if step is not None:
+            step = _abi.checked_int(step, "step", _abi.UINT64)
+        if stream is not None:
+            stream = _abi.checked_int(stream, "stream", _abi.POINTER_INT)
         view = _tensors.view_of(buffer)
         with self._lock:
-            s = self._step if step is None else int(step)
+            s = self._step if step is None else step
             if is_last and step is None:
                 self._step += 1
         bucket = _abi.new(_abi.Bucket, index=index, step=s, is_last=1 if is_last else 0,
@@ -179,13 +185,19 @@ class Session:
             _describe_params(bucket, view.numel, params, param_ids, keep)
         waiter = _completion.Waiter()
         self.submit(bucket, waiter, keep)
-        waiter.wait()
+        try:
+            waiter.wait()
+        finally:
+            logs.drain()  # the bucket's log lines are handled when run returns
         return buffer
 
     def flush(self):
         """Waits for every submitted bucket; raises the first error since the
         last flush."""
-        errors.check(self._lib, self._lib.ddph_session_flush(self._h()))
+        try:
+            errors.check(self._lib, self._lib.ddph_session_flush(self._h()))
+        finally:
+            logs.drain()
 
     # -- introspection and checkpoints -------------------------------------
 
@@ -232,7 +244,9 @@ def _describe_params(bucket, numel, params, param_ids, keep):
     entries = []
     offset = 0
     for i, p in enumerate(params):
-        shape = tuple(int(d) for d in (p if isinstance(p, (tuple, list)) else p.shape))
+        dims = p if isinstance(p, (tuple, list)) else p.shape
+        shape = tuple(_abi.checked_int(d, "params[%d]'s shape[%d]" % (i, k), _abi.INT64, low=0)
+                      for k, d in enumerate(dims))
         count = 1
         for d in shape:
             count *= d

@@ -315,8 +315,8 @@ class DDPHook:
         b = desc.bucket
         is_last = bucket.is_last()
         with self._lock:
-            b.index = index
-            b.step = self.step
+            b.index = _abi.checked_int(index, "bucket index", _abi.UINT64)
+            b.step = _abi.checked_int(self.step, "step", _abi.UINT64)
             b.is_last = 1 if is_last else 0
             b.stream = torch.cuda.current_stream(buf.device).cuda_stream if buf.is_cuda else None
             if is_last:
@@ -352,7 +352,7 @@ class DDPHook:
 
     def load_state_dict(self, state):
         self.session.load_state_dict(state["state"])
-        self.step = int(state["step"])
+        self.step = _abi.checked_int(state["step"], "state['step']", _abi.UINT64)
         self._state_loaded = True
 
     def _check_resumed(self):

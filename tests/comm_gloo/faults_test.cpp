@@ -188,6 +188,64 @@ INSTANTIATE_TEST_SUITE_P(Collectives, CommGlooFaultsEvery,
                                            kAllreduceSmall),
                          collective_test_name);
 
+// A peer that stops (SIGSTOP: alive, connected, answering nothing) is named
+// in the survivor's timeout, by rank, pid and address, as a killed one is;
+// gloo's own words ("Timed out waiting 2000ms for recv") name nobody.
+class CommGlooStalledPeer : public ::testing::TestWithParam<Collective> {};
+
+TEST_P(CommGlooStalledPeer, TheTimeoutNamesIt) {
+  static Collective op;
+  op = GetParam();
+  auto res = ddph_test::run_ranks(
+      2,
+      [](int rank, int world, const std::string& dir) {
+        Err err;
+        ddph_comm_t* comm = connect(config(rank, world, dir), &err);
+        DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+        Tensor t(kF32, int64_t(world) << 18);
+        err = take(op.call(comm, t));
+        DDPH_CHILD_CHECK(err.ok(), "rank %d first %s: %s", rank, op.name, err.text().c_str());
+        const std::string pid_file = dir + "/pid1";
+        if (rank == 1) {
+          FILE* f = fopen(pid_file.c_str(), "w");
+          fprintf(f, "%d", int(getpid()));
+          fclose(f);
+          raise(SIGSTOP);  // rank 0 kills it once it has its message
+          return 1;
+        }
+        const double t0 = now_s();
+        err = take(op.call(comm, t));
+        const double took = seconds_since(t0);
+        int pid = 0;
+        if (FILE* f = fopen(pid_file.c_str(), "r")) {
+          if (fscanf(f, "%d", &pid) != 1) pid = 0;
+          fclose(f);
+        }
+        if (pid > 0) kill(pid, SIGKILL);
+        DDPH_CHILD_CHECK(err.code == DDPH_TIMEOUT, "%s: %s", op.name, err.text().c_str());
+        const std::string named = "rank 1 (pid " + std::to_string(pid) + " on host ";
+        DDPH_CHILD_CHECK(pid > 0 && err.message.find(named) != std::string::npos,
+                         "the message does not name '%s': %s", named.c_str(), err.message.c_str());
+        DDPH_CHILD_CHECK(err.message.find(", at 127.0.0.1:") != std::string::npos &&
+                             err.message.find("stalled") != std::string::npos,
+                         "no address or cause: %s", err.message.c_str());
+        DDPH_CHILD_CHECK(took > 0.8 * kTimeoutMs / 1000 && took < kDeadlineS,
+                         "timed out after %.2f s with a %lld ms timeout", took,
+                         (long long)kTimeoutMs);
+        comm->destroy(comm->ctx);
+        return 0;
+      },
+      30);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_TRUE(res[0].exit_code == 0 && !res[0].timed_out) << ddph_test::describe(res);
+  EXPECT_EQ(res[1].signal, SIGKILL) << ddph_test::describe(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, CommGlooStalledPeer,
+                         ::testing::Values(kAllreduceSum, kReduceScatterAvg, kBarrier,
+                                           kAllreduceSmall),
+                         collective_test_name);
+
 // A peer that closes its communicator while this rank makes one small
 // allreduce more: its mailboxes are taken off gloo's device thread before
 // they are freed (plugins/comm_gloo/mailboxes.cpp), so it neither crashes

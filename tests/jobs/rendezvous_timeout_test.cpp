@@ -98,6 +98,32 @@ TEST(RendezvousTimeout, ASilentRedisTimesOut) {
   EXPECT_LT(s.seconds, kTimeoutS + slack) << s.message;
 }
 
+// Rank 1 waits for rank 0's run marker on a Redis that never answers: it is
+// told the store did not answer, naming it, not that rank 0 did not start.
+TEST(RendezvousTimeout, ASilentRedisIsBlamedNotRank0) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string where = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  JobOpen o;
+  o.rank = 1;
+  o.world = 2;
+  o.rendezvous = "redis://" + where;
+  o.timeout = "200ms";
+  Opened s = open_job(o);
+  close(fd);
+  EXPECT_EQ(s.session, nullptr);
+  EXPECT_EQ(s.code, DDPH_TIMEOUT) << s.message;
+  EXPECT_TRUE(contains(s.message, "redis store " + where)) << s.message;
+  EXPECT_TRUE(contains(s.message, "did not answer in time")) << s.message;
+  EXPECT_FALSE(contains(s.message, "rank 0 did not start")) << s.message;
+}
+
 // A real Redis server, stopped (SIGSTOP) while the job starts.
 TEST(RendezvousTimeout, AStoppedRedisTimesOut) {
   const int port = free_port();

@@ -409,6 +409,32 @@ struct FlushFromDone {
 };
 }  // namespace
 
+// The same for close: it would join the worker from the worker. It is
+// refused (with an error line), and the session goes on.
+struct CloseFromDone {
+  ddph_session_t* s;
+  bool returned = false;
+  static void done(void* user, ddph_error_t* e) {
+    ddph_error_free(e);
+    auto* self = static_cast<CloseFromDone*>(user);
+    ddph_session_close(self->s);
+    self->returned = true;
+  }
+};
+
+TEST(Session, CloseFromADoneCallbackIsRefusedNotADeadlock) {
+  Session s(yaml("{family: fixture_sum, name: sum}"));
+  CloseFromDone probe{s.s};
+  Bucket b(4, 1);
+  ASSERT_EQ(ddph_session_submit(s.s, &b.b, &CloseFromDone::done, &probe), nullptr);
+  EXPECT_EQ(ddph_session_flush(s.s), nullptr);
+  EXPECT_TRUE(probe.returned);
+  Bucket again(4, 1, 0, 1);
+  ddph_done_fn ignore = [](void*, ddph_error_t* e) { ddph_error_free(e); };
+  EXPECT_EQ(ddph_session_submit(s.s, &again.b, ignore, nullptr), nullptr);
+  EXPECT_EQ(ddph_session_flush(s.s), nullptr);  // still open: the test's Session closes it
+}
+
 TEST(Session, FlushFromADoneCallbackIsMisuseNotADeadlock) {
   Session s(yaml("{family: fixture_sum, name: sum}"));
   FlushFromDone probe{s.s};

@@ -286,6 +286,54 @@ TEST(RankAgreement, ALayoutChangeOnOneRankIsRefusedByNameUnlessOff) {
   }
 }
 
+// A layout that changes on one rank in a bucket that is NOT the step's last
+// (docs/reliability.md says when the session survives it). auto compares at
+// the step's last bucket, so the other rank has already run that bucket's
+// hook: its collective meets a different call, both ranks fail naming both
+// calls, and the communicator closes: the session is broken, and the next
+// step, right on both ranks, fails at once with that cause. strict compares
+// each bucket before its hook runs: refused on both, the next step works.
+TEST(RankAgreement, ALayoutChangeBeforeTheStepsLastBucketBreaksTheSessionUnlessStrict) {
+  for (const char* check : {"auto", "strict"}) {
+    auto res = ddph_test::run_ranks(2, [&](int rank, int world, const std::string& dir) {
+      const bool strict = std::strcmp(check, "strict") == 0;
+      ddph_session_t* s = ddph_test::open_session(yaml(check, "", "2s"), rank, world, dir);
+      DDPH_CHILD_CHECK(s != nullptr, "open");
+      std::vector<float> a0(1024, 1.0f), b0(1024, 1.0f);
+      ddph_test::FloatBucket a(a0, 0, 0, false), b(b0, 1, 0, true);
+      std::vector<Done> done;
+      DDPH_CHILD_CHECK(run_step(s, {&a, &b}, 0, done) == DDPH_OK, "step 0");
+      // Step 1: rank 0's bucket 0 has 1000 elements instead of 1024.
+      std::vector<float> c0(rank == 0 ? 1000 : 1024, 1.0f);
+      ddph_test::FloatBucket c(c0, 0, 1, false);
+      const ddph_code_t code = run_step(s, {&c, &b}, 1, done);
+      DDPH_CHILD_CHECK(code != DDPH_OK && done[0].code != DDPH_OK, "%s, rank %d: step 1 passed",
+                       check, rank);
+      // strict names the buckets' elements, the communicator the calls' bytes.
+      const std::string& m = done[0].message;
+      DDPH_CHILD_CHECK((has(m, "1000 float32") && has(m, "1024 float32")) ||
+                           (has(m, "4000 bytes") && has(m, "4096 bytes")),
+                       "%s, rank %d: both calls are not named: %s", check, rank,
+                       done[0].message.c_str());
+      // Step 2, the same buckets on both ranks.
+      std::vector<float> d0(1024, 2.0f);
+      ddph_test::FloatBucket d(d0, 0, 2, false);
+      const ddph_code_t next = run_step(s, {&d, &b}, 2, done);
+      if (strict) {
+        DDPH_CHILD_CHECK(next == DDPH_OK && all_equal(d0, 2.0f), "strict, rank %d: step 2: %s",
+                         rank, done[0].message.c_str());
+      } else {
+        DDPH_CHILD_CHECK(next != DDPH_OK && has(done[0].message, "broken"),
+                         "auto, rank %d: step 2 gave %d: %s", rank, int(next),
+                         done[0].message.c_str());
+      }
+      ddph_session_close(s);
+      return 0;
+    });
+    EXPECT_TRUE(ddph_test::all_passed(res)) << check << ": " << ddph_test::describe(res);
+  }
+}
+
 // A bucket of 1024 float32 elements whose parameters are one 32 x 32
 // matrix on rank 0 and one vector on rank 1: the buckets agree, but
 // PowerSGD compresses the matrix (an allreduce of P, 32 elements) and

@@ -1,6 +1,7 @@
 // A host's ddph_store_t (e.g. PyTorch's c10d store through the Python
 // package) as a KvStore.
 #include <algorithm>
+#include <mutex>
 
 #include "core/base/error.h"
 #include "core/base/host.h"
@@ -35,17 +36,35 @@ class HostStore : public KvStore {
     if (error == nullptr) return true;
     const ddph_code_t code = host()->error_code(error);
     if (code != DDPH_TIMEOUT && code != DDPH_NOT_FOUND) DDPH_CALL(error);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_miss_ = host()->error_message(error);
+    }
     host()->error_free(error);
     return false;
   }
 
-  // The host's own blocking get waits better than polling does.
+  bool probes_cheaply() const override { return false; }
+
+  std::string last_miss() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_miss_;
+  }
+
+  // The host's own blocking get waits better than polling does. Its
+  // timeout (or not-found) is the key not appearing: KeysMissing.
   std::string get(const std::string& key, Deadline deadline) override {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     std::string value;
-    DDPH_CALL(fetch(key, std::max<int64_t>(1, left), &value));
-    return value;
+    ddph_error_t* error = fetch(key, std::max<int64_t>(1, left), &value);
+    if (error == nullptr) return value;
+    const ddph_code_t code = host()->error_code(error);
+    if (code != DDPH_TIMEOUT && code != DDPH_NOT_FOUND) DDPH_CALL(error);
+    const std::string why = host()->error_message(error);
+    host()->error_free(error);
+    throw KeysMissing(describe() + ": key '" + key + "' did not appear in time (" + why + ")",
+                      {key});
   }
 
   void erase(const std::string& key, Deadline) override {
@@ -78,6 +97,8 @@ class HostStore : public KvStore {
   }
 
   const ddph_store_t* store_;
+  mutable std::mutex mu_;
+  std::string last_miss_;  // the host's words for the last key it did not have
 };
 
 }  // namespace

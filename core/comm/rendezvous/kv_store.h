@@ -11,6 +11,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "core/base/error.h"
 
 namespace ddph {
 namespace rendezvous {
@@ -21,6 +24,20 @@ using Deadline = Clock::time_point;
 inline Deadline deadline_in(std::chrono::milliseconds timeout) {
   return Clock::now() + timeout;
 }
+
+// The DDPH_TIMEOUT of a wait whose keys did not appear by the deadline while
+// the store kept answering: their writer is missing, the store is not. A
+// store that does not answer in time throws a plain Error instead, so a
+// message can tell the two apart.
+class KeysMissing : public Error {
+ public:
+  KeysMissing(const std::string& message, std::vector<std::string> keys)
+      : Error(DDPH_TIMEOUT, message), keys_(std::move(keys)) {}
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  std::vector<std::string> keys_;
+};
 
 class KvStore {
  public:
@@ -43,10 +60,49 @@ class KvStore {
   // command, for messages that ask them to.
   virtual std::string how_to_remove(const std::string& prefix) const = 0;
 
-  // Waits until key exists, then returns its value; throws DDPH_TIMEOUT
+  // For each key, whether it exists now (found[i]) and its value. One round
+  // trip where the store can (Redis: MGET); the default calls try_get for
+  // each.
+  virtual void try_get_many(const std::vector<std::string>& keys, std::vector<std::string>* values,
+                            std::vector<bool>* found, Deadline deadline);
+
+  // Whether try_get answers at once and may be called freely. A host's
+  // store can only be asked with a wait (1 ms at least), and c10d's
+  // TCPStore falls out of step with its server after a wait that timed out,
+  // so wait_reading_all asks it for the one key it needs, with its own
+  // blocking get.
+  virtual bool probes_cheaply() const { return true; }
+
+  // What the store last said about a key it did not have ("" when it says
+  // nothing but no), for the message of a wait that ran out.
+  virtual std::string last_miss() const { return ""; }
+
+  // Waits until key exists, then returns its value; throws KeysMissing
   // naming the key and the store once deadline passes. The default polls
   // try_get.
   virtual std::string get(const std::string& key, Deadline deadline);
+
+  // Waits until every key exists, with one deadline for them all, and
+  // returns their values in order. Each round asks for all the keys not
+  // seen yet at once (try_get_many), so N keys cost N reads plus one batch
+  // per round, never a wait per key. Throws KeysMissing listing the keys
+  // still missing at the deadline.
+  std::vector<std::string> get_all(const std::vector<std::string>& keys, Deadline deadline);
+
+  // Waits until keys[want] exists (known[want]); each round also reads the
+  // other keys not known yet, in the same batch, and keeps what it finds
+  // in values/known, so a later wait for one of them costs nothing (gloo
+  // waits for the ranks' keys one after another); a store that does not
+  // probe cheaply is asked for keys[want] alone. Throws KeysMissing naming
+  // keys[want] alone at the deadline.
+  void wait_reading_all(const std::vector<std::string>& keys, size_t want,
+                        std::vector<std::string>* values, std::vector<bool>* known,
+                        Deadline deadline);
+
+ private:
+  // The loop of both: until known[want] (want == keys.size(): all known).
+  void poll(const std::vector<std::string>& keys, size_t want, std::vector<std::string>* values,
+            std::vector<bool>* known, Deadline deadline);
 };
 
 // Opens the store a comm.rendezvous URL names ("file:///abs/dir",

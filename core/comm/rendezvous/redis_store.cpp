@@ -143,6 +143,39 @@ bool RedisStore::try_get(const std::string& key, std::string* value, Deadline de
   return true;
 }
 
+void RedisStore::try_get_many(const std::vector<std::string>& keys,
+                              std::vector<std::string>* values, std::vector<bool>* found,
+                              Deadline deadline) {
+  constexpr size_t kPerCommand = 1000;
+  values->assign(keys.size(), std::string());
+  found->assign(keys.size(), false);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t first = 0; first < keys.size(); first += kPerCommand) {
+    const size_t n = std::min(kPerCommand, keys.size() - first);
+    std::vector<const char*> argv = {"MGET"};
+    std::vector<size_t> len = {4};
+    for (size_t i = first; i < first + n; ++i) {
+      argv.push_back(keys[i].data());
+      len.push_back(keys[i].size());
+    }
+    Reply reply(command(deadline,
+                        ("get " + std::to_string(n) + " keys from '" + keys[first] + "'").c_str(),
+                        int(argv.size()), argv.data(), len.data()));
+    DDPH_CHECK(reply->type == REDIS_REPLY_ARRAY && reply->elements == n, DDPH_COMM_FAILURE,
+               describe() << ": MGET of " << n << " keys answered a reply of type " << reply->type
+                          << " with " << reply->elements << " elements");
+    for (size_t j = 0; j < n; ++j) {
+      const redisReply* r = reply->element[j];
+      if (r->type == REDIS_REPLY_NIL) continue;
+      DDPH_CHECK(
+          r->type == REDIS_REPLY_STRING, DDPH_COMM_FAILURE,
+          describe() << ": get '" << keys[first + j] << "' answered a reply of type " << r->type);
+      (*values)[first + j].assign(r->str, r->len);
+      (*found)[first + j] = true;
+    }
+  }
+}
+
 void RedisStore::erase(const std::string& key, Deadline deadline) {
   std::lock_guard<std::mutex> lock(mu_);
   const char* argv[] = {"DEL", key.data()};

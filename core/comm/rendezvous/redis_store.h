@@ -31,6 +31,9 @@ class RedisStore : public KvStore {
   void set(const std::string& key, const std::string& value, Deadline deadline) override;
   bool add(const std::string& key, const std::string& value, Deadline deadline) override;
   bool try_get(const std::string& key, std::string* value, Deadline deadline) override;
+  // MGET: one round trip per 1,000 keys.
+  void try_get_many(const std::vector<std::string>& keys, std::vector<std::string>* values,
+                    std::vector<bool>* found, Deadline deadline) override;
   void erase(const std::string& key, Deadline deadline) override;
   std::string describe() const override;
   std::string how_to_remove(const std::string& prefix) const override;
