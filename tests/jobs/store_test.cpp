@@ -2,8 +2,6 @@
 // what a value that did not come from a rank of this job gets. The frame is
 // written here by hand, from its layout in loader/job_store.cpp, so that the
 // test does not trust the code it checks.
-#include "loader/job_store.h"
-
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,6 +13,7 @@
 #include "loader/host_table.h"
 #include "loader/job_id.h"
 #include "loader/job_secret.h"
+#include "loader/job_store.h"
 #include "tests/support/multiprocess.h"
 
 namespace ddph {
@@ -26,17 +25,6 @@ using namespace std::chrono_literals;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-std::vector<std::string> files_in(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
-        names.push_back(e->d_name);
-    closedir(d);
-  }
-  return names;
 }
 
 void put(std::string& out, uint64_t v, int bytes) {
@@ -154,11 +142,12 @@ TEST(JobStore, ReleaseLeavesTheDirectoryEmpty) {
     auto rank1 = f.store(1, "");
     ASSERT_EQ(rank0->table()->set(rank0->table()->ctx, "comm/0", "a", 1), nullptr);
     ASSERT_EQ(rank1->table()->set(rank1->table()->ctx, "comm/1", "b", 1), nullptr);
-    EXPECT_EQ(files_in(f.dir).size(), 5u);  // marker, 2 rank claims, 2 keys
+    EXPECT_EQ(ddph_test::dir_entries(f.dir).size(), 5u);  // marker, 2 rank claims, 2 keys
     rank0->release();
     rank1->release();
   }
-  EXPECT_TRUE(files_in(f.dir).empty()) << testing::PrintToString(files_in(f.dir));
+  EXPECT_TRUE(ddph_test::dir_entries(f.dir).empty())
+      << testing::PrintToString(ddph_test::dir_entries(f.dir));
 }
 
 // A key written twice in one run is a collision, named, never a silent

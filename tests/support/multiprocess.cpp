@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 namespace ddph_test {
@@ -22,7 +23,16 @@ std::string make_temp_dir(const char* tag) {
   return dir;
 }
 
-std::vector<RankResult> run_ranks(int world, const std::function<int(int, int, const std::string&)>& body,
+std::vector<std::string> dir_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error))
+    names.push_back(entry.path().filename().string());
+  return names;
+}
+
+std::vector<RankResult> run_ranks(int world,
+                                  const std::function<int(int, int, const std::string&)>& body,
                                   double timeout_s) {
   const std::string dir = make_temp_dir();
   std::fflush(stdout);
@@ -100,9 +110,12 @@ std::string describe(const std::vector<RankResult>& results) {
   for (size_t r = 0; r < results.size(); ++r) {
     const RankResult& x = results[r];
     s += "rank " + std::to_string(r) + ": ";
-    if (x.timed_out) s += "TIMED OUT";
-    else if (x.signal) s += "killed by signal " + std::to_string(x.signal);
-    else s += "exit " + std::to_string(x.exit_code);
+    if (x.timed_out)
+      s += "TIMED OUT";
+    else if (x.signal)
+      s += "killed by signal " + std::to_string(x.signal);
+    else
+      s += "exit " + std::to_string(x.exit_code);
     s += "; ";
   }
   return s;

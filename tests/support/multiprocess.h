@@ -28,6 +28,9 @@ std::vector<RankResult> run_ranks(
 // A fresh temporary directory (removed by the caller if it cares).
 std::string make_temp_dir(const char* tag = "ddph-test");
 
+// The names in dir, without . and .. (none if dir cannot be read).
+std::vector<std::string> dir_entries(const std::string& dir);
+
 // For use inside a child: prints the failure with rank, file and line and
 // makes the child's exit code non-zero.
 #define DDPH_CHILD_CHECK(cond, ...)                                                         \

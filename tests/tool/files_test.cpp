@@ -46,18 +46,6 @@ std::string error_of(const std::function<void()>& body) {
   return "";
 }
 
-// Every entry of dir but . and ..
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
-        names.push_back(e->d_name);
-    closedir(d);
-  }
-  return names;
-}
-
 // `env... ddph args` through the shell with stdout sent to `out` (a file
 // name, or /dev/full); stderr is read back.
 Result run(const std::string& env, const std::string& args, const std::string& out = "") {
@@ -118,7 +106,8 @@ TEST(ToolFiles, AMetricsFileThatCannotBeWrittenFailsBeforeAnyRankStarts) {
   EXPECT_TRUE(has(r.err, "the folder " + tmp + "/missing does not exist")) << describe(r);
   EXPECT_EQ(r.out, "") << describe(r);
   // No rank started: the launcher made no store directory.
-  EXPECT_TRUE(entries(tmp).empty()) << "left in TMPDIR: " << entries(tmp).size();
+  EXPECT_TRUE(ddph_test::dir_entries(tmp).empty())
+      << "left in TMPDIR: " << ddph_test::dir_entries(tmp).size();
   // A good path gets the header and a row per logged step.
   r = run("TMPDIR=" + tmp, kTrain + " --metrics " + tmp + "/m.csv");
   ASSERT_EQ(r.code, 0) << describe(r);
@@ -139,7 +128,7 @@ TEST(ToolFiles, StandardOutputThatCannotBeWrittenIsAFailure) {
 // Pids of the processes whose command line holds `part`.
 std::vector<int> processes_with(const std::string& part) {
   std::vector<int> pids;
-  for (const std::string& name : entries("/proc")) {
+  for (const std::string& name : ddph_test::dir_entries("/proc")) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmdline = slurp("/proc/" + name + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
@@ -230,13 +219,13 @@ TEST(ToolProcesses, AStoppedLauncherEndsItsRanksRemovesItsStoreAndDiesByTheSigna
     SCOPED_TRACE(strsignal(sig));
     const Launch l = start_training(std::to_string(sig));
     ASSERT_TRUE(has(slurp(l.out), "step      1")) << "the ranks did not start: " << slurp(l.out);
-    ASSERT_EQ(entries(l.tmp).size(), 1u);  // the store
+    ASSERT_EQ(ddph_test::dir_entries(l.tmp).size(), 1u);  // the store
     ASSERT_EQ(kill(l.pid, sig), 0);
     int status = 0;
     ASSERT_EQ(waitpid(l.pid, &status, 0), l.pid);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
     // Cleaned before it died: nothing to wait for.
-    EXPECT_TRUE(entries(l.tmp).empty()) << entries(l.tmp)[0];
+    EXPECT_TRUE(ddph_test::dir_entries(l.tmp).empty()) << ddph_test::dir_entries(l.tmp)[0];
     // Its ranks are gone; the watcher (ScratchDir) follows within moments.
     EXPECT_TRUE(none_left("--rendezvous file://" + l.tmp, 0.0));
     EXPECT_TRUE(none_left(l.job, 30.0));
@@ -247,7 +236,7 @@ TEST(ToolProcesses, AStoppedLauncherEndsItsRanksRemovesItsStoreAndDiesByTheSigna
 TEST(ToolProcesses, AKilledLaunchersStoreIsRemovedOnceItsRanksAreGone) {
   const Launch l = start_training("kill");
   ASSERT_TRUE(has(slurp(l.out), "step      1")) << "the ranks did not start: " << slurp(l.out);
-  ASSERT_EQ(entries(l.tmp).size(), 1u);
+  ASSERT_EQ(ddph_test::dir_entries(l.tmp).size(), 1u);
   ASSERT_EQ(kill(l.pid, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(waitpid(l.pid, &status, 0), l.pid);
@@ -255,7 +244,7 @@ TEST(ToolProcesses, AKilledLaunchersStoreIsRemovedOnceItsRanksAreGone) {
   // and its watcher removes the store once they are gone. 30 s is the bound
   // of a loaded machine; it takes milliseconds.
   EXPECT_TRUE(none_left(l.job, 30.0)) << processes_with(l.job).size() << " processes left";
-  EXPECT_TRUE(entries(l.tmp).empty()) << entries(l.tmp)[0];
+  EXPECT_TRUE(ddph_test::dir_entries(l.tmp).empty()) << ddph_test::dir_entries(l.tmp)[0];
   std::system(("rm -rf " + l.tmp + " " + l.out).c_str());
 }
 
