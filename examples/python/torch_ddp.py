@@ -11,9 +11,9 @@ longer iterates the 0 and 3 members of its Std flag.)
 
 Trains a small MLP on a synthetic regression task on CPU/Gloo (CUDA/NCCL
 when --cuda and GPUs are there), prints the loss, and saves a checkpoint:
-with ddph the hook's state (PowerSGD's error feedback, say) beside
-ddp.state_dict(), which stays the model's alone, so it loads into a plain
-model. Without torchrun it starts --world processes itself.
+with ddph each rank's hook state (PowerSGD's error feedback, say) in a
+file of its own beside ddp.state_dict(), which stays the model's alone, so
+it loads into a plain model. Without torchrun it starts --world processes itself.
 """
 import argparse
 import os
@@ -60,13 +60,18 @@ def train(rank, world, args):
         if rank == 0 and (step % 20 == 0 or step == args.steps - 1):
             print("step %4d  loss %.5f" % (step, loss.item()), flush=True)
 
-    checkpoint = {"model": ddp.state_dict(), "optimizer": opt.state_dict()}
+    path = args.checkpoint or os.path.join(tempfile.gettempdir(), "torch_ddp_example.pt")
     if args.ddph:
-        checkpoint["ddph"] = hook.state_dict()  # resume with hook.load_state_dict()
+        # Every rank saves its own hook state: PowerSGD's error feedback and a
+        # zero rank's optimizer shard differ from rank to rank. Resume with
+        # hook.load_state_dict(torch.load(path + ".ddph.rank%d" % rank)).
+        torch.save(hook.state_dict(), path + ".ddph.rank%d" % rank)
     if rank == 0:
-        path = args.checkpoint or os.path.join(tempfile.gettempdir(), "torch_ddp_example.pt")
+        checkpoint = {"model": ddp.state_dict(), "optimizer": opt.state_dict()}
         torch.save(checkpoint, path)
-        print("checkpoint saved to %s%s" % (path, " (and the ddph hook state)" if args.ddph else ""))
+        print("checkpoint saved to %s%s" % (
+            path, " (and the ddph hook state, one file per rank: %s.ddph.rank*)" % path
+            if args.ddph else ""))
         # The model's part loads into a plain model, without DDP or ddphooks.
         state = torch.load(path)["model"]
         nn.modules.utils.consume_prefix_in_state_dict_if_present(state, "module.")
@@ -91,7 +96,7 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--world", type=int, default=2, help="ranks to start without torchrun")
     p.add_argument("--cuda", action="store_true", help="one GPU per rank, NCCL")
-    p.add_argument("--checkpoint", help="where rank 0 saves it (default: the temp dir)")
+    p.add_argument("--checkpoint", help="where rank 0 saves the model (default: the temp dir); each rank its hook state beside it")
     args = p.parse_args()
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
         dist.init_process_group("nccl" if args.cuda else "gloo")

@@ -47,5 +47,8 @@ def test_one_line_switch_gives_pytorchs_losses(tmp_path):
     assert len(losses(torch_out)) == 3
     assert losses(ddph_out) == losses(torch_out), (torch_out, ddph_out)
     assert "and the ddph hook state" in ddph_out and "ddph stats" in ddph_out
+    # Each rank's hook state is its own (error feedback, a zero shard): one file per rank.
+    for rank in range(2):
+        assert (tmp_path / ("ckpt.pt.ddph.rank%d" % rank)).is_file(), os.listdir(tmp_path)
     # ddp.state_dict() is the model's alone: it loads into a plain model.
     assert "the checkpoint's model loads into a plain model" in ddph_out, ddph_out
