@@ -15,7 +15,11 @@ cd "$(dirname "$0")"
 # tests/fuzz/run_fuzzers.sh and tests/sanitize/run_sanitized.sh append to the
 # same file (DDPH_PHASE_LOG, "name<TAB>seconds" lines). docs/testing.md keeps
 # the table of a run at a named commit.
-export DDPH_PHASE_LOG=${DDPH_PHASE_LOG:-$(mktemp /tmp/ddph-phases-XXXXXX)}
+if [ "${1:-}" = "test" ]; then
+  export DDPH_PHASE_LOG=${DDPH_PHASE_LOG:-$(mktemp /tmp/ddph-phases-XXXXXX)}
+else
+  DDPH_PHASE_LOG=/dev/null # a plain build prints no table
+fi
 run_start=$(date +%s)
 phase_start=$run_start
 end_phase() { # end_phase NAME: the seconds since the last phase ended
