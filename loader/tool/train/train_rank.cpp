@@ -272,7 +272,11 @@ int train_rank(const TrainOptions& o) {
     sum.final_loss = last_loss;
     sum.test_accuracy = last_acc;
     sum.chance = 1.0 / kClasses;
-    sum.train_set_loss = model.mean_loss(train);
+    // Not computed for a diverged training (NaN parameters give a NaN loss):
+    // the other ranks exit at once, and the launcher ends a rank that
+    // outlives a failed peer by long, as a wide model's pass over the
+    // training set would.
+    sum.train_set_loss = diverged ? std::nan("") : model.mean_loss(train);
     sum.wire_bytes = st.wire_bytes;
     sum.buckets = st.buckets;
     sum.identical = same;
