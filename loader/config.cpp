@@ -163,6 +163,14 @@ class Parser {
     Config config;
     config.source = source_;
     YAML::Node root;
+    // yaml-cpp stops at a raw NUL byte with words about something else
+    // ("unknown escape character"); YAML text may not hold one.
+    const size_t nul = text.find('\0');
+    if (nul != std::string::npos) {
+      problems_.add(position_of(text, nul), "", DDPH_INVALID_ARGUMENT,
+                    "a NUL byte in the file, which YAML text may not hold");
+      return config;
+    }
     try {
       // Bounded first: the walk below visits every aliased node once per alias.
       YamlLimitBreach breach;
@@ -224,6 +232,20 @@ class Parser {
     return Location{source_, mark.line + 1, mark.column + 1};
   }
   Location at(const YAML::Node& node) const { return at(node.Mark()); }
+
+  // The line and column (1-based, in bytes) of text[offset].
+  Location position_of(const std::string& text, size_t offset) const {
+    int line = 1, column = 1;
+    for (size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    return Location{source_, line, column};
+  }
 
   // The first tab among a line's leading whitespace; line 0 if none.
   Location indentation_tab(const std::string& text) const {

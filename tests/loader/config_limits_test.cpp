@@ -206,6 +206,12 @@ TEST(ConfigLimits, ANulInAKeyOrValueIsReportedWhole) {
   EXPECT_HAS(problems[0],
              ":3:50: hook.options.level\\x00junk: the key 'level\\x00junk' holds a NUL byte");
   EXPECT_HAS(problems[1], ":4:8: comm2: the value 'a\\x00b' holds a NUL byte");
+  // A raw NUL byte in the text: yaml-cpp stopped there with words about
+  // an escape character; now it is named with its place.
+  problems = problems_of(
+      with_plugins(std::string("hook: {family: fixture_sum, name: sum}\nab") + '\0' + "cd: 1\n"));
+  ASSERT_EQ(problems.size(), 1u) << joined(problems);
+  EXPECT_HAS(problems[0], "<yaml text>:4:3: a NUL byte in the file");
 }
 
 // Before, YAML::Load read the first document and dropped the rest silently.
