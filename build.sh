@@ -46,6 +46,7 @@ packages=(
   libopenblas-dev liblapacke-dev            # powersgd: cblas_sgemm, LAPACKE QR
   iproute2                                  # ip and tc: the network lab (ddph lab, --link)
   libcli11-dev                              # the ddph tool's command line
+  nlohmann-json3-dev                        # the ddph tool's --json lines (header only)
 )
 # ... and what only the tests add (the MPI communicator is built whenever
 # Open MPI is installed: `apt-get install libopenmpi-dev openmpi-bin`).

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -36,7 +37,43 @@ std::string shortened(std::string line, size_t max) {
   return line + "... (" + std::to_string(left) + " more bytes)";
 }
 
+// The length of the UTF-8 sequence at s[i], 0 if it is not one.
+size_t utf8_length(const std::string& s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
 }  // namespace
+
+std::string printable(const std::string& text) {
+  std::string out;
+  char esc[8];
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    const size_t n = c >= 0x80 ? utf8_length(text, i) : 0;
+    const unsigned char next = n == 2 ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (n == 2 && c == 0xC2 && next < 0xA0) {  // a C1 control, e.g. U+009B (CSI)
+      std::snprintf(esc, sizeof esc, "\\u%04x", unsigned(next));
+      out += esc;
+    } else if (n > 0) {
+      out.append(text, i, n);
+    } else {
+      std::snprintf(esc, sizeof esc, "\\x%02x", unsigned(c));
+      out += esc;
+    }
+    i += n > 0 ? n : 1;
+  }
+  return out;
+}
 
 void Problems::add(const Location& at, const std::string& key, ddph_code_t code,
                    const std::string& message) {
@@ -45,8 +82,9 @@ void Problems::add(const Location& at, const std::string& key, ddph_code_t code,
     ++dropped_;
     return;
   }
-  lines_.push_back(shortened(to_string(at) + ": " + (key.empty() ? "" : key + ": ") + message,
-                             kMaxProblemLineBytes));
+  lines_.push_back(
+      shortened(printable(to_string(at) + ": " + (key.empty() ? "" : key + ": ") + message),
+                kMaxProblemLineBytes));
 }
 
 std::vector<std::string> Problems::lines() const {
@@ -125,6 +163,14 @@ class Parser {
     Config config;
     config.source = source_;
     YAML::Node root;
+    // yaml-cpp stops at a raw NUL byte with words about something else
+    // ("unknown escape character"); YAML text may not hold one.
+    const size_t nul = text.find('\0');
+    if (nul != std::string::npos) {
+      problems_.add(position_of(text, nul), "", DDPH_INVALID_ARGUMENT,
+                    "a NUL byte in the file, which YAML text may not hold");
+      return config;
+    }
     try {
       // Bounded first: the walk below visits every aliased node once per alias.
       YamlLimitBreach breach;
@@ -145,6 +191,7 @@ class Parser {
       return config;
     }
     duplicate_keys(root, "");
+    if (nul_bytes(root, "")) return config;
     if (!root.IsDefined() || root.IsNull()) {
       problems_.add(Location{source_}, "", DDPH_INVALID_ARGUMENT,
                     "the file is empty; it needs at least a 'hook' section");
@@ -186,6 +233,20 @@ class Parser {
   }
   Location at(const YAML::Node& node) const { return at(node.Mark()); }
 
+  // The line and column (1-based, in bytes) of text[offset].
+  Location position_of(const std::string& text, size_t offset) const {
+    int line = 1, column = 1;
+    for (size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    return Location{source_, line, column};
+  }
+
   // The first tab among a line's leading whitespace; line 0 if none.
   Location indentation_tab(const std::string& text) const {
     int line = 1, column = 1;
@@ -226,6 +287,39 @@ class Parser {
       for (size_t i = 0; i < node.size(); ++i)
         duplicate_keys(node[i], path + "[" + std::to_string(i) + "]");
     }
+  }
+
+  // A NUL ("\0" in a quoted scalar) would cut the key or value short where
+  // it reaches C (a path, a URL, an option passed to a plugin), so the job
+  // would run with other text than the file's: each is a problem, reported
+  // alone (the walk below would only add problems about the cut text).
+  bool nul_bytes(const YAML::Node& node, const std::string& path) {
+    bool found = false;
+    auto check = [&](const YAML::Node& scalar, const std::string& where, const char* what) {
+      if (!scalar.IsScalar() || scalar.Scalar().find('\0') == std::string::npos) return;
+      problem(scalar, where,
+              std::string(what) + " '" + scalar.Scalar() +
+                  "' holds a NUL byte (\\x00); no key or value of a job file may");
+      found = true;
+    };
+    if (node.IsMap()) {
+      for (const auto& kv : node) {
+        const std::string key = key_text(kv.first);
+        const std::string where = path.empty() ? key : path + "." + key;
+        check(kv.first, where, "the key");
+        check(kv.second, where, "the value");
+        found |= nul_bytes(kv.second, where);
+      }
+    } else if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) {
+        const std::string where = path + "[" + std::to_string(i) + "]";
+        check(node[i], where, "the value");
+        found |= nul_bytes(node[i], where);
+      }
+    } else if (path.empty()) {
+      check(node, path, "the document");
+    }
+    return found;
   }
 
   void problem(const YAML::Node& node, const std::string& key, const std::string& message,

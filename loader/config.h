@@ -22,8 +22,16 @@ struct Location {
 // "cfg.yaml:4:11" (or just the source when the position is unknown).
 std::string to_string(const Location& at);
 
+// text with what a terminal would act on made visible, so that a message
+// quoting a YAML's keys and values shows them rather than obeying them: C0
+// controls, DEL and bytes that are not UTF-8 as \xNN (a NUL as \x00, ESC as
+// \x1b), C1 controls (U+0080..U+009F) as \u0080..\u009f. Other text, UTF-8
+// included, is unchanged.
+std::string printable(const std::string& text);
+
 // Every problem found in a config, in the order found. Each line reads
-// "<source>:<line>:<col>: <key>: <message>". Only the first kMaxProblemLines
+// "<source>:<line>:<col>: <key>: <message>", made printable() (a key or
+// value quoted in it may hold any byte). Only the first kMaxProblemLines
 // are kept, each cut to kMaxProblemLineBytes, so that no input, however
 // large, makes a message larger than about 200 KB.
 class Problems {

@@ -148,6 +148,29 @@ class LimitCounter : public YAML::EventHandler {
   YamlLimitBreach breach_;
 };
 
+// Stops at the start of a document, to find where a second one begins
+// without reading it.
+class DocumentStart : public YAML::EventHandler {
+ public:
+  YAML::Mark mark;
+
+  void OnDocumentStart(const YAML::Mark& at) override {
+    mark = at;
+    throw Stop{};
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 bool check_yaml_limits(const std::string& text, const YamlLimits& limits, YamlLimitBreach* breach) {
@@ -160,7 +183,16 @@ bool check_yaml_limits(const std::string& text, const YamlLimits& limits, YamlLi
     *breach = counter.breach();
     return false;
   }
-  return true;
+  DocumentStart second;
+  try {
+    if (!parser.HandleNextDocument(second)) return true;
+  } catch (const Stop&) {
+  }
+  *breach = YamlLimitBreach{second.mark,
+                            "a second YAML document starts here ('---'); a job file holds one "
+                            "document, and the config reader would ignore this one: remove it "
+                            "or put it in a file of its own"};
+  return false;
 }
 
 }  // namespace loader

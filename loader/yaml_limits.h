@@ -30,8 +30,10 @@ struct YamlLimitBreach {
 };
 
 // Walks the first document of text (the one YAML::Load reads). True when it
-// stays within limits and no alias refers to a node that contains it; false
-// with *breach filled otherwise. Throws YAML::Exception on malformed YAML.
+// stays within limits, no alias refers to a node that contains it and no
+// second document follows (YAML::Load would ignore it, and with it whatever
+// the user wrote there; the breach's mark is where it starts); false with
+// *breach filled otherwise. Throws YAML::Exception on malformed YAML.
 bool check_yaml_limits(const std::string& text, const YamlLimits& limits, YamlLimitBreach* breach);
 
 }  // namespace loader

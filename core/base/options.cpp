@@ -115,8 +115,16 @@ void OptionList::add(const ddph_option_spec_t& spec, const std::string& text) {
       errno = 0;
       char* end = nullptr;
       double v = std::strtod(text.c_str(), &end);
-      DDPH_CHECK(!text.empty() && *end == '\0' && errno == 0 && std::isfinite(v),
-                 DDPH_INVALID_ARGUMENT,
+      DDPH_CHECK(!text.empty() && *end == '\0', DDPH_INVALID_ARGUMENT,
+                 "option '" << spec.name << "' expects a finite float, got '" << text << "'");
+      // ERANGE: past a double's range (1e400: strtod gives +-HUGE_VAL), or
+      // below its smallest normal magnitude (1e-320: the nearest subnormal or
+      // 0, what Python and C read too, so taken). Floats are doubles here.
+      DDPH_CHECK(!(errno == ERANGE && std::isinf(v)), DDPH_INVALID_ARGUMENT,
+                 "option '" << spec.name << "' is " << text
+                            << ", outside the range of a float (a double: magnitudes up to "
+                               "1.79769e+308)");
+      DDPH_CHECK(std::isfinite(v), DDPH_INVALID_ARGUMENT,
                  "option '" << spec.name << "' expects a finite float, got '" << text << "'");
       check_range(spec, v, text);
       o.value.f = v;

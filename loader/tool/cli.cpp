@@ -52,23 +52,6 @@ std::string format_size(int64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string count_of(long long n, const char* singular) {
   return std::to_string(n) + " " + singular + (n == 1 ? "" : "s");
 }

@@ -1,6 +1,6 @@
 // What every `ddph` sub-command shares: the CLI11 app it hangs from,
 // --json and --version on each, one spelling for sizes, one way to print
-// numbers and JSON strings, and the exit codes.
+// numbers, and the exit codes (JSON lines: json_line.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -31,9 +31,6 @@ CLI::App* add_command(CLI::App& root, const std::string& name, const std::string
 int64_t parse_size(const std::string& text, const std::string& flag);
 // A byte count as a size parse_size reads back: "25MiB", "64KiB", "100B".
 std::string format_size(int64_t bytes);
-
-// s as a JSON string literal, quotes included.
-std::string json_string(const std::string& s);
 
 // "1 rank", "2 ranks".
 std::string count_of(long long n, const char* singular);

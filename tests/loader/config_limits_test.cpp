@@ -172,3 +172,57 @@ TEST(ConfigLimits, TheProblemListIsCapped) {
     EXPECT_HAS(e.what(), "\n... and 150 more problems");
   }
 }
+
+// Issue 38 case 19: `ddph validate` printed a key's ANSI escapes as-is (the
+// terminal obeyed them) and a NUL in a key cut the message short.
+TEST(ConfigLimits, ControlCharactersInKeysAndValuesAreShownEscaped) {
+  auto problems =
+      problems_of(with_plugins("hook: {family: fixture_sum, name: sum}\n"
+                               "\"\\e[31mred\\e]0;title\\a\": 1\n"
+                               "\"csi\\u009b2J\": 1\n"
+                               "\"tab\\tnewline\\n\\x7f\": 1\n"));
+  ASSERT_EQ(problems.size(), 3u) << joined(problems);
+  for (const std::string& p : problems) {
+    for (unsigned char c : p)
+      EXPECT_TRUE(c >= 0x20 && c != 0x7f) << "raw control byte " << int(c) << " in: " << p;
+    EXPECT_EQ(p.find("\xC2\x9B"), std::string::npos) << "raw U+009B in: " << p;
+  }
+  EXPECT_HAS(problems[0], ":4:1: \\x1b[31mred\\x1b]0;title\\x07: unknown top-level key");
+  EXPECT_HAS(problems[1], ":5:1: csi\\u009b2J: unknown top-level key");
+  EXPECT_HAS(problems[2], ":6:1: tab\\x09newline\\x0a\\x7f: unknown top-level key");
+  // UTF-8 text is not a control: it stays as written.
+  EXPECT_EQ(ddph::loader::printable("caf\xC3\xA9 \xE2\x82\xAC"), "caf\xC3\xA9 \xE2\x82\xAC");
+  // A byte that is not UTF-8 is shown, not passed to the terminal.
+  EXPECT_EQ(ddph::loader::printable("a\x9b"
+                                    "b\xC3"),
+            "a\\x9bb\\xc3");
+}
+
+TEST(ConfigLimits, ANulInAKeyOrValueIsReportedWhole) {
+  auto problems = problems_of(
+      with_plugins("hook: {family: fixture_sum, name: sum, options: {\"level\\0junk\": 2}}\n"
+                   "comm2: \"a\\0b\"\n"));
+  ASSERT_EQ(problems.size(), 2u) << joined(problems);
+  EXPECT_HAS(problems[0],
+             ":3:50: hook.options.level\\x00junk: the key 'level\\x00junk' holds a NUL byte");
+  EXPECT_HAS(problems[1], ":4:8: comm2: the value 'a\\x00b' holds a NUL byte");
+  // A raw NUL byte in the text: yaml-cpp stopped there with words about
+  // an escape character; now it is named with its place.
+  problems = problems_of(
+      with_plugins(std::string("hook: {family: fixture_sum, name: sum}\nab") + '\0' + "cd: 1\n"));
+  ASSERT_EQ(problems.size(), 1u) << joined(problems);
+  EXPECT_HAS(problems[0], "<yaml text>:4:3: a NUL byte in the file");
+}
+
+// Before, YAML::Load read the first document and dropped the rest silently.
+TEST(ConfigLimits, ASecondDocumentIsRefusedWithTheLineWhereItStarts) {
+  auto problems =
+      problems_of(with_plugins("hook: {family: fixture_sum, name: sum}\n"
+                               "---\n"
+                               "hook: {family: fixture_sum, name: scale}\n"));
+  ASSERT_EQ(problems.size(), 1u) << joined(problems);
+  EXPECT_HAS(problems[0], "<yaml text>:4:1: a second YAML document starts here");
+  // One document, with its start and end markers, is fine.
+  problems = problems_of("---\n" + with_plugins("hook: {family: fixture_sum, name: sum}\n...\n"));
+  EXPECT_TRUE(problems.empty()) << joined(problems);
+}

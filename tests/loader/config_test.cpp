@@ -313,3 +313,28 @@ TEST(Config, LoadJobThrowsAllProblemsOnePerLine) {
     EXPECT_NE(text.find("hook.options.b"), std::string::npos) << text;
   }
 }
+
+// Issue 38 case 19: -1e-320 is a finite double (a subnormal) and was refused
+// as "not a finite float", because strtod reports its underflow in errno.
+TEST(Config, AFloatBelowTheSmallestNormalDoubleIsTakenAndOneBeyondItsRangeIsNamed) {
+  ConfigSource source;
+  source.is_text = true;
+  source.text = with_plugins(
+      "hook: {family: fixture_sum, name: scale, options: {factor: -1e-320}, "
+      "wrap: {family: fixture_sum, name: sum}}\n");
+  ddph::loader::Job job = ddph::loader::load_job(source);
+  ASSERT_NE(job.hook, nullptr);
+  ddph::Options opts(job.hook->options.data(), job.hook->options.size());
+  EXPECT_EQ(opts.get_float("factor"), -1e-320);  // the subnormal strtod reads, as Python does
+  EXPECT_LT(opts.get_float("factor"), 0.0);
+
+  EXPECT_ONE_PROBLEM(
+      with_plugins("hook: {family: fixture_sum, name: scale, options: {factor: -1e400}, "
+                   "wrap: {family: fixture_sum, name: sum}}\n"),
+      "hook.options.factor: is -1e400, outside the range of a float (a double: magnitudes up to "
+      "1.79769e+308)");
+  EXPECT_ONE_PROBLEM(
+      with_plugins("hook: {family: fixture_sum, name: scale, options: {factor: nan}, "
+                   "wrap: {family: fixture_sum, name: sum}}\n"),
+      "hook.options.factor: expects a finite float, got 'nan'");
+}

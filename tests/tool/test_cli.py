@@ -38,8 +38,15 @@ def expected_version():
     return f"ddph {package} (ABI {major}.{minor})"
 
 
+def refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
 def json_objects(text):
-    objects = [json.loads(line) for line in text.splitlines() if line.strip()]
+    """Each line as strict JSON: NaN, Infinity and -Infinity are refused, as
+    every JSON parser but Python's refuses them."""
+    objects = [json.loads(line, parse_constant=refuse_constant)
+               for line in text.splitlines() if line.strip()]
     assert objects, "no JSON line in the output"
     return objects
 
@@ -178,3 +185,35 @@ def test_lab_json():
     summary = json_objects(r.stdout)[-1]
     assert summary["ok"] is True and summary["world"] == 2
     assert [(x["rank"], x["exit"]) for x in summary["ranks"]] == [(0, 0), (1, 0)]
+
+
+def test_train_that_diverges_fails_with_null_numbers_in_json():
+    """A learning rate far too large (100, momentum 1, on a 512-wide model)
+    drives the loss and the parameters to NaN within 50 steps: before, the
+    JSON said "final_loss": -nan (not JSON) and "parameters_identical": true,
+    and the command exited 0."""
+    diverging = [os.path.join(CONFIGS, "allreduce.yaml"), "--steps", "50", "--log-every", "25",
+                 "--lr", "100", "--momentum", "1", "--hidden", "512"]
+    r = ddph("train", "--json", *diverging)
+    assert r.returncode == 4, r  # docs/cli.md: 4, the training diverged
+    objects = json_objects(r.stdout)  # strict: a bare NaN fails here
+    summary = objects[-1]
+    assert summary["event"] == "summary" and summary["diverged"] is True, summary
+    assert summary["parameters_identical"] is False, summary
+    assert summary["final_loss"] is None and summary["non_finite_parameters"] > 0, summary
+    assert objects[-2]["event"] == "step" and objects[-2]["loss"] is None, objects[-2]
+    assert r.stderr.count("training diverged") == 2, r.stderr  # each rank says it
+    r = ddph("train", *diverging)
+    assert r.returncode == 4 and "training DIVERGED" in r.stdout, r
+
+
+def test_validate_shows_a_yamls_control_characters_escaped(tmp_path):
+    """Before, a key's ANSI escape reached the terminal as-is (issue 38, 19)."""
+    bad = tmp_path / "ansi.yaml"
+    bad.write_text('hook: {family: default, name: allreduce}\n"\\e[2J\\e[31mred": 1\n')
+    for flags in ([], ["--json"]):
+        r = ddph("validate", *flags, str(bad))
+        assert r.returncode == 1, r
+        assert "\x1b" not in r.stdout, r.stdout
+        text = r.stdout if not flags else json_objects(r.stdout)[0]["problems"][0]
+        assert f"{bad}:2:1: \\x1b[2J\\x1b[31mred: unknown top-level key" in text, r.stdout

@@ -28,6 +28,7 @@
 #include "loader/tool/bench/params.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/json_line.h"
 #include "loader/tool/lab/net_lab.h"
 #include "loader/tool/ranks/buckets.h"
 #include "loader/tool/ranks/job_file.h"
@@ -153,28 +154,34 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
   double ratio = r.baseline_s > 0 ? r.median_s / r.baseline_s : 0;
   if (o.json) {
     // "config" tells apart two configs of one hook with different options.
-    std::printf("{\"hook\":%s,\"config\":%s,\"world\":%d,\"bucket_bytes\":%" PRId64
-                ",\"median_s\":%.9g,\"baseline_allreduce_median_s\":%.9g,"
-                "\"wire_bytes_per_rank\":%.0f,\"ratio_to_baseline\":%.4f,\"iters\":%d,"
-                "\"hook_bytes_in\":%" PRIu64 ",\"hook_bytes_out\":%" PRIu64,
-                json_string(label).c_str(), json_string(config).c_str(), o.world, bucket_bytes,
-                r.median_s, r.baseline_s, r.wire_bytes_per_rank, ratio, o.iters, r.bytes_in,
-                r.bytes_out);
-    std::printf(",\"state_bytes_per_rank\":%.0f,\"peak_rss_bytes\":%.0f", r.state_bytes,
-                r.peak_rss_bytes);
-    if (r.busy >= 0)
-      std::printf(",\"cores_busy\":%.3f,\"baseline_cores_busy\":%.3f", r.busy, r.baseline_busy);
-    if (o.machines > 0)
-      std::printf(",\"machines\":%d,\"bytes_between_machines\":%.0f", o.machines,
-                  r.cross_machine_bytes);
-    if (o.link.rate_bits_per_s > 0)
-      std::printf(
-          ",\"link\":%s,\"link_bits_per_s\":%.0f,\"wire_bound_s\":%.9g,"
-          "\"baseline_wire_bound_s\":%.9g",
-          json_string(o.link.text).c_str(), o.link.rate_bits_per_s,
-          wire_seconds(o.link, r.wire_bytes_per_rank),
-          wire_seconds(o.link, r.baseline_wire_bytes_per_rank));
-    std::printf("}\n");
+    Json j = {{"hook", label},
+              {"config", config},
+              {"world", o.world},
+              {"bucket_bytes", bucket_bytes},
+              {"median_s", r.median_s},
+              {"baseline_allreduce_median_s", r.baseline_s},
+              {"wire_bytes_per_rank", json_number(std::round(r.wire_bytes_per_rank))},
+              {"ratio_to_baseline", ratio},
+              {"iters", o.iters},
+              {"hook_bytes_in", r.bytes_in},
+              {"hook_bytes_out", r.bytes_out},
+              {"state_bytes_per_rank", json_number(std::round(r.state_bytes))},
+              {"peak_rss_bytes", json_number(std::round(r.peak_rss_bytes))}};
+    if (r.busy >= 0) {
+      j["cores_busy"] = r.busy;
+      j["baseline_cores_busy"] = r.baseline_busy;
+    }
+    if (o.machines > 0) {
+      j["machines"] = o.machines;
+      j["bytes_between_machines"] = json_number(std::round(r.cross_machine_bytes));
+    }
+    if (o.link.rate_bits_per_s > 0) {
+      j["link"] = o.link.text;
+      j["link_bits_per_s"] = json_number(o.link.rate_bits_per_s);
+      j["wire_bound_s"] = wire_seconds(o.link, r.wire_bytes_per_rank);
+      j["baseline_wire_bound_s"] = wire_seconds(o.link, r.baseline_wire_bytes_per_rank);
+    }
+    print_json_line(j);
   } else {
     std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
                 static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,

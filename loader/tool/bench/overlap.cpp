@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loader/tool/bench/measure.h"
+#include "loader/tool/json_line.h"
 #include "loader/tool/output_file.h"
 #include "loader/tool/ranks/buckets.h"
 #include "loader/tool/ranks/session.h"
@@ -170,15 +171,22 @@ OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
 void print_overlap(const OverlapOptions& o, const std::string& label, int64_t numel,
                    const OverlapResult& r) {
   if (o.json) {
-    std::printf("{\"hook\":\"%s\",\"world\":%d,\"buckets\":%d,\"bucket_bytes\":%" PRId64
-                ",\"backward_ms_per_bucket\":%.3f,\"hidden_work\":\"%s\",\"overlap_step_s\":%.9g,"
-                "\"separate_step_s\":%.9g,\"%s\":%.9g,",
-                label.c_str(), o.world, o.buckets, numel / o.buckets * 4, o.backward_ms,
-                r.optimizer ? "optimizer" : "reduction", r.overlap_s, r.separate_s,
-                r.optimizer ? "optimizer_pass_s" : "reduction_pass_s", r.work_s);
-    if (r.optimizer)
-      std::printf("\"inner_step_s\":%.9g,\"optimizer_added_s\":%.9g,", r.inner_s, r.added_s);
-    std::printf("\"hidden_fraction\":%.4f,\"iters\":%d}\n", r.hidden(), o.iters);
+    Json j = {{"hook", label},
+              {"world", o.world},
+              {"buckets", o.buckets},
+              {"bucket_bytes", numel / o.buckets * 4},
+              {"backward_ms_per_bucket", o.backward_ms},
+              {"hidden_work", r.optimizer ? "optimizer" : "reduction"},
+              {"overlap_step_s", r.overlap_s},
+              {"separate_step_s", r.separate_s},
+              {r.optimizer ? "optimizer_pass_s" : "reduction_pass_s", r.work_s}};
+    if (r.optimizer) {
+      j["inner_step_s"] = r.inner_s;
+      j["optimizer_added_s"] = r.added_s;
+    }
+    j["hidden_fraction"] = r.hidden();
+    j["iters"] = o.iters;
+    print_json_line(j);
   } else {
     std::printf("%s: world %d, %d buckets of %.2f MB, backward %.1f ms per bucket\n", label.c_str(),
                 o.world, o.buckets, numel / o.buckets * 4 / 1048576.0, o.backward_ms);

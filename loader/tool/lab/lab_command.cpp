@@ -14,6 +14,7 @@
 
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/json_line.h"
 #include "loader/tool/lab/net_lab.h"
 #include "loader/tool/ranks/launchers.h"
 
@@ -41,17 +42,15 @@ struct LabOptions {
   bool json = false;
 };
 
-std::string exits_json(const std::vector<RankExit>& exits) {
-  std::string out = "[";
-  for (size_t i = 0; i < exits.size(); ++i) {
-    const RankExit& e = exits[i];
-    out += std::string(i ? ", " : "") + "{\"rank\": " + std::to_string(e.rank) +
-           ", \"ok\": " + (e.ok() ? "true" : "false") +
-           ", \"exit\": " + (e.exited ? std::to_string(e.code) : "null") +
-           ", \"signal\": " + std::to_string(e.signal) +
-           ", \"killed\": " + (e.killed ? "true" : "false") + "}";
-  }
-  return out + "]";
+Json exits_json(const std::vector<RankExit>& exits) {
+  Json out = Json::array();
+  for (const RankExit& e : exits)
+    out.push_back({{"rank", e.rank},
+                   {"ok", e.ok()},
+                   {"exit", e.exited ? Json(e.code) : Json(nullptr)},
+                   {"signal", e.signal},
+                   {"killed", e.killed}});
+  return out;
 }
 
 int run_lab(LabOptions& o) {
@@ -101,9 +100,8 @@ int run_lab(LabOptions& o) {
   end_if_stopped("ddph lab");
   const bool all_ok = report_ranks("ddph lab", exits);
   if (o.json)
-    std::printf("{\"link\": %s, \"world\": %d, \"ok\": %s, \"ranks\": %s}\n",
-                json_string(link.text).c_str(), o.world, all_ok ? "true" : "false",
-                exits_json(exits).c_str());
+    print_json_line(
+        {{"link", link.text}, {"world", o.world}, {"ok", all_ok}, {"ranks", exits_json(exits)}});
   return all_ok ? kExitOk : kExitFailed;
 }
 

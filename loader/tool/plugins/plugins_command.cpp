@@ -10,6 +10,7 @@
 #include "loader/registry.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/json_line.h"
 
 namespace ddph::tool {
 namespace {
@@ -25,13 +26,11 @@ struct PluginsOptions {
   bool json = false;
 };
 
-// The hook flags in words; json: as JSON strings.
-std::string flag_names(uint32_t flags, bool json) {
-  std::string out;
+// The hook flags in words; json: their keys, as in the JSON list.
+std::vector<std::string> flag_names(uint32_t flags, bool json) {
+  std::vector<std::string> out;
   auto add = [&](uint32_t bit, const char* text, const char* key) {
-    if (!(flags & bit)) return;
-    if (!out.empty()) out += ", ";
-    out += json ? json_string(key) : std::string(text);
+    if (flags & bit) out.push_back(json ? key : text);
   };
   add(DDPH_HOOK_NEEDS_INNER, "wrapper (needs wrap:)", "needs_inner");
   add(DDPH_HOOK_NEEDS_PARAMS, "needs params", "needs_params");
@@ -46,21 +45,22 @@ bool has_range(const ddph_option_spec_t& s) {
   return (s.type == DDPH_INT || s.type == DDPH_FLOAT) && s.min_value <= s.max_value;
 }
 
-std::string options_json(const ddph_option_spec_t* specs, size_t n) {
-  std::string out = "[";
+Json options_json(const ddph_option_spec_t* specs, size_t n) {
+  Json out = Json::array();
   for (size_t i = 0; i < n; ++i) {
     const ddph_option_spec_t& s = specs[i];
-    out += i ? ", " : "";
-    out +=
-        "{\"name\": " + json_string(s.name) + ", \"type\": " + json_string(ddph::type_name(s.type));
-    out += ", \"default\": " + (s.default_value ? json_string(s.default_value) : "null");
-    if (has_range(s))
-      out += ", \"min\": " + ddph::format_number(s.min_value) +
-             ", \"max\": " + ddph::format_number(s.max_value);
-    if (s.choices) out += ", \"choices\": " + json_string(s.choices);
-    out += ", \"doc\": " + json_string(s.doc ? s.doc : "") + "}";
+    Json o = {{"name", s.name},
+              {"type", ddph::type_name(s.type)},
+              {"default", s.default_value ? Json(s.default_value) : Json(nullptr)}};
+    if (has_range(s)) {
+      o["min"] = json_number(s.min_value);
+      o["max"] = json_number(s.max_value);
+    }
+    if (s.choices) o["choices"] = s.choices;
+    o["doc"] = s.doc ? s.doc : "";
+    out.push_back(std::move(o));
   }
-  return out + "]";
+  return out;
 }
 
 void print_options(const ddph_option_spec_t* specs, size_t n, const char* indent) {
@@ -103,25 +103,26 @@ void print_shadowed(const ddph::loader::Registry& registry, const std::string& f
 
 void print_family_json(const ddph::loader::Plugin& plugin) {
   const ddph_plugin_t& d = plugin.desc();
-  std::string hooks, comms;
+  Json hooks = Json::array(), comms = Json::array();
   for (size_t h = 0; h < d.num_hooks; ++h) {
     const ddph_hook_t* hook = d.hooks[h];
-    hooks += std::string(h ? ", " : "") + "{\"name\": " + json_string(hook->name) +
-             ", \"summary\": " + json_string(hook->summary ? hook->summary : "") +
-             ", \"flags\": [" + flag_names(hook->flags, true) +
-             "], \"options\": " + options_json(hook->options, hook->num_options) + "}";
+    hooks.push_back({{"name", hook->name},
+                     {"summary", hook->summary ? hook->summary : ""},
+                     {"flags", flag_names(hook->flags, true)},
+                     {"options", options_json(hook->options, hook->num_options)}});
   }
   for (size_t c = 0; c < d.num_comms; ++c) {
     const ddph_comm_factory_t* comm = d.comms[c];
-    comms += std::string(c ? ", " : "") + "{\"backend\": " + json_string(comm->backend) +
-             ", \"summary\": " + json_string(comm->summary ? comm->summary : "") +
-             ", \"options\": " + options_json(comm->options, comm->num_options) + "}";
+    comms.push_back({{"backend", comm->backend},
+                     {"summary", comm->summary ? comm->summary : ""},
+                     {"options", options_json(comm->options, comm->num_options)}});
   }
-  std::printf(
-      "{\"family\": %s, \"version\": %s, \"abi\": \"%u.%u\", \"file\": %s, \"hooks\": [%s], "
-      "\"comms\": [%s]}\n",
-      json_string(plugin.family()).c_str(), json_string(d.version ? d.version : "").c_str(),
-      d.abi_major, d.abi_minor, json_string(plugin.file()).c_str(), hooks.c_str(), comms.c_str());
+  print_json_line({{"family", plugin.family()},
+                   {"version", d.version ? d.version : ""},
+                   {"abi", std::to_string(d.abi_major) + "." + std::to_string(d.abi_minor)},
+                   {"file", plugin.file()},
+                   {"hooks", std::move(hooks)},
+                   {"comms", std::move(comms)}});
 }
 
 int run_plugins(const PluginsOptions& o) {
@@ -135,9 +136,7 @@ int run_plugins(const PluginsOptions& o) {
   ddph::loader::Registry registry(path, policy);
   const auto files = ddph::loader::find_plugin_files(registry.dirs());
   if (json) {
-    std::string dirs;
-    for (const auto& dir : registry.dirs()) dirs += (dirs.empty() ? "" : ", ") + json_string(dir);
-    std::printf("{\"search_path\": [%s]}\n", dirs.c_str());
+    print_json_line({{"search_path", registry.dirs()}});
   } else {
     std::printf("search path:\n");
     for (const auto& dir : registry.dirs()) std::printf("  %s\n", dir.c_str());
@@ -158,7 +157,9 @@ int run_plugins(const PluginsOptions& o) {
       print_shadowed(registry, file.family);
       for (size_t h = 0; h < d.num_hooks; ++h) {
         const ddph_hook_t* hook = d.hooks[h];
-        std::string flags = flag_names(hook->flags, false);
+        std::string flags;
+        for (const std::string& f : flag_names(hook->flags, false))
+          flags += (flags.empty() ? "" : ", ") + f;
         std::printf("  hook %s: %s%s%s%s\n", hook->name, hook->summary ? hook->summary : "",
                     flags.empty() ? "" : " [", flags.c_str(), flags.empty() ? "" : "]");
         print_options(hook->options, hook->num_options, "    ");
@@ -171,9 +172,7 @@ int run_plugins(const PluginsOptions& o) {
     } catch (const std::exception& e) {
       // Keep listing the others: one broken plugin should not hide the rest.
       if (json) {
-        std::printf("{\"family\": %s, \"file\": %s, \"error\": %s}\n",
-                    json_string(file.family).c_str(), json_string(file.path).c_str(),
-                    json_string(e.what()).c_str());
+        print_json_line({{"family", file.family}, {"file", file.path}, {"error", e.what()}});
       } else {
         std::printf("%s: cannot load: %s\n", file.path.c_str(), e.what());
         print_shadowed(registry, file.family);

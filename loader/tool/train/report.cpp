@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "loader/tool/cli.h"
+#include "loader/tool/json_line.h"
 
 namespace ddph::tool {
 
@@ -47,12 +48,16 @@ void TrainReport::close_metrics() {
 
 void TrainReport::header(const TrainHeader& h) {
   if (json_) {
-    std::printf(
-        "{\"event\": \"start\", \"hook\": %s, \"world\": %d, \"steps\": %d, \"batch\": %d, "
-        "\"buckets\": %zu, \"bucket_bytes\": %" PRId64 ", \"params\": %" PRId64
-        ", \"dtype\": %s, \"hook_steps_optimizer\": %s}\n",
-        json_string(h.hook).c_str(), h.world, h.steps, h.batch, h.buckets, h.bucket_bytes, h.params,
-        json_string(h.dtype).c_str(), h.hook_steps_optimizer ? "true" : "false");
+    print_json_line({{"event", "start"},
+                     {"hook", h.hook},
+                     {"world", h.world},
+                     {"steps", h.steps},
+                     {"batch", h.batch},
+                     {"buckets", h.buckets},
+                     {"bucket_bytes", h.bucket_bytes},
+                     {"params", h.params},
+                     {"dtype", h.dtype},
+                     {"hook_steps_optimizer", h.hook_steps_optimizer}});
   } else {
     std::printf("ddph train: %s on %s, %d steps, batch %d per rank, %s of <= %s (%" PRId64
                 " params)\n",
@@ -69,10 +74,13 @@ void TrainReport::header(const TrainHeader& h) {
 
 void TrainReport::progress(const TrainProgress& p) {
   if (json_)
-    std::printf(
-        "{\"event\": \"step\", \"step\": %d, \"loss\": %.6g, \"train_accuracy\": %.6g, "
-        "\"test_accuracy\": %.6g, \"ms_per_step\": %.6g, \"wire_bytes\": %" PRIu64 "}\n",
-        p.step, p.loss, p.train_accuracy, p.test_accuracy, p.ms_per_step, p.wire_bytes_total);
+    print_json_line({{"event", "step"},
+                     {"step", p.step},
+                     {"loss", p.loss},
+                     {"train_accuracy", p.train_accuracy},
+                     {"test_accuracy", p.test_accuracy},
+                     {"ms_per_step", p.ms_per_step},
+                     {"wire_bytes", p.wire_bytes_total}});
   else
     std::printf("step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s\n",
                 p.step, p.loss, 100.0 * p.train_accuracy, 100.0 * p.test_accuracy, p.ms_per_step,
@@ -93,19 +101,22 @@ void TrainReport::progress(const TrainProgress& p) {
 
 void TrainReport::summary(const TrainSummary& s) {
   if (json_) {
-    std::string hashes;
-    for (size_t r = 0; r < s.hashes.size(); ++r)
-      hashes += (r ? ", " : "") + json_string(hex64(s.hashes[r]));
-    std::printf(
-        "{\"event\": \"summary\", \"steps\": %d, \"seconds\": %.6g, \"final_loss\": %.6g, "
-        "\"test_accuracy\": %.6g, \"train_set_loss\": %.9g, \"wire_bytes\": %" PRIu64
-        ", \"buckets\": %" PRIu64
-        ", \"parameters_identical\": %s, \"drift_expected\": %s, "
-        "\"drift\": %.6g, \"hashes\": [%s]}\n",
-        s.steps, s.seconds, s.final_loss, s.test_accuracy, s.train_set_loss, s.wire_bytes,
-        s.buckets, s.identical ? "true" : "false", s.drift_expected ? "true" : "false", s.drift,
-        hashes.c_str());
-    std::fflush(stdout);
+    Json hashes = Json::array();
+    for (uint64_t h : s.hashes) hashes.push_back(hex64(h));
+    print_json_line({{"event", "summary"},
+                     {"steps", s.steps},
+                     {"seconds", s.seconds},
+                     {"final_loss", s.final_loss},
+                     {"test_accuracy", s.test_accuracy},
+                     {"train_set_loss", s.train_set_loss},
+                     {"wire_bytes", s.wire_bytes},
+                     {"buckets", s.buckets},
+                     {"parameters_identical", s.identical},
+                     {"diverged", s.diverged},
+                     {"non_finite_parameters", s.non_finite_parameters},
+                     {"drift_expected", s.drift_expected},
+                     {"drift", s.drift},
+                     {"hashes", std::move(hashes)}});
     return;
   }
   std::printf(
@@ -114,7 +125,13 @@ void TrainReport::summary(const TrainSummary& s) {
       s.steps, s.seconds, 1000 * s.seconds / s.steps, s.final_loss, 100.0 * s.test_accuracy,
       100.0 * s.chance, megabytes(s.wire_bytes).c_str(), s.buckets);
   std::printf("train-set loss %.6f (whole training set, final parameters)\n", s.train_set_loss);
-  if (s.identical) {
+  if (s.diverged) {
+    std::printf(
+        "training DIVERGED: final loss %g, %" PRIu64
+        " parameter values not finite over the ranks; the parameters are not compared (try a "
+        "smaller --lr)\n",
+        s.final_loss, s.non_finite_parameters);
+  } else if (s.identical) {
     std::printf(
         "parameters bit-identical on %s: fnv1a %s\n",
         s.world == 1 ? "the one rank" : ("all " + std::to_string(s.world) + " ranks").c_str(),

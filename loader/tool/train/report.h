@@ -36,6 +36,9 @@ struct TrainSummary {
   double seconds = 0, final_loss = 0, test_accuracy = 0, chance = 0, train_set_loss = 0;
   uint64_t wire_bytes = 0, buckets = 0;
   bool identical = false, drift_expected = false;
+  // The loss or some parameter is not finite: identical is then false.
+  bool diverged = false;
+  uint64_t non_finite_parameters = 0;  // values, over all ranks
   double drift = 0;
   uint64_t hash = 0;
   std::vector<uint64_t> hashes;  // every rank's, when they differ

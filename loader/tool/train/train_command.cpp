@@ -35,6 +35,7 @@ const char kDescription[] =
     "At the end the ranks' parameters must be bit-identical, else it exits 3; with a\n"
     "hook that averages parameters (local SGD, model averaging) it prints how far\n"
     "apart they are and exits 0 (--final-average averages them after the last step).\n"
+    "A training that diverges (its loss or a parameter NaN or infinite) exits 4.\n"
     "A config with comm.backend mpi under mpirun runs one rank per process, rank\n"
     "and world from the launcher (--world is then ignored).\n"
     "--job ID: the job id every store key lives under (it overrides comm.job).\n"
@@ -71,6 +72,18 @@ std::string exact(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
+}
+
+// The launcher's exit code: 0 when every rank succeeded; when every rank
+// ended the same documented way (a diverged training, replicas that differ),
+// that code, so that a script tells them apart from a failure; else 1.
+int launch_exit_code(const std::vector<RankExit>& exits) {
+  if (report_ranks("ddph train", exits)) return kExitOk;
+  const int code = exits.front().code;
+  for (const RankExit& e : exits)
+    if (!e.exited || e.code != code || (code != kExitDiverged && code != kExitPartial))
+      return kExitFailed;
+  return code;
 }
 
 int launch_local(const TrainOptions& o) {
@@ -155,7 +168,7 @@ int launch_local(const TrainOptions& o) {
   std::vector<RankExit> exits = run_local_ranks(o.world, body, o.timeout_s, 10.0);
   scratch->remove();
   end_if_stopped("ddph train");
-  return report_ranks("ddph train", exits) ? 0 : 1;
+  return launch_exit_code(exits);
 }
 
 int run_train(TrainOptions& o, bool rank_given) {

@@ -133,6 +133,17 @@ double replica_drift(Session& session, const std::vector<Param>& params) {
   return worst[1] > 0 ? worst[0] / worst[1] : worst[0];
 }
 
+// How many of this rank's parameter values are not finite, summed over the
+// ranks, so that every rank agrees on whether the training diverged.
+// Collective.
+double non_finite_parameters(Session& session, const std::vector<Param>& params) {
+  double bad = 0;
+  for (const auto& p : params)
+    for (float v : p.value) bad += std::isfinite(v) ? 0 : 1;
+  session.allreduce(&bad, 1, DDPH_SUM);
+  return bad;
+}
+
 }  // namespace
 
 int train_rank(const TrainOptions& o) {
@@ -233,19 +244,25 @@ int train_rank(const TrainOptions& o) {
   if (o.final_average)
     for (auto& p : model.params()) session.allreduce(p.value.data(), p.numel(), DDPH_AVG);
 
+  // A diverged training (NaN or infinite loss or parameters: a learning rate
+  // far too large) is a failure, not a result: equal hashes of NaN parameters
+  // prove nothing. last_loss is the same on every rank (allreduced).
+  const double bad_params = non_finite_parameters(session, model.params());
+  const bool diverged = bad_params > 0 || !std::isfinite(last_loss);
   // Every rank publishes its parameter hash; equal hashes mean the hook gave
   // every rank the same averaged gradients, step after step.
   uint64_t hash = hash_params(model.params());
   std::vector<int64_t> hashes(o.world);
   int64_t mine = static_cast<int64_t>(hash);
   session.allgather(&mine, 1, hashes.data());
-  bool same = true;
+  bool same = !diverged;
   for (int64_t h : hashes) same = same && h == mine;
   // A hook that writes the parameters (model averaging, local SGD) keeps the
   // replicas together by averaging them every few steps: between averages
   // they differ by design, so their distance is reported, not an error.
   const bool drift_expected = needs.averages_parameters();
-  const double drift = !same && drift_expected ? replica_drift(session, model.params()) : 0;
+  const double drift =
+      !same && !diverged && drift_expected ? replica_drift(session, model.params()) : 0;
   if (lead) {
     const ddph_stats_t st = session.stats();
     TrainSummary sum;
@@ -255,17 +272,30 @@ int train_rank(const TrainOptions& o) {
     sum.final_loss = last_loss;
     sum.test_accuracy = last_acc;
     sum.chance = 1.0 / kClasses;
-    sum.train_set_loss = model.mean_loss(train);
+    // Not computed for a diverged training (NaN parameters give a NaN loss):
+    // the other ranks exit at once, and the launcher ends a rank that
+    // outlives a failed peer by long, as a wide model's pass over the
+    // training set would.
+    sum.train_set_loss = diverged ? std::nan("") : model.mean_loss(train);
     sum.wire_bytes = st.wire_bytes;
     sum.buckets = st.buckets;
     sum.identical = same;
+    sum.diverged = diverged;
+    sum.non_finite_parameters = static_cast<uint64_t>(bad_params);
     sum.drift_expected = drift_expected;
     sum.drift = drift;
     sum.hash = hash;
-    if (!same)
+    if (!same && !diverged)
       for (int64_t h : hashes) sum.hashes.push_back(static_cast<uint64_t>(h));
     report.summary(sum);
     report.close_metrics();
+  }
+  if (diverged) {
+    std::fprintf(stderr,
+                 "ddph train: rank %d: training diverged: final loss %g, %.0f parameter values "
+                 "not finite over the ranks (try a smaller --lr)\n",
+                 o.rank, last_loss, bad_params);
+    return kExitDiverged;
   }
   if (!same && !drift_expected) {
     std::fprintf(stderr, "ddph train: rank %d: parameters differ from another rank's\n", o.rank);

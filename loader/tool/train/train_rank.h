@@ -39,9 +39,14 @@ struct TrainOptions {
   bool json = false;
 };
 
+// The exit code of a training that diverged: its loss or a parameter is not
+// finite (NaN or infinite) on some rank at the end (docs/cli.md).
+constexpr int kExitDiverged = 4;
+
 // Opens the session as o.rank of o.world, trains, reports on rank 0, and
 // compares the ranks' parameters at the end. Returns the process exit code:
-// 0, or 3 when the replicas differ although the hook should keep them equal.
+// 0; kExitDiverged when the training diverged (every rank returns it); or 3
+// when the replicas differ although the hook should keep them equal.
 // Throws std::exception subclasses for every failure.
 int train_rank(const TrainOptions& o);
 

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "loader/config.h"
 #include "loader/job.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/json_line.h"
 
 namespace ddph::tool {
 namespace {
@@ -33,11 +35,7 @@ struct ValidateOptions {
   bool json = false;
 };
 
-std::string json_list(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json_string(items[i]);
-  return out + "]";
-}
+using ddph::loader::printable;
 
 int run_validate(const ValidateOptions& o) {
   std::vector<std::string> files = o.configs;
@@ -54,28 +52,30 @@ int run_validate(const ValidateOptions& o) {
       source.path = file;
       check = ddph::loader::check_job(source, o.load_plugins);
     } catch (const std::exception& e) {
-      check.problems.push_back(file + ": " + e.what());
+      check.problems.push_back(printable(file + ": " + e.what()));
     }
+    // Keys, families and files come from the YAML: printable, as the problems are.
     std::vector<std::string> unchecked;
     for (const auto& u : check.not_checked)
-      unchecked.push_back(ddph::loader::to_string(u.at) + ": " + u.key + ": family '" + u.family +
-                          "' comes from " + u.file + " (" + u.origin + ")");
+      unchecked.push_back(printable(ddph::loader::to_string(u.at) + ": " + u.key + ": family '" +
+                                    u.family + "' comes from " + u.file + " (" + u.origin + ")"));
     any_unchecked |= !check.not_checked.empty();
     any_problem |= !check.problems.empty();
     if (o.json) {
-      std::printf("{\"file\": %s, \"ok\": %s, \"problems\": %s, \"not_checked\": %s}\n",
-                  json_string(file).c_str(), check.problems.empty() ? "true" : "false",
-                  json_list(check.problems).c_str(), json_list(unchecked).c_str());
+      print_json_line({{"file", file},
+                       {"ok", check.problems.empty()},
+                       {"problems", check.problems},
+                       {"not_checked", unchecked}});
       continue;
     }
     for (const auto& u : check.not_checked)
       std::printf(
-          "%s: %s: not checked: family '%s' comes from %s (%s); pass --load-plugins to "
+          "%s: not checked: family '%s' comes from %s (%s); pass --load-plugins to "
           "load it (this runs its code) and check its hooks and options\n",
-          ddph::loader::to_string(u.at).c_str(), u.key.c_str(), u.family.c_str(), u.file.c_str(),
-          u.origin.c_str());
+          printable(ddph::loader::to_string(u.at) + ": " + u.key).c_str(),
+          printable(u.family).c_str(), printable(u.file).c_str(), u.origin.c_str());
     if (check.problems.empty()) {
-      std::printf("%s: ok%s\n", file.c_str(),
+      std::printf("%s: ok%s\n", printable(file).c_str(),
                   check.not_checked.empty() ? "" : ", except the families not checked above");
     } else {
       for (const std::string& p : check.problems) std::printf("%s\n", p.c_str());

@@ -10,6 +10,7 @@
 #include "loader/plugin_checks/plugin_checks.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
+#include "loader/tool/json_line.h"
 
 namespace ddph::tool {
 namespace {
@@ -31,14 +32,13 @@ struct PluginCheckOptions {
 };
 
 void print_json(const std::string& path, const std::vector<plugin_checks::Row>& rows, bool ok) {
-  std::printf("{\"plugin\": %s, \"ok\": %s, \"checks\": [", json_string(path).c_str(),
-              ok ? "true" : "false");
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::printf("%s{\"check\": %s, \"hook\": %s, \"result\": \"%s\", \"detail\": %s}",
-                i ? ", " : "", json_string(rows[i].check).c_str(),
-                json_string(rows[i].hook).c_str(), plugin_checks::status_name(rows[i].status),
-                json_string(rows[i].detail).c_str());
-  std::printf("]}\n");
+  Json checks = Json::array();
+  for (const auto& row : rows)
+    checks.push_back({{"check", row.check},
+                      {"hook", row.hook},
+                      {"result", plugin_checks::status_name(row.status)},
+                      {"detail", row.detail}});
+  print_json_line({{"plugin", path}, {"ok", ok}, {"checks", std::move(checks)}});
 }
 
 void print_table(const std::string& path, const std::vector<plugin_checks::Row>& rows) {
