@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,30 @@ TEST_F(ToolFlags, ValuesInRangeStillParse) {
   for (const std::string& args : good) {
     const Result r = ddph(args + " --help");
     EXPECT_EQ(r.code, 0) << "ddph " << args << "\n" << describe(r);
+  }
+}
+
+// A folder given as the job file: every command says it is a directory
+// (before, the YAML reader saw no text and said "the file is empty"), and
+// `train` says so once, before any rank starts.
+TEST_F(ToolFlags, AConfigThatIsADirectoryIsNamedAsOne) {
+  const std::string dir = ddph_test::make_temp_dir("ddph-flags-config");
+  const Result train = ddph("train --config " + dir + " --steps 1");
+  const Result bench = ddph("bench --config " + dir + " --iters 1");
+  const Result validate = ddph("validate " + dir);
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(train.code, 2) << describe(train);
+  EXPECT_NE(train.err.find("--config " + dir + " is a directory, not a config file"),
+            std::string::npos)
+      << describe(train);
+  EXPECT_EQ(train.err.find("rank"), std::string::npos) << describe(train);
+  for (const Result& r : {bench, validate}) {
+    EXPECT_NE(r.code, 0) << describe(r);
+    // validate lists its findings on stdout, bench on stderr.
+    const std::string said = r.out + r.err;
+    EXPECT_NE(said.find(dir + ": is a directory, not a config file"), std::string::npos)
+        << describe(r);
+    EXPECT_EQ(said.find("empty"), std::string::npos) << describe(r);
   }
 }
 

@@ -4,6 +4,7 @@
 // runs --world copies of itself as separate processes, each given --rank.
 // With --rank it is one rank of a job, which is also how a multi-machine
 // job starts it.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -78,6 +79,13 @@ int launch_local(const TrainOptions& o) {
   if (access(o.config.c_str(), R_OK) != 0) {
     std::fprintf(stderr, "ddph train: cannot read config %s\n", o.config.c_str());
     return 2;
+  }
+  // Said here, before any rank starts, rather than by every rank.
+  struct stat config_stat;
+  if (stat(o.config.c_str(), &config_stat) == 0 && S_ISDIR(config_stat.st_mode)) {
+    std::fprintf(stderr, "ddph train: --config %s is a directory, not a config file\n",
+                 o.config.c_str());
+    return kExitUsage;
   }
   // Before any rank starts: a --metrics file that cannot be written (a
   // missing folder, a full disk) is said now, not after the ranks connected.
