@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,25 @@ TEST_F(ToolFlags, AConfigThatIsADirectoryIsNamedAsOne) {
         << describe(r);
     EXPECT_EQ(said.find("empty"), std::string::npos) << describe(r);
   }
+}
+
+// A legal --hidden never times out for the tool's own bookkeeping: rank 0
+// scored the whole test set alone after the last step while rank 1 waited
+// in the final allgather, so a wide model outlasted comm.timeout
+// (`--hidden 16384`: DDPH_TIMEOUT after 78 s with timeout 30s). Here the test
+// set alone took rank 0 3.6 s, over twice the 1.5 s timeout, on a quiet
+// 2-core machine (longer under load); each rank's half of it, scored at the
+// same time as the other's, leaves the ranks apart by far less.
+TEST_F(ToolFlags, AWideHiddenLayerDoesNotOutlastTheCommTimeout) {
+  const std::string dir = ddph_test::make_temp_dir("ddph-flags-wide");
+  const std::string config = dir + "/short_timeout.yaml";
+  std::ofstream(config) << "comm: {backend: gloo, timeout: 1500ms}\n"
+                           "hook: {family: default, name: allreduce, options: {}}\n";
+  const Result r = ddph("train --config " + config + " --steps 1 --hidden 2048");
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.err.find("DDPH_TIMEOUT"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("bit-identical on all 2 ranks"), std::string::npos) << describe(r);
 }
 
 }  // namespace
