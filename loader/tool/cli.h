@@ -39,8 +39,9 @@ CLI::Validator whole_in(int64_t min, uint64_t max);
 CLI::Validator non_empty();
 
 // A size given as a number and a binary unit: "25MiB", "0.5MiB", "64KiB",
-// "4096B". Returns bytes, at least one whole byte; throws
-// CLI::ValidationError naming flag for NaN, a fraction of a byte or 0.
+// "4096B". Returns bytes, rounded to the byte (0.1MiB: 104858); throws
+// CLI::ValidationError naming flag for NaN, over 64GiB, a fraction of a
+// byte in B (0.1B) or less than a byte in all.
 int64_t parse_size(const std::string& text, const std::string& flag);
 // A byte count as a size parse_size reads back: "25MiB", "64KiB", "100B".
 std::string format_size(int64_t bytes);
