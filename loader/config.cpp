@@ -613,6 +613,18 @@ Config parse_config_file(const std::string& path, Problems& problems) {
     config.source = path;
     return config;
   }
+  // A directory opens like a file and reads as nothing: say so, rather than
+  // "the file is empty". peek() sets badbit when the read itself fails.
+  errno = 0;
+  in.peek();
+  if (in.bad()) {
+    problems.add(Location{path}, "", DDPH_INVALID_ARGUMENT,
+                 errno == EISDIR ? "is a directory, not a config file"
+                                 : "cannot read the config file");
+    Config config;
+    config.source = path;
+    return config;
+  }
   std::stringstream text;
   text << in.rdbuf();
   return Parser(path, parent_directory(path), problems).parse(text.str());

@@ -26,8 +26,22 @@ std::string version_text();
 CLI::App* add_command(CLI::App& root, const std::string& name, const std::string& summary,
                       bool* json);
 
+// The one check of every number a flag takes, so that no flag lets NaN,
+// infinity, a wrapped negative or a fraction through (CLI11's Range passes
+// NaN: every comparison with it is false; its unsigned conversion reads -1
+// as 2^64-1). Each refuses with "--flag: 'text' is not ... from MIN to MAX".
+// A real number, finite, in [min, max].
+CLI::Validator real_in(double min, double max);
+// A whole decimal number in [min, max]; max may be 2^64-1 (a seed). The
+// value is handed on in plain decimal, so "010" is ten, not CLI11's octal 8.
+CLI::Validator whole_in(int64_t min, uint64_t max);
+// A string flag whose empty value would otherwise be silently ignored.
+CLI::Validator non_empty();
+
 // A size given as a number and a binary unit: "25MiB", "0.5MiB", "64KiB",
-// "4096B". Returns bytes; throws CLI::ValidationError naming flag.
+// "4096B". Returns bytes, rounded to the byte (0.1MiB: 104858); throws
+// CLI::ValidationError naming flag for NaN, over 64GiB, a fraction of a
+// byte in B (0.1B) or less than a byte in all.
 int64_t parse_size(const std::string& text, const std::string& flag);
 // A byte count as a size parse_size reads back: "25MiB", "64KiB", "100B".
 std::string format_size(int64_t bytes);

@@ -93,8 +93,18 @@ void finish_options(BenchOptions& o) {
     throw std::invalid_argument("no config given (ddph bench --config FILE.yaml)");
   o.bucket_bytes = parse_size(o.bucket_size, "--bucket-size");
   if (o.bucket_bytes < 4) throw std::invalid_argument("--bucket-size must be at least 4B");
-  if (!o.matrix.empty()) parse_matrix(o.matrix, &o.matrix_rows, &o.matrix_cols);
-  parse_bucket_dtype(o.dtype, "--dtype");
+  const ddph::DType dtype = parse_bucket_dtype(o.dtype, "--dtype");
+  if (!o.matrix.empty()) {
+    parse_matrix(o.matrix, &o.matrix_rows, &o.matrix_cols);
+    // A matrix larger than the bucket tiles nothing: the bench would time one
+    // flat parameter while the user asked for matrices.
+    const int64_t elements = o.bucket_bytes / int64_t(ddph::dtype_size(dtype));
+    if (o.matrix_rows * o.matrix_cols > elements)
+      throw std::invalid_argument(
+          "--matrix " + o.matrix + " is " + std::to_string(o.matrix_rows * o.matrix_cols) +
+          " elements, more than the --bucket-size " + o.bucket_size + " bucket holds (" +
+          std::to_string(elements) + " " + o.dtype + " elements)");
+  }
   if (!o.link_text.empty()) o.link = parse_link(o.link_text);
   if (o.device == "cuda" && o.overlap_buckets > 0)
     throw std::invalid_argument("--device cuda does not combine with --overlap");
@@ -469,47 +479,52 @@ void add_bench_command(CLI::App& root, int* exit_code) {
       add_command(root, "bench", "time hooks on N local ranks beside the raw allreduce", &o->json);
   cmd->footer(kDescription);
   cmd->add_option("configs", o->config_args, "YAML job files (the same as --config)")
-      ->type_name("FILE.yaml");
-  cmd->add_option("--config", o->configs, "a YAML job file (repeatable)")->type_name("FILE.yaml");
+      ->type_name("FILE.yaml")
+      ->check(non_empty());
+  cmd->add_option("--config", o->configs, "a YAML job file (repeatable)")
+      ->type_name("FILE.yaml")
+      ->check(non_empty());
   cmd->add_option("--world", o->world, "local ranks")
       ->type_name("N")
-      ->check(CLI::Range(1, 256))
+      ->check(whole_in(1, 256))
       ->capture_default_str();
   cmd->add_option("--bucket-size", o->bucket_size, "the bucket, e.g. 25MiB, 512KiB")
       ->type_name("SIZE")
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed iterations")
       ->type_name("K")
-      ->check(CLI::Range(1, 1000000))
+      ->check(whole_in(1, 1000000))
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed iterations first")
       ->type_name("W")
-      ->check(CLI::Range(0, 1000000))
+      ->check(whole_in(0, 1000000))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds before the ranks are killed")
       ->type_name("SECONDS")
-      ->check(CLI::Range(1.0, 1e6))
+      ->check(real_in(1.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--matrix", o->matrix, "tile the bucket with ROWS x COLS parameter views")
-      ->type_name("ROWSxCOLS");
+      ->type_name("ROWSxCOLS")
+      ->check(non_empty());
   cmd->add_option("--dtype", o->dtype, "the bucket's dtype")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
       ->capture_default_str();
   cmd->add_option("--overlap", o->overlap_buckets, "a step of N buckets overlapped with backward")
       ->type_name("N")
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_in(1, 4096));
   cmd->add_option("--backward-ms", o->backward_ms, "simulated backward before each bucket")
       ->type_name("MS")
-      ->check(CLI::Range(0.0, 1e5))
+      ->check(real_in(0.0, 1e5))
       ->capture_default_str();
   cmd->add_option("--device", o->device, "where the bucket lives")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--machines", o->machines, "the ranks as M simulated machines")
       ->type_name("M")
-      ->check(CLI::Range(1, 256));
+      ->check(whole_in(1, 256));
   cmd->add_option("--link", o->link_text, "each rank on its own link, e.g. 1gbit,50us")
-      ->type_name("RATE[,LATENCY]");
+      ->type_name("RATE[,LATENCY]")
+      ->check(non_empty());
   cmd->callback([o, exit_code] { *exit_code = run_bench(*o); });
 }
 

@@ -113,18 +113,19 @@ void add_lab_command(CLI::App& root, int* exit_code) {
       root, "lab", "run a command per rank, each on its own shaped network link", &o->json);
   cmd->footer(kDescription);
   cmd->add_option("--link", o->link, "each rank's link: RATE[,LATENCY], e.g. 1gbit,50us")
-      ->type_name("RATE[,LATENCY]");
+      ->type_name("RATE[,LATENCY]")
+      ->check(non_empty());
   cmd->add_option("--world", o->world, "ranks")
       ->type_name("N")
-      ->check(CLI::Range(1, NetLab::kMaxWorld))
+      ->check(whole_in(1, NetLab::kMaxWorld))
       ->capture_default_str();
   cmd->add_option("--port", o->port, "MASTER_PORT")
       ->type_name("PORT")
-      ->check(CLI::Range(1024, 65535))
+      ->check(whole_in(1024, 65535))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds before running ranks are killed")
       ->type_name("SECONDS")
-      ->check(CLI::Range(1.0, 1e6))
+      ->check(real_in(1.0, 1e6))
       ->capture_default_str();
   cmd->add_option("command", o->command, "the command each rank runs, after --")
       ->type_name("COMMAND [ARGS...]");

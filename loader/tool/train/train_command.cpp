@@ -4,8 +4,10 @@
 // runs --world copies of itself as separate processes, each given --rank.
 // With --rank it is one rank of a job, which is also how a multi-machine
 // job starts it.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -90,6 +92,13 @@ int launch_local(const TrainOptions& o) {
   if (access(o.config.c_str(), R_OK) != 0) {
     std::fprintf(stderr, "ddph train: cannot read config %s\n", o.config.c_str());
     return 2;
+  }
+  // Said here, before any rank starts, rather than by every rank.
+  struct stat config_stat;
+  if (stat(o.config.c_str(), &config_stat) == 0 && S_ISDIR(config_stat.st_mode)) {
+    std::fprintf(stderr, "ddph train: --config %s is a directory, not a config file\n",
+                 o.config.c_str());
+    return kExitUsage;
   }
   // Before any rank starts: a --metrics file that cannot be written (a
   // missing folder, a full disk) is said now, not after the ranks connected.
@@ -212,42 +221,50 @@ void add_train_command(CLI::App& root, int* exit_code) {
   CLI::App* cmd = add_command(root, "train", "run the data-parallel training demo job", &o->json);
   cmd->footer(kDescription);
   cmd->add_option("config_file", o->config_arg, "the YAML job file (the same as --config)")
-      ->type_name("FILE.yaml");
-  cmd->add_option("--config", o->config, "the YAML job file")->type_name("FILE.yaml");
+      ->type_name("FILE.yaml")
+      ->check(non_empty());
+  cmd->add_option("--config", o->config, "the YAML job file")
+      ->type_name("FILE.yaml")
+      ->check(non_empty());
   cmd->add_option("--world", o->world, "ranks")
       ->type_name("N")
-      ->check(CLI::Range(1, 1024))
+      ->check(whole_in(1, 1024))
       ->capture_default_str();
   CLI::Option* rank = cmd->add_option("--rank", o->rank, "run only this rank of the job")
                           ->type_name("R")
-                          ->check(CLI::Range(0, 1023));
+                          ->check(whole_in(0, 1023));
   cmd->add_option("--rendezvous", o->rendezvous, "with --rank: the job's rendezvous URL")
-      ->type_name("URL");
-  cmd->add_option("--job", o->job, "the job id (overrides comm.job)")->type_name("ID");
+      ->type_name("URL")
+      ->check(non_empty());
+  cmd->add_option("--job", o->job, "the job id (overrides comm.job)")
+      ->type_name("ID")
+      ->check(non_empty());
   cmd->add_option("--steps", o->steps, "training steps")
       ->type_name("S")
-      ->check(CLI::Range(1, 100000000))
+      ->check(whole_in(1, 100000000))
       ->capture_default_str();
   cmd->add_option("--bucket-size", o->bucket_size, "gradient bucket cap, e.g. 4KiB, 25MiB")
       ->type_name("SIZE")
       ->capture_default_str();
   cmd->add_option("--log-every", o->log_every, "print every K steps")
       ->type_name("K")
-      ->check(CLI::Range(1, 100000000))
+      ->check(whole_in(1, 100000000))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "data, model and sampling seed")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "data, model and sampling seed")
+      ->check(whole_in(0, UINT64_MAX))
+      ->capture_default_str();
   cmd->add_option("--batch", o->batch, "examples per rank per step")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(whole_in(1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--lr", o->lr, "learning rate (cosine-annealed)")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(real_in(0.0, 100.0))
       ->capture_default_str();
   cmd->add_option("--momentum", o->momentum, "SGD momentum")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(real_in(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--hidden", o->hidden, "width of both hidden layers")
       ->type_name("H")
-      ->check(CLI::Range(1, 1 << 14))
+      ->check(whole_in(1, 1 << 14))
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "the gradient buckets' dtype")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
@@ -256,12 +273,14 @@ void add_train_command(CLI::App& root, int* exit_code) {
                 "average the parameters over the ranks after the last step");
   cmd->add_option("--timeout", o->timeout_s, "seconds before the local ranks are killed")
       ->type_name("SECONDS")
-      ->check(CLI::Range(1.0, 1e6))
+      ->check(real_in(1.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--link", o->link_text, "each local rank on its own link, e.g. 1gbit")
-      ->type_name("RATE[,LATENCY]");
+      ->type_name("RATE[,LATENCY]")
+      ->check(non_empty());
   cmd->add_option("--metrics", o->metrics, "write per-step figures to a CSV file (rank 0)")
-      ->type_name("FILE.csv");
+      ->type_name("FILE.csv")
+      ->check(non_empty());
   cmd->callback([o, rank, exit_code] { *exit_code = run_train(*o, rank->count() > 0); });
 }
 

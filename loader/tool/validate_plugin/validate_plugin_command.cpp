@@ -99,7 +99,7 @@ void add_validate_plugin_command(CLI::App& root, int* exit_code) {
   cmd->add_option("plugins", o->files, "plugin shared objects")->type_name("LIB.so");
   cmd->add_option("--timeout", o->timeout_s, "seconds per check before it counts as hung")
       ->type_name("SECONDS")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(real_in(0.001, 86400.0))
       ->capture_default_str();
   cmd->add_flag("--verbose", o->verbose, "let the plugin's own output through (stderr)");
   cmd->callback([o, exit_code] { *exit_code = run_validate_plugin(*o); });
