@@ -248,9 +248,10 @@ ScratchDir::~ScratchDir() {
   if (getpid() != owner_) return;  // a forked copy: the launcher's to remove
   remove();
   close(hold_fd_);
-  // The watcher reads end-of-file now (the ranks are gone) and exits.
-  while (waitpid(watcher_, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  // The watcher reads end-of-file once the ranks are gone, and exits. Not
+  // waited for: a process a rank left holding the pipe would hang the
+  // launcher, and the folder is removed already; init reaps it otherwise.
+  waitpid(watcher_, nullptr, WNOHANG);
 }
 
 void ScratchDir::remove() {
