@@ -83,7 +83,10 @@ case "$kind" in
     # the five convergence trainings (3000 steps, twice each: 2.5 to 5
     # minutes each under TSan; the same hooks train on several ranks under
     # TSan in the short *.config.*.train, ToolCli and session tests).
-    run_ctest "$log.cpp" -E "$excluded|^python\.|\.train_converges\." || true
+    # Also left out: ToolFlags.AWideHiddenLayerDoesNotOutlastTheCommTimeout,
+    # a --hidden 2048 training (24 s plain, past its 120 s under TSan); the
+    # same evaluation runs under TSan in the ToolCli trainings.
+    run_ctest "$log.cpp" -E "$excluded|^python\.|\.train_converges\.|^ToolFlags\.AWideHiddenLayerDoesNotOutlastTheCommTimeout$" || true
     logs=("$log.cpp")
     ;;
 esac
