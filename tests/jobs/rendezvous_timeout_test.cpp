@@ -75,19 +75,29 @@ TEST_P(MissingRank, TheOthersTimeOutAtTheTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(EachRank, MissingRank, ::testing::Values(0, 1, 2));
 
-// A server that accepts connections and never answers.
-TEST(RendezvousTimeout, ASilentRedisTimesOut) {
+// A server on loopback that accepts connections and never answers: its
+// listening socket, and "127.0.0.1:PORT" in *where.
+int silent_server(std::string* where) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(fd, 8), 0);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 8) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return -1;
+  *where = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  return fd;
+}
+
+// A Redis that accepts connections and never answers.
+TEST(RendezvousTimeout, ASilentRedisTimesOut) {
+  std::string where;
+  const int fd = silent_server(&where);
+  ASSERT_GE(fd, 0) << "cannot listen on loopback";
   const double slack = slack_s(make_temp_dir("ddph-timeout"));
   JobOpen o;
-  o.rendezvous = "redis://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  o.rendezvous = "redis://" + where;
   o.timeout = "200ms";
   Opened s = open_job(o);
   close(fd);
@@ -101,15 +111,9 @@ TEST(RendezvousTimeout, ASilentRedisTimesOut) {
 // Rank 1 waits for rank 0's run marker on a Redis that never answers: it is
 // told the store did not answer, naming it, not that rank 0 did not start.
 TEST(RendezvousTimeout, ASilentRedisIsBlamedNotRank0) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(fd, 8), 0);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const std::string where = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  std::string where;
+  const int fd = silent_server(&where);
+  ASSERT_GE(fd, 0) << "cannot listen on loopback";
   JobOpen o;
   o.rank = 1;
   o.world = 2;
