@@ -50,7 +50,7 @@ setup(
     name="ddphooks",
     version="0.1.0",
     description="Gradient communication hooks for data-parallel training (ctypes over libddph.so)",
-    packages=["ddphooks"],
+    packages=["ddphooks", "ddphooks.torch"],
     python_requires=">=3.8",
     extras_require={"numpy": ["numpy"], "torch": ["torch>=1.13"]},
     cmdclass={"build_py": BuildPyRecordingTheLibrary},
