@@ -2,7 +2,12 @@
 # The one set-up script, for users and CI alike: installs the Debian packages
 # that are missing, configures and builds into build/.
 #   ./build.sh          install what building and running need, and build
-#   ./build.sh test     ... also what the tests need, then run the whole
+#   ./build.sh python   ... also the newest PyTorch from PyPI in a virtual
+#                       environment outside the clone (DDPH_TORCH_VENV,
+#                       default ~/.cache/ddphooks/venv-torch-latest), and
+#                       build/python-torch-latest: that Python with this
+#                       checkout's ddphooks importable
+#   ./build.sh test     ... also what the tests need and the above, then run the whole
 #                       test suite (CTest), the fuzzers
 #                       (DDPH_FUZZ_SECONDS each, default 60; 0 skips)
 #                       and the suite under sanitizers (DDPH_SANITIZE_RUNS,
@@ -62,8 +67,13 @@ test_packages=(
   libopenmpi-dev openmpi-bin                # MPI communicator (plugins/comm_mpi) and mpirun
   dataset-fashion-mnist                     # Fashion-MNIST: benchmarks/time_to_accuracy and its smoke test
 )
+# ... and what the PyTorch 2 environment needs (python and test).
+python_packages=(
+  python3-venv                              # the virtual environment of build/python-torch-latest
+)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 [ "${1:-}" = "test" ] && packages+=("${test_packages[@]}")
+case "${1:-}" in test | python) packages+=("${python_packages[@]}") ;; esac
 missing=()
 for p in "${packages[@]}"; do
   installed "$p" || missing+=("$p")
@@ -87,6 +97,33 @@ tests=OFF
 installed libgtest-dev && tests=ON
 
 build_dir=${DDPH_BUILD_DIR:-build}
+
+# The newest PyTorch beside Debian's 1.13: a virtual environment outside the
+# clone, made again only when python/requirements-torch-latest.txt changes
+# (so a second run, or CI's fresh clone on the same machine, downloads
+# nothing), and build/python-torch-latest, which runs it with this
+# checkout's ddphooks importable. CMake registers the Python tests under it
+# too (tests/python/CMakeLists.txt).
+if [ "${1:-}" = "test" ] || [ "${1:-}" = "python" ]; then
+  venv=${DDPH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ddphooks/venv-torch-latest}
+  requirements=python/requirements-torch-latest.txt
+  torch_pin=$(grep -m1 '^torch==' "$requirements")
+  if ! cmp -s "$requirements" "$venv/.ddph-requirements"; then
+    echo "build.sh: installing $torch_pin into $venv"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --no-warn-script-location -r "$requirements"
+    cp "$requirements" "$venv/.ddph-requirements"
+  fi
+  mkdir -p "$build_dir"
+  printf '%s\n' '#!/bin/sh' \
+    "# Written by build.sh: Python with $torch_pin ($venv)" \
+    "# and ddphooks from $PWD/python." \
+    "PYTHONPATH=\"$PWD/python\${PYTHONPATH:+:\$PYTHONPATH}\" exec \"$venv/bin/python\" \"\$@\"" \
+    >"$build_dir/python-torch-latest"
+  chmod +x "$build_dir/python-torch-latest"
+  end_phase "PyTorch 2 environment"
+fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo} \
   -DDDPH_BUILD_TESTS=$tests
 cmake --build "$build_dir" -j2

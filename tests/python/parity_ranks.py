@@ -128,7 +128,13 @@ def _done(t):
 # PyTorch 1.13's quantization hooks need CUDA (they call .cuda() and chain
 # Gloo futures in a way Gloo does not serve). The references below are their
 # formulas step for step, with PyTorch's own observers and quantize helpers,
-# as torch ops on CPU with synchronous all_gathers.
+# as torch ops on CPU with synchronous all_gathers. PyTorch 2 renamed the
+# quantize helpers from _*_cuda to the device-agnostic _*_backend.
+def _quantization_helper(name):
+    return getattr(quantization_hooks, "_%s_backend" % name, None) or getattr(
+        quantization_hooks, "_%s_cuda" % name)
+
+
 def ref_per_tensor(process_group, bucket):
     rank, world = dist.get_rank(), dist.get_world_size()
     tensor = bucket.buffer()
@@ -136,12 +142,12 @@ def ref_per_tensor(process_group, bucket):
     observer(tensor)
     s, z = observer.calculate_qparams()
     all_s_and_z = _allgather(torch.FloatTensor([s, z]))
-    quantized = quantization_hooks._quantize_per_tensor_cuda(tensor, all_s_and_z[rank][0],
-                                                             all_s_and_z[rank][1])
+    quantized = _quantization_helper("quantize_per_tensor")(tensor, all_s_and_z[rank][0],
+                                                            all_s_and_z[rank][1])
     total = torch.zeros_like(tensor, dtype=torch.float32)
     for r, q in enumerate(_allgather(quantized)):
-        total += quantization_hooks._dequantize_per_tensor_cuda(q, all_s_and_z[r][0],
-                                                                all_s_and_z[r][1])
+        total += _quantization_helper("dequantize_per_tensor")(q, all_s_and_z[r][0],
+                                                               all_s_and_z[r][1])
     return _done(total / world)
 
 
@@ -155,7 +161,7 @@ def ref_per_channel(bucket_size):
         observer(channels)
         s_ch, z_ch = observer.calculate_qparams()
         all_s_and_z = _allgather(torch.stack((s_ch, z_ch)))
-        quantized = quantization_hooks._quantize_per_channel_cuda(
+        quantized = _quantization_helper("quantize_per_channel")(
             channels, all_s_and_z[rank][0, :], all_s_and_z[rank][1, :])
         total = torch.zeros_like(channels, dtype=torch.float32)
         for r, q in enumerate(_allgather(quantized)):
