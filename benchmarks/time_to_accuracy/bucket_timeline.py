@@ -42,7 +42,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
-import ddphooks.torch as ddph_torch  # noqa: E402
+from ddphooks.torch import ddp as ddph_torch  # noqa: E402 (its comm hook is wrapped below)
 import models  # noqa: E402
 
 DDPH_ALLREDUCE = {"comm": {"backend": "gloo", "timeout": "60s"},
@@ -76,7 +76,7 @@ def run(key, args, rank):
     if key == "torch":
         ddp.register_comm_hook(None, timed(default_hooks.allreduce_hook, events, clock))
     else:
-        # register() installs ddphooks.torch._ddph_comm_hook; wrap it for the call.
+        # register() installs ddphooks.torch.ddp._ddph_comm_hook; wrap it for the call.
         plain = ddph_torch._ddph_comm_hook
         ddph_torch._ddph_comm_hook = timed(plain, events, clock)
         try:
