@@ -15,7 +15,10 @@ BUILD = os.environ.get("DDPH_BUILD_DIR")
 CHECK = ("import ddphooks, numpy as np, tempfile; d = tempfile.mkdtemp(); "
          "s = ddphooks.Session({'hook': {'family': 'default', 'name': 'allreduce'}}, rank=0, "
          "world_size=1, rendezvous='file://' + d); a = np.ones(8, np.float32); s.run(a); "
-         "s.close(); print(ddphooks.__file__); print(ddphooks.library_path())")
+         "s.close(); print(ddphooks.__file__); print(ddphooks.library_path())\n"
+         # The subpackage ddphooks.torch is installed too, where torch is there.
+         "import importlib.util\n"
+         "if importlib.util.find_spec('torch'): import ddphooks.torch, ddphooks.torch.ddp\n")
 
 
 def clean_env(**extra):
