@@ -9,8 +9,9 @@ same processes, the same model, data and seed.
 
 Per hook and round: `--warmup` steps, then `--steps` timed steps of
 forward, backward (where the hook runs) and an SGD step; the median step of
-the slower rank, best of `--rounds` rounds, is reported. PyTorch's bf16 and quantization hooks do not run on CPU, so
-those rows have ddph only.
+the slower rank, best of `--rounds` rounds, is reported. PyTorch's
+quantization hooks (and 1.13's bf16 hook) do not run on CPU, so those rows
+have ddph only.
 """
 import argparse
 import json
@@ -62,7 +63,9 @@ ROWS = [
     ("allreduce", (lambda: None, default_hooks.allreduce_hook), hook("default", "allreduce")),
     ("fp16_compress", (lambda: None, default_hooks.fp16_compress_hook),
      hook("default", "fp16_compress")),
-    ("bf16_compress", None, hook("default", "bf16_compress")),
+    # PyTorch 1.13's bf16 hook needs CUDA; PyTorch 2's runs on CPU.
+    ("bf16_compress", (lambda: None, default_hooks.bf16_compress_hook)
+     if not torch.__version__.startswith("1.") else None, hook("default", "bf16_compress")),
     ("powersgd rank 2", (psgd_state, one_bucket_at_a_time(powerSGD_hook.powerSGD_hook)),
      hook("powersgd", "powersgd", {"rank": 2, "start_iter": 2})),
     ("quantization per_channel 8-bit reduce_scatter", None,
@@ -230,7 +233,7 @@ def write_docs(data):
         "PyTorch's PowerSGD runs with each bucket waited for inside the hook: on",
         "Gloo it issues its later collectives from Gloo's callback threads, and",
         "with several buckets in flight the ranks can order them differently and",
-        "abort. PyTorch's bf16 and quantization hooks do not run on CPU.",
+        "abort. PyTorch's quantization hooks (and 1.13's bf16 hook) do not run on CPU.",
         "",
         table(data),
         "",
@@ -265,6 +268,7 @@ def main():
     p.add_argument("--rounds", type=int, default=2, help="runs of every hook; the best median")
     p.add_argument("--write-docs", action="store_true")
     p.add_argument("--json", help="only render docs from this earlier result")
+    p.add_argument("--save", help="also write the result's JSON here")
     args = p.parse_args()
     if args.json:
         data = json.load(open(args.json))
@@ -278,6 +282,9 @@ def main():
         data["loadavg"] = [load0, os.getloadavg()[0]]
         print()
         print(table(data))
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(data, f, indent=1)
     if args.write_docs:
         with open(os.path.join(ROOT, "docs", "bench", "torch_vs_ddph.json"), "w") as f:
             json.dump(data, f, indent=1)
