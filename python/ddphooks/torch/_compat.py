@@ -19,3 +19,11 @@ TORCH_RELEASE = _release(torch.__version__)
 def at_least(major, minor=0):
     """Whether the running PyTorch is major.minor or newer."""
     return TORCH_RELEASE >= (major, minor)
+
+
+def ddp_uses_python_reducer(ddp_model):
+    """Whether DDP was built under torch._dynamo.config.optimize_ddp =
+    "python_reducer" (PyTorch 2.x; 1.13 has no such path): DDP then calls
+    its comm hooks once per parameter, as hook(state, (grad, param)), from
+    compiled autograd, not once per GradBucket."""
+    return bool(getattr(ddp_model, "_use_python_reducer", False))

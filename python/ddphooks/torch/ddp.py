@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from .. import _abi, _tensors, checkpoint, errors
+from . import _compat
 from ..allocator import DeviceAllocator
 from .. import session as session_mod
 from ..session import Session
@@ -77,8 +78,18 @@ def _unwrap(fut):
     return fut.value()
 
 
+PYTHON_REDUCER_REFUSAL = (
+    "ddphooks.torch: DDP calls comm hooks once per parameter (hook(state, (grad, param))) when "
+    "it is built under torch._dynamo.config.optimize_ddp = 'python_reducer'; ddph hooks reduce "
+    "DDP's buckets. Build the DDP model under the default optimize_ddp ('ddp_optimizer'): "
+    "torch.compile(ddp_model) then hands the hook every bucket, with compiled autograd too "
+    "(docs/python.md, torch.compile)")
+
+
 def _ddph_comm_hook(state, bucket):
     """The comm hook registered on DDP; `state` is the DDPHook."""
+    if isinstance(bucket, tuple):  # the python_reducer's per-parameter call
+        raise errors.DDPHError(errors.Code.UNSUPPORTED, PYTHON_REDUCER_REFUSAL)
     return state._submit(bucket)
 
 
@@ -298,6 +309,8 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
                                "ddphooks.torch: the mixed_precision family expects the host to "
                                "lend fp32 gradients in ddph_param_t.data; DDP lends parameters "
                                "there (and PyTorch 1.13's DDP has no mixed-precision buckets)")
+    if _compat.ddp_uses_python_reducer(ddp_model):
+        raise errors.DDPHError(errors.Code.UNSUPPORTED, PYTHON_REDUCER_REFUSAL)
     pg = process_group if process_group is not None else getattr(ddp_model, "process_group",
                                                                    None)
     if pg is None:
