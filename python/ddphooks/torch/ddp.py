@@ -118,10 +118,17 @@ class DDPHook:
         # steps: a model resumed without its hook state is warned about once.
         self._model_loaded = False
         self._state_loaded = False
+        # Parameters whose .grad is set to None at the end of each synchronized
+        # backward (optimizer_in_backward: the hook has stepped them).
+        self._clear_grads_of = ()
+        self._clear_queued = False
 
     def _submit(self, bucket):
         if self._model_loaded or self._state_loaded:
             self._check_resumed()
+        if self._clear_grads_of and not self._clear_queued:
+            self._clear_queued = True
+            torch.autograd.Variable._execution_engine.queue_callback(self._behind_ddp_finalize)
         buf = bucket.buffer()
         if not buf.is_contiguous():
             raise ValueError("ddph: the bucket buffer is not contiguous")
@@ -157,6 +164,18 @@ class DDPHook:
         # DDP would try to use as a tensor; a then() that raises it makes the
         # future DDP waits on fail properly, so backward() raises DDPHError's text.
         return fut.then(_unwrap)
+
+    # DDP queues its end-of-backward callback, which copies the reduced
+    # buckets into .grad, after the hook has had its first bucket; the
+    # engine runs callbacks queued by callbacks too, so this one runs after
+    # DDP's and clears the gradients as PyTorch's optimizer-in-backward does.
+    def _behind_ddp_finalize(self):
+        torch.autograd.Variable._execution_engine.queue_callback(self._clear_grads)
+
+    def _clear_grads(self):
+        self._clear_queued = False
+        for p in self._clear_grads_of:
+            p.grad = None
 
     def stats(self):
         return self.session.stats()
@@ -376,7 +395,15 @@ def optimizer_in_backward(ddp_model, optimizer="sgd", *, wrap=None, comm=None, *
     step() for these parameters. options: the optimizer's options by the ddph
     names, and the hook's own (docs/optimizer_overlap.md); wrap: the hook
     that reduces (default/allreduce by default); comm: the YAML comm section,
-    by default DDP's own process group."""
+    by default DDP's own process group.
+
+    As with torch.distributed.optim._apply_optimizer_in_backward, each
+    parameter's .grad is None after a synchronized backward (its step is
+    done), so no zero_grad() is needed; with a ``params`` subset the
+    gradients are left to the caller."""
     cfg = _optimizer_config("optimizer_overlap", "hook_then_optimizer", optimizer, options, wrap,
                             comm)
-    return register(ddp_model, cfg)
+    hook = register(ddp_model, cfg)
+    if "params" not in options:  # every parameter is stepped in the backward
+        hook._clear_grads_of = [p for p in ddp_model.module.parameters() if p.requires_grad]
+    return hook
