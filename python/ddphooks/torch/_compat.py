@@ -27,3 +27,12 @@ def ddp_uses_python_reducer(ddp_model):
     its comm hooks once per parameter, as hook(state, (grad, param)), from
     compiled autograd, not once per GradBucket."""
     return bool(getattr(ddp_model, "_use_python_reducer", False))
+
+
+def register_optimizer_step_pre_hook(fn):
+    """fn(optimizer, args, kwargs) before every torch.optim step, through
+    torch.optim's global step pre-hooks (PyTorch 2): its handle, or None on
+    1.13, which has none."""
+    from torch.optim import optimizer
+    register = getattr(optimizer, "register_optimizer_step_pre_hook", None)
+    return register(fn) if register is not None else None

@@ -122,6 +122,11 @@ class DDPHook:
         # backward (optimizer_in_backward: the hook has stepped them).
         self._clear_grads_of = ()
         self._clear_queued = False
+        # ids of the parameters the hook steps itself (zero, optimizer_overlap),
+        # and the torch.optim step pre-hook that refuses a second step of them.
+        self._stepped = frozenset()
+        self._stepped_by = ""
+        self._step_check = None
 
     def _submit(self, bucket):
         if self._model_loaded or self._state_loaded:
@@ -176,6 +181,26 @@ class DDPHook:
         self._clear_queued = False
         for p in self._clear_grads_of:
             p.grad = None
+
+    def _refuse_steps_of(self, params, stepped_by):
+        """Refuses a torch.optim step of `params`, which the hook steps itself
+        (PyTorch 2; 1.13 has no global step hooks, docs/python.md)."""
+        self._stepped = frozenset(id(p) for p in params)
+        self._stepped_by = stepped_by
+        self._step_check = _compat.register_optimizer_step_pre_hook(self._check_optimizer_step)
+
+    def _check_optimizer_step(self, optimizer, args, kwargs):
+        # Only a parameter with a gradient would move: optimizer_in_backward
+        # leaves none, and torch.optim skips those.
+        twice = [i for i, p in enumerate(p for g in optimizer.param_groups for p in g["params"])
+                 if id(p) in self._stepped and p.grad is not None]
+        if twice:
+            raise errors.DDPHError(
+                errors.Code.INVALID_ARGUMENT,
+                "ddphooks.torch: %s.step() would step %d parameter(s) (its parameters %s) that "
+                "%s already steps during the backward: each would move twice. Leave them out of "
+                "that optimizer; nothing was stepped" %
+                (type(optimizer).__name__, len(twice), _ranges(twice), self._stepped_by))
 
     def stats(self):
         return self.session.stats()
@@ -240,7 +265,22 @@ class DDPHook:
         self.step = int.from_bytes(blob[:8], "little")
 
     def close(self):
+        if self._step_check is not None:
+            self._step_check.remove()
+            self._step_check = None
         self.session.close()
+
+
+def _ranges(indices):
+    """"0-3, 7" for [0, 1, 2, 3, 7]."""
+    out, start = [], None
+    for i, n in enumerate(indices):
+        if start is None:
+            start = n
+        if i + 1 == len(indices) or indices[i + 1] != n + 1:
+            out.append(str(start) if start == n else "%d-%d" % (start, n))
+            start = None
+    return ", ".join(out)
 
 
 def _families(config):
@@ -380,12 +420,15 @@ def sharded_optimizer(ddp_model, optimizer="adamw", *, protocol="reduce_scatter"
     (zero_step_interleaved) or all at the step's last bucket (zero_step).
     wrap: the hook that reduces under protocol allreduce (default/allreduce
     by default). comm: the YAML comm section; by default DDP's own process
-    group. Checkpoints: ``hook.state_dict()`` is this rank's shard;
+    group. A torch.optim step of these parameters raises DDPHError (PyTorch
+    2): they would move twice. Checkpoints: ``hook.state_dict()`` is this rank's shard;
     ``DDPHook.consolidate([...every rank's...])`` joins them into one that
     loads at any world size."""
     name = "zero_step_interleaved" if interleaved else "zero_step"
     cfg = _optimizer_config("zero", name, optimizer, dict(options, protocol=protocol), wrap, comm)
-    return register(ddp_model, cfg)
+    hook = register(ddp_model, cfg)
+    hook._refuse_steps_of(ddp_model.module.parameters(), "ddphooks.torch.sharded_optimizer")
+    return hook
 
 
 def optimizer_in_backward(ddp_model, optimizer="sgd", *, wrap=None, comm=None, **options):
@@ -406,4 +449,5 @@ def optimizer_in_backward(ddp_model, optimizer="sgd", *, wrap=None, comm=None, *
     hook = register(ddp_model, cfg)
     if "params" not in options:  # every parameter is stepped in the backward
         hook._clear_grads_of = [p for p in ddp_model.module.parameters() if p.requires_grad]
+        hook._refuse_steps_of(hook._clear_grads_of, "ddphooks.torch.optimizer_in_backward")
     return hook
