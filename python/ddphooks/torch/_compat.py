@@ -36,3 +36,15 @@ def register_optimizer_step_pre_hook(fn):
     from torch.optim import optimizer
     register = getattr(optimizer, "register_optimizer_step_pre_hook", None)
     return register(fn) if register is not None else None
+
+
+def fsdp2():
+    """FSDP2's pieces the adapter uses (PyTorch 2: fully_shard, its
+    ReduceScatter slot and mesh kinds), or None on 1.13, which has no FSDP2."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+        from torch.distributed.fsdp._fully_shard._fsdp_api import ReduceScatter
+        from torch.distributed.fsdp._fully_shard._fsdp_common import HSDPMeshInfo
+    except ImportError:
+        return None
+    return FSDPModule, ReduceScatter, HSDPMeshInfo

@@ -1,0 +1,176 @@
+"""FSDP2 (``fully_shard``) with a ddph hook as its gradient reduce-scatter.
+
+    from torch.distributed.fsdp import fully_shard
+    import ddphooks.torch.fsdp
+    for layer in model.layers:
+        fully_shard(layer)
+    fully_shard(model)
+    handle = ddphooks.torch.fsdp.compress(model, "configs/quantization_rs8.yaml")
+
+FSDP2 has no comm hooks; it has a slot for a custom reduce-scatter
+(``FSDPModule.set_custom_reduce_scatter``). compress() fills the slot of
+every FSDP module of the model: each reduce-scatter input (world rows, one
+per rank's shard) goes through the config's hook as one bucket, which
+leaves the mean of every rank's gradients in it, and this rank's row is
+FSDP's output. The hook's state (quantization's error feedback) is the
+handle's ``state_dict()``, for the model's checkpoint (torch.save or DCP:
+the handle is a Stateful).
+"""
+import torch
+import torch.distributed as dist
+
+from .. import errors
+from ..session import Session
+from . import _compat
+from .ddp import _families
+from .process_group_comm import ProcessGroupComm
+
+__all__ = ["compress", "FSDPCompressor"]
+
+# The families whose hooks leave the mean of the ranks' gradients in the
+# bucket, element for element, which is what a reduce-scatter must give.
+MEAN_FAMILIES = {"default": "allreduce, fp16_compress, bf16_compress",
+                 "quantization": "per_channel, per_tensor"}
+
+
+def _refuse(text):
+    raise errors.DDPHError(errors.Code.UNSUPPORTED, "ddphooks.torch.fsdp: " + text)
+
+
+def _is_avg(op):
+    try:
+        return op == dist.ReduceOp.AVG
+    except Exception:  # a PREMUL_SUM ReduceOp does not compare with the enum
+        return False
+
+
+class FSDPCompressor:
+    """What compress() returns: the session behind the reduce-scatters.
+    ``state_dict()``/``load_state_dict()`` hold the hook's state; ``stats()``,
+    ``metrics()`` as for DDP; ``close()`` gives FSDP its own reduce-scatter
+    back."""
+
+    def __init__(self, session, group, modules):
+        self.session = session
+        self.group = group
+        self.world, self.rank = group.size(), group.rank()
+        self.calls = 0
+        self._modules = modules
+
+    def _reduce_scatter(self, index, output, input, group, op):
+        if not _is_avg(op):
+            _refuse("FSDP asked for a reduce-scatter with op %s; the hook gives the mean (AVG): "
+                    "set_gradient_divide_factor and a non-fp32 reduce dtype need FSDP's own" % op)
+        if group.size() != self.world or group.rank() != self.rank:
+            _refuse("the reduce-scatter group (rank %d of %d) is not the one compress() joined "
+                    "(rank %d of %d)" % (group.rank(), group.size(), self.rank, self.world))
+        if input.dtype != torch.float32 or output.dtype != torch.float32:
+            _refuse("reduce dtype %s: the hook reduces float32 gradients" % input.dtype)
+        if input.numel() != output.numel() * self.world:
+            _refuse("the input holds %d elements, not world x output (%d x %d)" %
+                    (input.numel(), self.world, output.numel()))
+        self.session.run(input, index=index, is_last=True, step=self.calls)
+        self.calls += 1
+        output.copy_(input.view(self.world, -1)[self.rank])
+        return None
+
+    def stats(self):
+        return self.session.stats()
+
+    def metrics(self, per_bucket=False):
+        return self.session.metrics(per_bucket)
+
+    def state_dict(self):
+        """{"calls": int, "state": bytes}: save it with the model's checkpoint."""
+        return {"calls": self.calls, "state": self.session.state_dict()}
+
+    def load_state_dict(self, state):
+        self.session.load_state_dict(state["state"])
+        self.calls = int(state["calls"])
+
+    def close(self):
+        for m in self._modules:
+            m.set_custom_reduce_scatter(_fsdp_default_reduce_scatter())
+        self._modules = []
+        self.session.close()
+
+
+def _fsdp_default_reduce_scatter():
+    from torch.distributed.fsdp._fully_shard._fsdp_collectives import DefaultReduceScatter
+    return DefaultReduceScatter()
+
+
+def _reduce_dtype(fsdp_param):
+    mp = fsdp_param.mp_policy
+    return mp.reduce_dtype or mp.param_dtype or fsdp_param.sharded_param.dtype
+
+
+def compress(model, config, *, store=None, rendezvous="host"):
+    """Puts the ddph hook that `config` names (YAML path, text or dict) under
+    every FSDP module of `model` as its reduce-scatter; returns an
+    FSDPCompressor. Collective: every rank calls it, after fully_shard and
+    before the first backward.
+
+    Refused by name (ddphooks.errors.DDPHError): a model without fully_shard,
+    a hook that does not give the mean (only the default and quantization
+    families do), a reduce dtype other than float32 (MixedPrecisionPolicy),
+    an HSDP (2-D) mesh, FSDP modules on different groups.
+    """
+    parts = _compat.fsdp2()
+    if parts is None:
+        _refuse("FSDP2 (fully_shard) is PyTorch 2's; this is PyTorch %s" % torch.__version__)
+    FSDPModule, ReduceScatter, HSDPMeshInfo = parts
+    if not isinstance(model, FSDPModule):
+        _refuse("%s is not a fully_shard model: call fully_shard(model) first" %
+                type(model).__name__)
+    families = _families(config)
+    wrong = sorted(families - set(MEAN_FAMILIES))
+    if wrong or not families:
+        _refuse("the hook family %s does not give the ranks' mean per element, which a "
+                "reduce-scatter must; use %s" % (", ".join(wrong) or "(none named)",
+                                                   "; ".join("%s (%s)" % kv for kv in
+                                                             MEAN_FAMILIES.items())))
+    modules, group = [], None
+    for m in model.modules():
+        if not isinstance(m, FSDPModule):
+            continue
+        state = m._get_fsdp_state()
+        groups = [g for g in state._fsdp_param_groups if g is not None]
+        if not groups:
+            continue  # a module without parameters of its own reduces nothing
+        for g in groups:
+            if isinstance(g.mesh_info, HSDPMeshInfo):
+                _refuse("%s is sharded on a 2-D (HSDP) mesh, whose replicate all-reduce is "
+                        "FSDP's own: use a 1-D mesh" % type(m).__name__)
+            for p in g.fsdp_params:
+                if _reduce_dtype(p) != torch.float32:
+                    _refuse("%s reduces in %s (MixedPrecisionPolicy); the hook reduces float32 "
+                            "gradients: set reduce_dtype=torch.float32" %
+                            (type(m).__name__, _reduce_dtype(p)))
+            pg = g.mesh_info.shard_process_group
+            if group is None:
+                group = pg
+            elif pg is not group:
+                _refuse("the model's FSDP modules shard over different process groups")
+        modules.append(m)
+    if group is None:
+        _refuse("%s has no sharded parameters" % type(model).__name__)
+    if store is None and rendezvous == "host":
+        store = dist.PrefixStore("ddphooks/fsdp/", dist.distributed_c10d._get_default_store())
+    session = Session(config, rank=group.rank(), world_size=group.size(), rendezvous=rendezvous,
+                      store=store, comm=ProcessGroupComm(group))
+    handle = FSDPCompressor(session, group, modules)
+
+    class _Slot(ReduceScatter):
+        def __init__(self, index):
+            self.index = index
+
+        def allocate(self, size, *, dtype, device):
+            return torch.empty(*size, dtype=dtype, device=device)
+
+        def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
+            return handle._reduce_scatter(self.index, output_tensor, input_tensor, group, op)
+
+    for index, m in enumerate(modules):
+        m.set_custom_reduce_scatter(_Slot(index))
+    return handle

@@ -1,0 +1,183 @@
+"""One rank of test_torch_fsdp.py (PyTorch 2; started WORLD times).
+
+    fsdp_ranks.py RANK WORLD INIT_FILE OUT_DIR CASE[,CASE...]
+
+Each case trains a model under fully_shard (each Linear, then the root) and
+saves the full final parameters, the handle's stats or the error to
+OUT_DIR/<case>.rank<R>.pt; the test compares. Cases are in CASES.
+"""
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import parity_ranks as pr  # noqa: E402
+import ddphooks.torch.fsdp  # noqa: E402
+
+GLOO = {"backend": "gloo", "timeout": "60s"}
+
+
+def config(family, name, options=None):
+    return {"comm": GLOO, "hook": {"family": family, "name": name, "options": options or {}}}
+
+
+FP32 = config("default", "allreduce")
+Q8 = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 8})
+Q4EF = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 4,
+                                               "channel_size": 64, "error_feedback": True})
+
+
+class MLP(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = torch.relu(layer(x))
+        return self.layers[-1](x)
+
+
+def sharded(sizes, mp=None):
+    torch.manual_seed(pr.SEED)
+    model = MLP(sizes)
+    kw = {"mp_policy": mp} if mp else {}
+    for layer in model.layers:
+        fully_shard(layer, **kw)
+    fully_shard(model, **kw)
+    return model
+
+
+def full_params(model):
+    return torch.cat([p.full_tensor().detach().reshape(-1) for p in model.parameters()])
+
+
+def train_random(rank, cfg, steps=pr.STEPS, resume=None):
+    """The parity model's sizes and data (ranks on different batches), SGD."""
+    model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
+    handle = ddphooks.torch.fsdp.compress(model, cfg) if cfg else None
+    opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
+    for x, y in pr.batches(rank)[:steps]:
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    out = {"params": full_params(model)}
+    if handle is not None:
+        out["stats"] = handle.stats()
+        handle.close()
+    return out
+
+
+def checkpoint_case(rank, cfg, keep_state):
+    """10 steps, a checkpoint (model, optimizer and the handle's state), then
+    a fresh model, optimizer and handle loaded from it for the other 10."""
+    batches = pr.batches(rank)
+    model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
+    handle = ddphooks.torch.fsdp.compress(model, cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
+    for x, y in batches[:10]:
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    saved = {"model": {k: v.full_tensor() for k, v in model.state_dict().items()},
+             "ddph": handle.state_dict()}
+    handle.close()
+    model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
+    handle = ddphooks.torch.fsdp.compress(model, cfg)
+    with torch.no_grad():
+        for k, p in model.state_dict().items():
+            p.copy_(torch.distributed.tensor.distribute_tensor(saved["model"][k], p.device_mesh,
+                                                                p.placements))
+    if keep_state:
+        handle.load_state_dict(saved["ddph"])
+    opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
+    for x, y in batches[10:]:
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    handle.close()
+    return {"params": full_params(model)}
+
+
+MNIST_STEPS, MNIST_BATCH = 300, 32
+
+
+def fashion_mnist_accuracy(rank, world, cfg):
+    """A 784-128-10 MLP, SGD with momentum, MNIST_STEPS steps of
+    MNIST_BATCH images per rank (rank r takes every world-th batch), then
+    the accuracy on the 10,000 test images."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks", "time_to_accuracy"))
+    import fashion_mnist
+    x, y = (torch.from_numpy(a) for a in fashion_mnist.load("train"))
+    tx, ty = (torch.from_numpy(a) for a in fashion_mnist.load("test"))
+    x, tx = x.reshape(len(x), -1), tx.reshape(len(tx), -1)
+    model = sharded([784, 128, 10])
+    handle = ddphooks.torch.fsdp.compress(model, cfg) if cfg else None
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    for i in range(MNIST_STEPS):
+        lo = (i * world + rank) * MNIST_BATCH % (len(y) - MNIST_BATCH)
+        nn.functional.cross_entropy(model(x[lo:lo + MNIST_BATCH]), y[lo:lo + MNIST_BATCH]).backward()
+        opt.step()
+        opt.zero_grad()
+    with torch.no_grad():
+        accuracy = (model(tx).argmax(1) == ty).float().mean().item()
+    if handle is not None:
+        handle.close()
+    return {"accuracy": accuracy, "params": full_params(model)}
+
+
+def refusal(make):
+    try:
+        make()
+    except ddphooks.errors.DDPHError as e:
+        return {"refused": str(e)}
+    return {"accepted": True}
+
+
+def bf16_reduce():
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)
+    return ddphooks.torch.fsdp.compress(sharded([8, 8], mp), FP32)
+
+
+CASES = {
+    "mnist_fp32": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), None),
+    "mnist_q8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q8),
+    "mnist_q4ef": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q4EF),
+    "own_fp32": lambda r: train_random(r, None),
+    "ddph_fp32": lambda r: train_random(r, FP32),
+    "ddph_q8": lambda r: train_random(r, Q8),
+    "ddph_q4ef": lambda r: train_random(r, Q4EF),
+    "resume_q4ef": lambda r: checkpoint_case(r, Q4EF, keep_state=True),
+    "resume_q4ef_without_state": lambda r: checkpoint_case(r, Q4EF, keep_state=False),
+    "refuse_bf16_reduce": lambda r: refusal(bf16_reduce),
+    "refuse_powersgd": lambda r: refusal(lambda: ddphooks.torch.fsdp.compress(
+        sharded([8, 8]), config("powersgd", "powersgd", {"rank": 1}))),
+    "refuse_plain_model": lambda r: refusal(lambda: ddphooks.torch.fsdp.compress(
+        MLP([8, 8]), FP32)),
+}
+
+
+def main():
+    rank, world, init_file, out_dir, names = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                                              sys.argv[4], sys.argv[5].split(","))
+    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
+                            world_size=world)
+    torch.set_num_threads(1)
+    for name in names:
+        try:
+            result = CASES[name](rank)
+        except Exception:
+            result = {"error": traceback.format_exc()}
+        dist.barrier()
+        torch.save(result, os.path.join(out_dir, "%s.rank%d.pt" % (name, rank)))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
