@@ -13,8 +13,8 @@ every FSDP module of the model: each reduce-scatter input (world rows, one
 per rank's shard) goes through the config's hook as one bucket, which
 leaves the mean of every rank's gradients in it, and this rank's row is
 FSDP's output. The hook's state (quantization's error feedback) is the
-handle's ``state_dict()``, for the model's checkpoint (torch.save or DCP:
-the handle is a Stateful).
+handle's ``state_dict()``: save it beside the model's in the checkpoint
+and give it back with ``load_state_dict()`` (each rank its own).
 """
 import torch
 import torch.distributed as dist
