@@ -127,6 +127,7 @@ class DDPHook:
         self._stepped = frozenset()
         self._stepped_by = ""
         self._step_check = None
+        self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
 
     def _submit(self, bucket):
         if self._model_loaded or self._state_loaded:
@@ -162,13 +163,22 @@ class DDPHook:
             else:
                 fut.set_exception(error)
 
-        # The loader copies the descriptor; buf and the parameters are DDP's
-        # and outlive the step. `desc` is kept anyway in case DDP rebuilds.
-        self.session.submit(b, on_done, (buf, desc))
         # PyTorch 1.13's set_exception stores the exception as the value, which
         # DDP would try to use as a tensor; a then() that raises it makes the
         # future DDP waits on fail properly, so backward() raises DDPHError's text.
-        return fut.then(_unwrap)
+        if not torch.autograd._profiler_enabled():
+            # The loader copies the descriptor; buf and the parameters are DDP's
+            # and outlive the step. `desc` is kept anyway in case DDP rebuilds.
+            self.session.submit(b, on_done, (buf, desc))
+            return fut.then(_unwrap)
+        # Under torch.profiler: one range per bucket, from its submission to
+        # its completion on ddph's worker (the range ends with the future).
+        with torch.autograd.profiler.record_function(
+                "%s bucket %d" % (self.label, index),
+                "step %d, %d bytes" % (self.step - is_last, buf.numel() * buf.element_size())
+        ) as rf:
+            self.session.submit(b, on_done, (buf, desc))
+            return rf._call_end_callbacks_on_future(fut.then(_unwrap))
 
     # DDP queues its end-of-backward callback, which copies the reduced
     # buckets into .grad, after the hook has had its first bucket; the
@@ -184,7 +194,7 @@ class DDPHook:
 
     def _refuse_steps_of(self, params, stepped_by):
         """Refuses a torch.optim step of `params`, which the hook steps itself
-        (PyTorch 2; 1.13 has no global step hooks, docs/python.md)."""
+        (PyTorch 2; 1.13 has no global step hooks, docs/zero.md)."""
         self._stepped = frozenset(id(p) for p in params)
         self._stepped_by = stepped_by
         self._step_check = _compat.register_optimizer_step_pre_hook(self._check_optimizer_step)
@@ -283,24 +293,32 @@ def _ranges(indices):
     return ", ".join(out)
 
 
+def _config_doc(config):
+    """The config as a dict (a YAML path or text parsed with PyYAML), or its
+    text where PyYAML is absent or the YAML is bad (the loader reports that),
+    or None where the file cannot be read (the loader reports that too)."""
+    if isinstance(config, dict):
+        return config
+    path, text = session_mod._config_source(config)
+    if path is not None:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            return None
+    try:
+        import yaml
+        return yaml.safe_load(text)
+    except Exception:
+        return text
+
+
 def _families(config):
     """The hook families a config names (hook, wraps, rules), best effort."""
-    if isinstance(config, dict):
-        doc = config
-    else:
-        path, text = session_mod._config_source(config)
-        if path is not None:
-            try:
-                with open(path) as f:
-                    text = f.read()
-            except OSError:
-                return set()  # the loader reports it
-        try:
-            import yaml
-            doc = yaml.safe_load(text)
-        except Exception:  # no PyYAML, or bad YAML (the loader reports that)
-            import re
-            return set(re.findall(r"family\s*:\s*['\"]?(\w+)", text))
+    doc = _config_doc(config)
+    if isinstance(doc, str):
+        import re
+        return set(re.findall(r"family\s*:\s*['\"]?(\w+)", doc))
     found = set()
 
     def walk(hook):
@@ -314,6 +332,17 @@ def _families(config):
             if isinstance(rule, dict):
                 walk(rule.get("hook"))
     return found
+
+
+def hook_label(config):
+    """"ddph family/name" of the config's outer hook (with "+ rules" when it
+    has rules), for profiler ranges; "ddph" when it cannot be read."""
+    doc = _config_doc(config)
+    hook = doc.get("hook") if isinstance(doc, dict) else None
+    if not isinstance(hook, dict):
+        return "ddph"
+    label = "ddph %s/%s" % (hook.get("family"), hook.get("name"))
+    return label + " + rules" if doc.get("rules") else label
 
 
 def caching_allocator():
@@ -383,6 +412,7 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
                       device_allocator=caching_allocator() if on_cuda else None)
     param_index = {p.data_ptr(): i for i, p in enumerate(ddp_model.module.parameters())}
     hook = DDPHook(session, pg, comm, param_index)
+    hook.label = hook_label(config)
 
     def load_legacy_state(state_dict, prefix, local_metadata, strict, missing_keys,
                           unexpected_keys, error_msgs):

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from .. import errors
 from ..session import Session
 from . import _compat
-from .ddp import _families
+from .ddp import _families, hook_label
 from .process_group_comm import ProcessGroupComm
 
 __all__ = ["compress", "FSDPCompressor"]
@@ -56,6 +56,7 @@ class FSDPCompressor:
         self.world, self.rank = group.size(), group.rank()
         self.calls = 0
         self._modules = modules
+        self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
 
     def _reduce_scatter(self, index, output, input, group, op):
         if not _is_avg(op):
@@ -69,7 +70,13 @@ class FSDPCompressor:
         if input.numel() != output.numel() * self.world:
             _refuse("the input holds %d elements, not world x output (%d x %d)" %
                     (input.numel(), self.world, output.numel()))
-        self.session.run(input, index=index, is_last=True, step=self.calls)
+        if torch.autograd._profiler_enabled():  # the range torch.profiler shows
+            with torch.autograd.profiler.record_function(
+                    "%s reduce-scatter %d" % (self.label, index),
+                    "call %d, %d bytes" % (self.calls, input.numel() * input.element_size())):
+                self.session.run(input, index=index, is_last=True, step=self.calls)
+        else:
+            self.session.run(input, index=index, is_last=True, step=self.calls)
         self.calls += 1
         output.copy_(input.view(self.world, -1)[self.rank])
         return None
@@ -160,6 +167,7 @@ def compress(model, config, *, store=None, rendezvous="host"):
     session = Session(config, rank=group.rank(), world_size=group.size(), rendezvous=rendezvous,
                       store=store, comm=ProcessGroupComm(group))
     handle = FSDPCompressor(session, group, modules)
+    handle.label = hook_label(config)
 
     class _Slot(ReduceScatter):
         def __init__(self, index):
