@@ -43,8 +43,8 @@ void check(ddph_error_t* error, const char* what) {
   throw SessionError(code, message);
 }
 
-Session::Session(const std::string& config_path, int rank, int world,
-                 const std::string& rendezvous, const std::string& job) {
+Session::Session(const std::string& config_path, int rank, int world, const std::string& rendezvous,
+                 const std::string& job) {
   ddph_session_options_t opts{};
   opts.struct_size = sizeof(opts);
   opts.yaml_path = config_path.c_str();
@@ -79,20 +79,28 @@ ddph_stats_t Session::stats() {
 
 uint64_t Session::state_bytes() {
   uint64_t n = 0;
-  auto count = [](void* sink, const void*, size_t bytes) { *static_cast<uint64_t*>(sink) += bytes; };
+  auto count = [](void* sink, const void*, size_t bytes) {
+    *static_cast<uint64_t*>(sink) += bytes;
+  };
   check(ddph_session_save_state(s_, count, &n), "saving the state");
   return n;
 }
 
 double Session::take_hook_seconds() {
   double total = 0;
+  for (const auto& m : take_metrics()) total += m.hook_seconds;
+  return total;
+}
+
+std::vector<ddph_bucket_metrics_t> Session::take_metrics() {
+  std::vector<ddph_bucket_metrics_t> out;
   for (;;) {
     ddph_bucket_metrics_t m{};
     m.struct_size = sizeof(m);
     int32_t taken = 0;
     check(ddph_session_take_metrics(s_, &m, &taken), "reading metrics");
-    if (!taken) return total;
-    total += m.hook_seconds;
+    if (!taken) return out;
+    out.push_back(m);
   }
 }
 

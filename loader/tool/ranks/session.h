@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ddph::tool {
 
@@ -41,6 +42,8 @@ class Session {
   // The time the hooks took (ddph_bucket_metrics_t.hook_seconds) summed over
   // the buckets completed since the last call.
   double take_hook_seconds();
+  // The metrics records of the buckets completed since the last call.
+  std::vector<ddph_bucket_metrics_t> take_metrics();
   ddph_comm_t* comm();
   // The bytes ddph_session_save_state writes now: the hooks' state (an
   // optimizer's, a zero hook's shard) as a checkpoint holds it.

@@ -19,6 +19,7 @@
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/lab/net_lab.h"
+#include "loader/tool/output_file.h"
 #include "loader/tool/ranks/job_file.h"
 #include "loader/tool/ranks/launchers.h"
 #include "loader/tool/train/report.h"
@@ -104,6 +105,7 @@ int launch_local(const TrainOptions& o) {
   // missing folder, a full disk) is said now, not after the ranks connected.
   try {
     TrainReport::check_metrics_path(o.metrics);
+    if (!o.trace.empty()) OutputFile(o.trace, "--trace").close();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddph train: %s\n", e.what());
     return kExitUsage;
@@ -166,6 +168,7 @@ int launch_local(const TrainOptions& o) {
     if (o.final_average) args.push_back("--final-average");
     if (o.json) args.push_back("--json");
     if (!o.metrics.empty()) args.insert(args.end(), {"--metrics", o.metrics});
+    if (!o.trace.empty()) args.insert(args.end(), {"--trace", o.trace});
     if (!o.job.empty()) args.insert(args.end(), {"--job", o.job});
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -280,6 +283,10 @@ void add_train_command(CLI::App& root, int* exit_code) {
       ->check(non_empty());
   cmd->add_option("--metrics", o->metrics, "write per-step figures to a CSV file (rank 0)")
       ->type_name("FILE.csv")
+      ->check(non_empty());
+  cmd->add_option("--trace", o->trace,
+                  "write every rank's buckets (queue and hook spans) as a Chrome trace")
+      ->type_name("FILE.json")
       ->check(non_empty());
   cmd->callback([o, rank, exit_code] { *exit_code = run_train(*o, rank->count() > 0); });
 }

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "core/kernels/cast.h"
+#include "loader/tool/output_file.h"
 #include "loader/tool/ranks/buckets.h"
 #include "loader/tool/ranks/job_file.h"
 #include "loader/tool/ranks/session.h"
+#include "loader/tool/train/bucket_trace.h"
 #include "loader/tool/train/data.h"
 #include "loader/tool/train/model.h"
 #include "loader/tool/train/report.h"
@@ -44,8 +46,8 @@ class Reducer {
  public:
   // dtype: of the buckets. needs: what the hook takes through params[].data.
   Reducer(std::vector<Param>& params, int64_t cap_bytes, Session& session, ddph::DType dtype,
-          HookNeeds needs)
-      : params_(params), session_(session), needs_(needs) {
+          HookNeeds needs, BucketTrace& trace)
+      : params_(params), session_(session), needs_(needs), trace_(trace) {
     std::vector<int64_t> numels;
     std::vector<const std::vector<int64_t>*> shapes;
     for (const auto& p : params) {
@@ -87,6 +89,7 @@ class Reducer {
       --pending_[b];
     }
     while (next_ < buckets_.size() && pending_[next_] == 0) {
+      trace_.submitted(step_, static_cast<uint32_t>(next_));
       session_.submit(buckets_[next_]->bucket(step_, next_ + 1 == buckets_.size()));
       ++next_;
     }
@@ -110,6 +113,7 @@ class Reducer {
   std::vector<Param>& params_;
   Session& session_;
   HookNeeds needs_;
+  BucketTrace& trace_;
   std::vector<std::unique_ptr<GradBucket>> buckets_;
   std::vector<std::pair<int, int64_t>> owner_;  // param -> (bucket, offset)
   std::vector<int> pending_;
@@ -182,8 +186,9 @@ int train_rank(const TrainOptions& o) {
   Mlp model(layers(o.hidden), o.seed * 7919 + 17);
   Sgd sgd(o.lr, o.momentum);
   const HookNeeds needs = hook_needs(o.config);
+  BucketTrace trace(!o.trace.empty());
   Reducer reducer(model.params(), o.bucket_bytes, session, parse_bucket_dtype(o.dtype, "--dtype"),
-                  needs);
+                  needs, trace);
   Rng sampler(o.seed ^ (0x5851f42d4c957f2dull * (o.rank + 1)));
 
   if (lead) {
@@ -235,6 +240,13 @@ int train_rank(const TrainOptions& o) {
     if (!log) continue;
     // Before our own allreduce adds to the counts.
     const ddph_stats_t now = session.stats();
+    // Every rank takes its records when tracing (rank 0's hook time too).
+    double hook_seconds = 0;
+    if (trace.on() || lead) {
+      const std::vector<ddph_bucket_metrics_t> records = session.take_metrics();
+      for (const auto& r : records) hook_seconds += r.hook_seconds;
+      trace.completed(records);
+    }
     // Test accuracy: this rank's share of the test set, scored with its
     // own replica (all the same unless the hook averages parameters).
     const double test_right = std::round(model.accuracy(test_share) * test_share.size());
@@ -253,7 +265,7 @@ int train_rank(const TrainOptions& o) {
       p.bytes_in = double(now.bytes_in - interval_start.bytes_in) / steps_in_interval;
       p.bytes_out = double(now.bytes_out - interval_start.bytes_out) / steps_in_interval;
       p.wire_bytes = double(now.wire_bytes - interval_start.wire_bytes) / steps_in_interval;
-      p.hook_seconds = session.take_hook_seconds() / steps_in_interval;
+      p.hook_seconds = hook_seconds / steps_in_interval;
       report.progress(p);
     }
     interval_start = session.stats();
@@ -263,6 +275,10 @@ int train_rank(const TrainOptions& o) {
 
   if (o.final_average)
     for (auto& p : model.params()) session.allreduce(p.value.data(), p.numel(), DDPH_AVG);
+  if (trace.on()) {
+    const std::string json = trace.gather_json(session, o.rank, o.world, label);
+    if (lead) write_output_file(o.trace, json, "--trace");
+  }
 
   // A diverged training (NaN or infinite loss or parameters: a learning rate
   // far too large) is a failure, not a result: equal hashes of NaN parameters

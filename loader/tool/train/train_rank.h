@@ -36,6 +36,7 @@ struct TrainOptions {
   std::string link_text;  // --link
   LinkSpec link;          // --link; rate 0: plain loopback
   std::string metrics;    // --metrics FILE.csv: one row per logged step (rank 0)
+  std::string trace;      // --trace FILE.json: every rank's buckets (rank 0 writes)
   bool json = false;
 };
 
