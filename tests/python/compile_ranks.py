@@ -14,17 +14,16 @@ and any error per case to OUT_DIR/<case>.rank<R>.pt (the test compares):
 """
 import os
 import sys
-import traceback
 
 import torch
 import torch._dynamo
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import parity_ranks as pr  # noqa: E402  (the seed, the data, hook_config)
+import ranks  # noqa: E402
 import ddphooks.torch  # noqa: E402
 
 STEPS = 6
@@ -103,32 +102,20 @@ def python_reducer_refusal():
         return {"registered": True}
 
 
-def main():
-    rank, world, init_file, out_dir = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
-                                       sys.argv[4])
-    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
-                            world_size=world)
-    torch.set_num_threads(1)
-    cases = {}
+def cases():
+    out = {}
     for name, cfg in HOOKS.items():
-        cases["eager_" + name] = lambda cfg=cfg: train(rank, cfg)
-        cases["compiled_" + name] = lambda cfg=cfg: train(rank, cfg, "inductor")
-        cases["aot_eager_" + name] = lambda cfg=cfg: train(rank, cfg, "aot_eager")
+        out["eager_" + name] = lambda rank, cfg=cfg: train(rank, cfg)
+        out["compiled_" + name] = lambda rank, cfg=cfg: train(rank, cfg, "inductor")
+        out["aot_eager_" + name] = lambda rank, cfg=cfg: train(rank, cfg, "aot_eager")
 
-    def under_compiled_autograd():
+    def under_compiled_autograd(rank):
         with torch._dynamo.config.patch(compiled_autograd=True):
             return train(rank, pr.ALLREDUCE, "inductor")
-    cases["compiled_autograd_allreduce"] = under_compiled_autograd
-    cases["python_reducer"] = python_reducer_refusal
-    for name, run in cases.items():
-        try:
-            result = run()
-        except Exception:
-            result = {"error": traceback.format_exc()}
-        dist.barrier()
-        torch.save(result, os.path.join(out_dir, "%s.rank%d.pt" % (name, rank)))
-    dist.destroy_process_group()
+    out["compiled_autograd_allreduce"] = under_compiled_autograd
+    out["python_reducer"] = lambda rank: python_reducer_refusal()
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    ranks.run_cases(cases(), sys.argv)

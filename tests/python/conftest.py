@@ -7,6 +7,8 @@ skipped (no torch or numpy) exits 77, which ctest reports as skipped.
 import os
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
@@ -19,3 +21,14 @@ def pytest_sessionfinish(session, exitstatus):
     skipped = len(reporter.stats.get("skipped", []))
     if passed == 0 and skipped > 0:
         session.exitstatus = 77
+
+
+@pytest.fixture(scope="module")
+def gloo_world_of_one(tmp_path_factory):
+    """torch.distributed's default group in this process: a world of 1 on
+    Gloo, for the module's tests (DDP needs one)."""
+    import torch.distributed as dist
+    init = tmp_path_factory.mktemp("pg") / "init"
+    dist.init_process_group("gloo", init_method="file://%s" % init, rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()

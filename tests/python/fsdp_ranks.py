@@ -8,7 +8,6 @@ OUT_DIR/<case>.rank<R>.pt; the test compares. Cases are in CASES.
 """
 import os
 import sys
-import traceback
 
 import torch
 import torch.distributed as dist
@@ -18,6 +17,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import parity_ranks as pr  # noqa: E402
+import ranks  # noqa: E402
 import ddphooks.torch.fsdp  # noqa: E402
 
 GLOO = {"backend": "gloo", "timeout": "60s"}
@@ -163,21 +163,5 @@ CASES = {
 }
 
 
-def main():
-    rank, world, init_file, out_dir, names = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
-                                              sys.argv[4], sys.argv[5].split(","))
-    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
-                            world_size=world)
-    torch.set_num_threads(1)
-    for name in names:
-        try:
-            result = CASES[name](rank)
-        except Exception:
-            result = {"error": traceback.format_exc()}
-        dist.barrier()
-        torch.save(result, os.path.join(out_dir, "%s.rank%d.pt" % (name, rank)))
-    dist.destroy_process_group()
-
-
 if __name__ == "__main__":
-    main()
+    ranks.run_cases({name: CASES[name] for name in sys.argv[5].split(",")}, sys.argv)

@@ -17,10 +17,8 @@ Saves the final parameters (or the error) to OUT_DIR/<case>.rank<R>.pt.
 import contextlib
 import os
 import sys
-import traceback
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -28,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import parity_ranks as pr  # noqa: E402
+import ranks  # noqa: E402
 import ddphooks.torch  # noqa: E402
 
 # Each optimizer: torch.optim's class and options, and the same by ddph's names.
@@ -128,21 +127,6 @@ def cases():
     return out
 
 
-def main():
-    rank, world, init_file, out_dir = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
-                                       sys.argv[4])
-    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
-                            world_size=world)
-    torch.set_num_threads(1)
-    for name, run in cases().items():
-        try:
-            result = {"params": run(rank)}
-        except Exception:
-            result = {"error": traceback.format_exc()}
-        dist.barrier()
-        torch.save(result, os.path.join(out_dir, "%s.rank%d.pt" % (name, rank)))
-    dist.destroy_process_group()
-
-
 if __name__ == "__main__":
-    main()
+    ranks.run_cases({name: lambda rank, run=run: {"params": run(rank)}
+                     for name, run in cases().items()}, sys.argv)

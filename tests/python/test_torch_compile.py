@@ -7,7 +7,6 @@ default) and with aot_eager, on the default DDPOptimizer path, and under
 compiled autograd. Each test compares final parameters.
 """
 import os
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +17,9 @@ if torch.__version__.startswith("1."):
                 allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ranks  # noqa: E402
+
 WORLD = 2
 # Inductor's fused kernels round differently from eager ones: DDP compiled
 # without any hook ends this far from eager DDP after compile_ranks.STEPS
@@ -31,29 +33,7 @@ QUANTIZED = dict(rtol=0, atol=1e-3)
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("compile")
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "compile_ranks.py"), str(r),
-                               str(WORLD), str(out / "init"), str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in range(WORLD)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=240)[0].decode(errors="replace"))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("compile ranks ran past 240 s")
-    if any(p.returncode != 0 for p in procs):
-        pytest.fail("compile ranks failed:\n" + "\n".join(logs))
-
-    def load(case):
-        results = [torch.load(str(out / ("%s.rank%d.pt" % (case, r))), weights_only=False)
-                   for r in range(WORLD)]
-        for r, res in enumerate(results):
-            assert "error" not in res, "rank %d, %s:\n%s" % (r, case, res["error"])
-        return results
-    return load
+    return ranks.spawn("compile_ranks.py", WORLD, tmp_path_factory.mktemp("compile"))
 
 
 def assert_reduced_and_compiled(runs, case):

@@ -11,7 +11,6 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 if torch.__version__.startswith("1."):
     pytest.skip("torch.optim has global step hooks from PyTorch 2 on (this is %s)"
                 % torch.__version__, allow_module_level=True)
-import torch.distributed as dist  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
@@ -24,12 +23,7 @@ import ddphooks.torch  # noqa: E402
 HOST = {"backend": "host"}  # DDP's own process group: no second rendezvous
 
 
-@pytest.fixture(scope="module", autouse=True)
-def world_of_one(tmp_path_factory):
-    init = tmp_path_factory.mktemp("pg") / "init"
-    dist.init_process_group("gloo", init_method="file://%s" % init, rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
+pytestmark = pytest.mark.usefixtures("gloo_world_of_one")
 
 
 def backward(ddp, no_sync=False):

@@ -2,7 +2,6 @@
 (PyTorch 2; skipped on 1.13). Worlds of 2 and 3 ranks on CPU/Gloo run
 fsdp_ranks.py once each; the tests compare what they saved."""
 import os
-import subprocess
 import sys
 
 import pytest
@@ -13,6 +12,9 @@ if torch.__version__.startswith("1."):
                 allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ranks  # noqa: E402
+
 CASES = ["own_fp32", "ddph_fp32", "ddph_q8", "ddph_q4ef", "resume_q4ef",
          "resume_q4ef_without_state", "refuse_bf16_reduce", "refuse_powersgd",
          "refuse_plain_model"]
@@ -28,29 +30,8 @@ QUANTIZED = dict(rtol=0, atol=3e-3)
 
 
 def run(tmp_path_factory, world, cases):
-    out = tmp_path_factory.mktemp("fsdp%d" % world)
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "fsdp_ranks.py"), str(r),
-                               str(world), str(out / "init"), str(out), ",".join(cases)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in range(world)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=240)[0].decode(errors="replace"))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("FSDP ranks ran past 240 s")
-    if any(p.returncode != 0 for p in procs):
-        pytest.fail("FSDP ranks failed:\n" + "\n".join(logs))
-
-    def load(case):
-        results = [torch.load(str(out / ("%s.rank%d.pt" % (case, r))), weights_only=False)
-                   for r in range(world)]
-        for r, res in enumerate(results):
-            assert "error" not in res, "rank %d, %s:\n%s" % (r, case, res["error"])
-        return results
-    return load
+    return ranks.spawn("fsdp_ranks.py", world, tmp_path_factory.mktemp("fsdp%d" % world),
+                       ",".join(cases))
 
 
 @pytest.fixture(scope="module")

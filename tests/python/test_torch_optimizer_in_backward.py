@@ -8,7 +8,6 @@ under fp16 compression, which PyTorch refuses beside its in-backward
 optimizer.
 """
 import os
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +15,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ranks  # noqa: E402
+
 # ddph's optimizers round like torch.optim, not bit for bit (docs/optimizer_overlap.md,
 # Numerics): the C++ parity test's bound. 5e-8 seen here after 20 steps.
 OPTIM = dict(rtol=1e-5, atol=2e-6)
@@ -25,37 +27,9 @@ OPTIM_FP16 = dict(rtol=1e-5, atol=1e-5)
 NO_PYTORCH_IN_BACKWARD = torch.__version__.startswith("1.")
 
 
-def load_result(path):
-    try:
-        return torch.load(path, weights_only=False)  # PyTorch 2 (tracebacks are strings)
-    except TypeError:
-        return torch.load(path)  # 1.13 has no weights_only
-
-
 def run_world(tmp_path_factory, world):
-    out = tmp_path_factory.mktemp("optim_in_backward_%d" % world)
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "optim_in_backward_ranks.py"),
-                               str(r), str(world), str(out / "init"), str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in range(world)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=240)[0].decode(errors="replace"))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("ranks ran past 240 s")
-    if any(p.returncode != 0 for p in procs):
-        pytest.fail("ranks failed:\n" + "\n".join(logs))
-
-    def load(case, ok=True):
-        results = [load_result(str(out / ("%s.rank%d.pt" % (case, r)))) for r in range(world)]
-        if ok:
-            for r, res in enumerate(results):
-                assert "error" not in res, "rank %d, %s:\n%s" % (r, case, res["error"])
-        return results
-    return load
+    return ranks.spawn("optim_in_backward_ranks.py", world,
+                       tmp_path_factory.mktemp("optim_in_backward_%d" % world))
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["world2", "world3"])
@@ -78,7 +52,6 @@ def test_equals_pytorchs_optimizer_in_backward(runs, optimizer):
 def test_trains_and_leaves_no_gradient(runs, optimizer):
     """The rank script asserts after every backward that each .grad is None
     (as PyTorch's leaves them); a run that raised would be in "error"."""
-    sys.path.insert(0, HERE)
     import parity_ranks
     start = parity_ranks.flat_params(parity_ranks.make_model())
     for res in runs("ddph_" + optimizer):

@@ -8,7 +8,6 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-import torch.distributed as dist  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
@@ -23,12 +22,7 @@ Q8 = {"comm": {"backend": "host"},
                "options": {"protocol": "reduce_scatter", "bits": 8}}}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def world_of_one(tmp_path_factory):
-    init = tmp_path_factory.mktemp("pg") / "init"
-    dist.init_process_group("gloo", init_method="file://%s" % init, rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
+pytestmark = pytest.mark.usefixtures("gloo_world_of_one")
 
 
 def profiled_trace(tmp_path):
