@@ -13,25 +13,26 @@ namespace {
 
 // Shared by both hooks, in schema order; channel_size is appended for
 // per_channel only, since per_tensor has exactly one channel.
-#define DDPH_QUANT_COMMON_SPECS                                                                 \
-  spec_string("protocol", "allgather",                                                          \
-              "allgather: PyTorch's protocol and result; reduce_scatter: bandwidth-optimal, "   \
-              "bytes per rank do not grow with world size",                                     \
-              "allgather|reduce_scatter"),                                                      \
-      spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),   \
-      spec_string("rounding", "nearest",                                                        \
-                  "nearest: half-to-even as PyTorch; stochastic: unbiased, seeded and "         \
-                  "reproducible",                                                               \
-                  "nearest|stochastic"),                                                        \
-      spec_int("seed", "0", "seed of the counter-based RNG of stochastic rounding", 0,          \
-               9007199254740992.0),                                                             \
-      spec_bool("error_feedback", "false",                                                      \
-                "keep each rank's quantization residual per bucket and add it next step"),      \
-      spec_int("min_bytes", "0", "buckets with fewer bytes go through plain fp32 allreduce", 0, \
-               9007199254740992.0),                                                             \
-      spec_string("nonfinite", "propagate",                                                     \
-                  "a bucket with NaN/Inf on any rank: propagate (plain allreduce) or error "    \
-                  "(DDPH_NONFINITE)",                                                           \
+#define DDPH_QUANT_COMMON_SPECS                                                                  \
+  spec_string("protocol", "allgather",                                                           \
+              "allgather: PyTorch's protocol and result; reduce_scatter: bandwidth-optimal, "    \
+              "bytes per rank do not grow with world size; shard: reduce-scatter only, this "    \
+              "rank's equal 1/world range holds the mean, the other ranges are scratch (FSDP2)", \
+              "allgather|reduce_scatter|shard"),                                                 \
+      spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),    \
+      spec_string("rounding", "nearest",                                                         \
+                  "nearest: half-to-even as PyTorch; stochastic: unbiased, seeded and "          \
+                  "reproducible",                                                                \
+                  "nearest|stochastic"),                                                         \
+      spec_int("seed", "0", "seed of the counter-based RNG of stochastic rounding", 0,           \
+               9007199254740992.0),                                                              \
+      spec_bool("error_feedback", "false",                                                       \
+                "keep each rank's quantization residual per bucket and add it next step"),       \
+      spec_int("min_bytes", "0", "buckets with fewer bytes go through plain fp32 allreduce", 0,  \
+               9007199254740992.0),                                                              \
+      spec_string("nonfinite", "propagate",                                                      \
+                  "a bucket with NaN/Inf on any rank: propagate (plain allreduce) or error "     \
+                  "(DDPH_NONFINITE)",                                                            \
                   "propagate|error")
 
 }  // namespace
@@ -90,8 +91,10 @@ void check_options(OptionCheck& c, const char* hook, bool per_channel) {
 QuantOptions parse_options(const ddph_hook_init_t& init, bool per_channel) {
   Options o(init.options, init.num_options);
   QuantOptions q;
-  q.protocol = o.get_string("protocol") == "reduce_scatter" ? Protocol::kReduceScatter
-                                                            : Protocol::kAllgather;
+  const std::string protocol = o.get_string("protocol");
+  q.protocol = protocol == "reduce_scatter" ? Protocol::kReduceScatter
+               : protocol == "shard"        ? Protocol::kShard
+                                            : Protocol::kAllgather;
   q.bits = int(o.get_int("bits"));
   q.rounding =
       o.get_string("rounding") == "stochastic" ? Rounding::kStochastic : Rounding::kNearest;

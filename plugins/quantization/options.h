@@ -12,7 +12,7 @@
 namespace ddph {
 namespace quantization {
 
-enum class Protocol { kAllgather, kReduceScatter };
+enum class Protocol { kAllgather, kReduceScatter, kShard };
 enum class Rounding { kNearest, kStochastic };
 enum class NonFinite { kPropagate, kError };
 

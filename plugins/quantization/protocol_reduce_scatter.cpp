@@ -105,5 +105,26 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
   return out;
 }
 
+Outcome run_shard(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job, Workspace& ws) {
+  const size_t w = size_t(job.world), me = size_t(job.rank);
+  const ScatterLayout l =
+      lay_out_scatter(split_chunks(job.n, o.channel_size, job.world), o.channel_size, o.bits,
+                      job.rank, scatter_slice_count(job, o.channel_size, o.slices));
+  Codec codec(job.at, ws.scratch, o.bits, l.longest, l.most_channels, l.slices.size() * w);
+  Outcome out;
+  const Scattered traded = scatter_encoded(comm, own_encoding(o), job, l, codec, ws.scratch);
+  out.bytes = traded.bytes;
+  out.nonfinite_ranks = traded.nonfinite_ranks;
+  if (!out.nonfinite_ranks.empty()) return out;
+  // The own pieces are read from the received contributions only, so the
+  // mean may overwrite the own chunk in place.
+  for (const ScatterSlice& sl : l.slices) {
+    const Chunk& piece = sl.pieces[me];
+    codec.decode_mean(traded.contributions(sl) + kRankHeaderBytes, sl.mine_bytes, w, piece.seg,
+                      o.bits, job.world, job.data + piece.begin);
+  }
+  return out;
+}
+
 }  // namespace quantization
 }  // namespace ddph

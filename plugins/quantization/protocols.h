@@ -53,6 +53,11 @@ Outcome run_allgather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob&
                       Workspace& ws);
 Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job,
                            Workspace& ws);
+// Protocol shard, step 1 and the owner's mean of reduce_scatter only: this
+// rank's chunk (split_chunks) holds the fp32 mean of the world's encodings
+// of it; the bucket's other chunks are left as scratch. No owner residual:
+// the mean is not re-quantized.
+Outcome run_shard(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job, Workspace& ws);
 
 }  // namespace quantization
 }  // namespace ddph

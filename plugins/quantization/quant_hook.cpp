@@ -30,7 +30,7 @@ class QuantHook : public Hook {
 
   explicit QuantHook(const ddph_hook_init_t& init)
       : comm_(init.comm), opts_(parse_options(init, PerChannel)) {
-    DDPH_CHECK(opts_.protocol != Protocol::kReduceScatter || comm_can_alltoallv(comm_),
+    DDPH_CHECK(opts_.protocol == Protocol::kAllgather || comm_can_alltoallv(comm_),
                DDPH_UNSUPPORTED,
                "quantization/" << kName
                                << ": protocol reduce_scatter needs alltoallv or send/recv from "
@@ -60,6 +60,7 @@ class QuantHook : public Hook {
     count_in(bytes);
     if (job.n == 0) return done.ok();
     if (bytes < opts_.min_bytes) return allreduce(job, done);
+    if (opts_.protocol == Protocol::kShard) check_shard(job, bucket);
 
     if (opts_.error_feedback) {
       // The protocol reads the kept residual and writes a spare one: the
@@ -71,9 +72,10 @@ class QuantHook : public Hook {
       const Where at = job.at;
       job.owner_residual = [this, index, at](size_t m) { return residuals_.owner(index, m, at); };
     }
-    const Outcome out = opts_.protocol == Protocol::kAllgather
-                            ? run_allgather(comm_, opts_, job, ws_)
-                            : run_reduce_scatter(comm_, opts_, job, ws_);
+    const Outcome out =
+        opts_.protocol == Protocol::kAllgather ? run_allgather(comm_, opts_, job, ws_)
+        : opts_.protocol == Protocol::kShard   ? run_shard(comm_, opts_, job, ws_)
+                                               : run_reduce_scatter(comm_, opts_, job, ws_);
     count_out(out.bytes);
     if (!out.nonfinite_ranks.empty()) {
       // Every rank saw the same headers, so every rank takes the same branch.
@@ -94,6 +96,18 @@ class QuantHook : public Hook {
   }
 
  private:
+  // Protocol shard promises rank r the equal range [r n/W, (r+1) n/W), which
+  // FSDP2 reads as its shard: the chunks must all be that long.
+  void check_shard(const BucketJob& job, const ddph_bucket_t& bucket) const {
+    const size_t w = size_t(job.world), unit = opts_.channel_size ? opts_.channel_size : 1;
+    DDPH_CHECK(job.n % w == 0 && (job.n / w) % unit == 0, DDPH_INVALID_ARGUMENT,
+               "quantization/" << kName << ": protocol shard: bucket " << bucket.index << " has "
+                               << job.n << " elements, not a multiple of world size " << w
+                               << (opts_.channel_size ? " times option 'channel_size' " : "")
+                               << (opts_.channel_size ? std::to_string(opts_.channel_size) : "")
+                               << "; each rank's range must be whole and equal");
+  }
+
   // PyTorch's allreduce numerics (DDPH_AVG is divide-first), for buckets
   // too small to gain from quantizing and for buckets holding NaN or Inf
   // on some rank, whose non-finite values then land exactly where
