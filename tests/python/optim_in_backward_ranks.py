@@ -33,9 +33,10 @@ import ddphooks.torch  # noqa: E402
 OPTIMIZERS = {
     "sgd": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.001},
             {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.001}),
+    # ddph takes torch.optim's spelling too: the class and betas (_optim.py).
     "adam": (torch.optim.Adam, {"lr": 0.003, "betas": (0.8, 0.99), "eps": 1e-7,
                                 "weight_decay": 0.01},
-             {"lr": 0.003, "beta1": 0.8, "beta2": 0.99, "eps": 1e-7, "weight_decay": 0.01}),
+             {"lr": 0.003, "betas": (0.8, 0.99), "eps": 1e-7, "weight_decay": 0.01}),
     "adamw": (torch.optim.AdamW, {"lr": 0.003, "weight_decay": 0.05},
               {"lr": 0.003, "weight_decay": 0.05}),
 }
@@ -113,8 +114,8 @@ def cases():
     for name, (cls, kwargs, ddph_kwargs) in OPTIMIZERS.items():
         # DDP reads the parameters' in-backward optimizers at its first forward.
         out["ref_" + name] = lambda r, c=cls, k=kwargs: reference(r, pytorch_in_backward(c, k))
-        out["ddph_" + name] = lambda r, n=name, k=ddph_kwargs: train(
-            r, lambda model, ddp: ddphooks.torch.optimizer_in_backward(ddp, n, **k))
+        out["ddph_" + name] = lambda r, o=(cls if name == "adam" else name), k=ddph_kwargs: train(
+            r, lambda model, ddp: ddphooks.torch.optimizer_in_backward(ddp, o, **k))
     cls, kwargs, ddph_kwargs = OPTIMIZERS["adamw"]
     out["ref_fp16_hook_refused"] = lambda r: reference(
         r, pytorch_in_backward(cls, kwargs, default_hooks.fp16_compress_hook))

@@ -71,3 +71,15 @@ def test_ddph_runs_it_after_fp16_compression(runs):
     ref, ddph = runs("step_after_fp16_adamw"), runs("ddph_fp16_adamw")
     for a, b in zip(ref, ddph):
         torch.testing.assert_close(b["params"], a["params"], **OPTIM_FP16)
+
+
+def test_torch_optims_spelling_is_taken_and_other_optimizers_refused():
+    from ddphooks.torch import _optim
+    import ddphooks.errors
+    assert _optim.ddph_options(torch.optim.Adam, {"betas": (0.8, 0.99), "lr": 0.1}) == (
+        "adam", {"beta1": 0.8, "beta2": 0.99, "lr": 0.1})
+    assert _optim.ddph_options("AdamW", {}) == ("adamw", {})
+    with pytest.raises(ddphooks.errors.DDPHError, match="RMSprop is not one ddph steps"):
+        _optim.ddph_options(torch.optim.RMSprop, {})
+    with pytest.raises(ddphooks.errors.DDPHError, match="betas or beta1/beta2, not both"):
+        _optim.ddph_options("adam", {"betas": (0.9, 0.99), "beta1": 0.9})

@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 from .. import _abi, _tensors, checkpoint, errors
-from . import _compat
+from . import _compat, _optim
 from ..allocator import DeviceAllocator
 from .. import session as session_mod
 from ..session import Session
@@ -428,6 +428,7 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
 
 
 def _optimizer_config(family, name, optimizer, options, wrap, comm):
+    optimizer, options = _optim.ddph_options(optimizer, options)
     opts = dict(options, optimizer=optimizer)
     return {"comm": comm or {"backend": "host"},
             "hook": {"family": family, "name": name, "options": opts,
@@ -442,8 +443,8 @@ def sharded_optimizer(ddp_model, optimizer="adamw", *, protocol="reduce_scatter"
     reduced, and the updated parameters are shared; do not call an
     optimizer's step() for these parameters.
 
-    optimizer: "sgd", "adam" or "adamw"; options: its torch.optim options by
-    the ddph names (lr, weight_decay, momentum, beta1, beta2, eps, amsgrad,
+    optimizer: "sgd", "adam" or "adamw" (or torch.optim.SGD, Adam, AdamW);
+    options: its torch.optim options (betas=(b1, b2) too) by the ddph names (lr, weight_decay, momentum, beta1, beta2, eps, amsgrad,
     ...; docs/zero.md). protocol: "reduce_scatter" (ZeRO-2: one allreduce's
     bytes) or "allreduce" (PyTorch's scheme: the wrapped hook reduces, the
     owners broadcast). interleaved: step each bucket as it is reduced
@@ -465,8 +466,9 @@ def optimizer_in_backward(ddp_model, optimizer="sgd", *, wrap=None, comm=None, *
     """Steps ``optimizer`` on each bucket's parameters right after the
     bucket is reduced, during the backward (hook_then_optimizer): registers
     it on ``ddp_model`` and returns its DDPHook; do not call an optimizer's
-    step() for these parameters. options: the optimizer's options by the ddph
-    names, and the hook's own (docs/optimizer_overlap.md); wrap: the hook
+    step() for these parameters. optimizer: "sgd", "adam", "adamw" or
+    torch.optim.SGD, Adam, AdamW. options: the optimizer's options (torch's
+    names, betas=(b1, b2) too) and the hook's own (docs/optimizer_overlap.md); wrap: the hook
     that reduces (default/allreduce by default); comm: the YAML comm section,
     by default DDP's own process group.
 
