@@ -29,6 +29,9 @@ def config(family, name, options=None):
 
 FP32 = config("default", "allreduce")
 Q8 = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 8})
+S8 = config("quantization", "per_channel", {"protocol": "shard", "bits": 8})
+S4EF = config("quantization", "per_channel", {"protocol": "shard", "bits": 4,
+                                               "channel_size": 64, "error_feedback": True})
 Q4EF = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 4,
                                                "channel_size": 64, "error_feedback": True})
 
@@ -149,10 +152,14 @@ CASES = {
     "mnist_fp32": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), None),
     "mnist_q8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q8),
     "mnist_q4ef": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q4EF),
+    "mnist_s8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), S8),
+    "mnist_s4ef": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), S4EF),
     "own_fp32": lambda r: train_random(r, None),
     "ddph_fp32": lambda r: train_random(r, FP32),
     "ddph_q8": lambda r: train_random(r, Q8),
     "ddph_q4ef": lambda r: train_random(r, Q4EF),
+    "ddph_s8": lambda r: train_random(r, S8),
+    "ddph_s4ef": lambda r: train_random(r, S4EF),
     "resume_q4ef": lambda r: checkpoint_case(r, Q4EF, keep_state=True),
     "resume_q4ef_without_state": lambda r: checkpoint_case(r, Q4EF, keep_state=False),
     "refuse_bf16_reduce": lambda r: refusal(bf16_reduce),

@@ -11,7 +11,8 @@ FSDP2 has no comm hooks; it has a slot for a custom reduce-scatter
 (``FSDPModule.set_custom_reduce_scatter``). compress() fills the slot of
 every FSDP module of the model: each reduce-scatter input (world rows, one
 per rank's shard) goes through the config's hook as one bucket, which
-leaves the mean of every rank's gradients in it, and this rank's row is
+leaves the mean of every rank's gradients at least in this rank's row
+(quantization's protocol shard computes that row only), and the row is
 FSDP's output. The hook's state (quantization's error feedback) is the
 handle's ``state_dict()``: save it beside the model's in the checkpoint
 and give it back with ``load_state_dict()`` (each rank its own).
@@ -22,7 +23,7 @@ import torch.distributed as dist
 from .. import errors
 from ..session import Session
 from . import _compat
-from .ddp import _families, hook_label
+from .ddp import _config_doc, _families, hook_label
 from .process_group_comm import ProcessGroupComm
 
 __all__ = ["compress", "FSDPCompressor"]
@@ -50,12 +51,16 @@ class FSDPCompressor:
     ``metrics()`` as for DDP; ``close()`` gives FSDP its own reduce-scatter
     back."""
 
-    def __init__(self, session, group, modules):
+    def __init__(self, session, group, modules, row_multiple=1):
         self.session = session
         self.group = group
         self.world, self.rank = group.size(), group.rank()
         self.calls = 0
         self._modules = modules
+        # Protocol shard needs each rank's row to be whole channels: a row
+        # of another length goes through a copy padded with zeros.
+        self._row_multiple = row_multiple
+        self._padded = {}
         self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
 
     def _reduce_scatter(self, index, output, input, group, op):
@@ -70,15 +75,24 @@ class FSDPCompressor:
         if input.numel() != output.numel() * self.world:
             _refuse("the input holds %d elements, not world x output (%d x %d)" %
                     (input.numel(), self.world, output.numel()))
+        row = output.numel()
+        bucket = input
+        padded_row = -(-row // self._row_multiple) * self._row_multiple
+        if padded_row != row:
+            rows = self._padded.get(index)
+            if rows is None or rows.shape != (self.world, padded_row):
+                rows = self._padded[index] = input.new_zeros(self.world, padded_row)
+            rows[:, :row].copy_(input.view(self.world, row))
+            bucket = rows.view(-1)
         if torch.autograd._profiler_enabled():  # the range torch.profiler shows
             with torch.autograd.profiler.record_function(
                     "%s reduce-scatter %d" % (self.label, index),
-                    "call %d, %d bytes" % (self.calls, input.numel() * input.element_size())):
-                self.session.run(input, index=index, is_last=True, step=self.calls)
+                    "call %d, %d bytes" % (self.calls, bucket.numel() * bucket.element_size())):
+                self.session.run(bucket, index=index, is_last=True, step=self.calls)
         else:
-            self.session.run(input, index=index, is_last=True, step=self.calls)
+            self.session.run(bucket, index=index, is_last=True, step=self.calls)
         self.calls += 1
-        output.copy_(input.view(self.world, -1)[self.rank])
+        output.copy_(bucket.view(self.world, -1)[self.rank, :row])
         return None
 
     def stats(self):
@@ -105,6 +119,20 @@ class FSDPCompressor:
 def _fsdp_default_reduce_scatter():
     from torch.distributed.fsdp._fully_shard._fsdp_collectives import DefaultReduceScatter
     return DefaultReduceScatter()
+
+
+def _row_multiple(config):
+    """What each rank's row must be a multiple of for the config's hook:
+    quantization's protocol shard cuts the bucket into world equal ranges of
+    whole channels (channel_size, 512 by default; 1 for per_tensor)."""
+    doc = _config_doc(config)
+    hook = doc.get("hook") if isinstance(doc, dict) else None
+    options = (hook or {}).get("options") or {}
+    if not isinstance(hook, dict) or options.get("protocol") != "shard":
+        return 1
+    if hook.get("name") == "per_tensor":
+        return 1
+    return int(options.get("channel_size", 512)) or 1
 
 
 def _reduce_dtype(fsdp_param):
@@ -166,7 +194,7 @@ def compress(model, config, *, store=None, rendezvous="host"):
         store = dist.PrefixStore("ddphooks/fsdp/", dist.distributed_c10d._get_default_store())
     session = Session(config, rank=group.rank(), world_size=group.size(), rendezvous=rendezvous,
                       store=store, comm=ProcessGroupComm(group))
-    handle = FSDPCompressor(session, group, modules)
+    handle = FSDPCompressor(session, group, modules, _row_multiple(config))
     handle.label = hook_label(config)
 
     class _Slot(ReduceScatter):
