@@ -8,7 +8,8 @@ and any error per case to OUT_DIR/<case>.rank<R>.pt (the test compares):
   eager_<hook>, compiled_<hook>   eager DDP and torch.compile(ddp) (the
                                   default DDPOptimizer path, inductor)
   aot_eager_<hook>                torch.compile(ddp, backend="aot_eager")
-  compiled_autograd_allreduce     the same under compiled autograd
+  compiled_autograd_allreduce     the same, each backward under compiled
+                                  autograd (PyTorch 2.15 refuses it)
   python_reducer                  DDP built under optimize_ddp =
                                   "python_reducer": register()'s error
 """
@@ -71,9 +72,10 @@ def counting_graphs(name, graphs):
     return backend
 
 
-def train(rank, config, backend=None):
+def train(rank, config, backend=None, compiled_autograd=False):
     """backend: None (eager DDP), "inductor" (torch.compile's default) or
-    "aot_eager" (the same graphs and autograd, run by eager kernels)."""
+    "aot_eager" (the same graphs and autograd, run by eager kernels).
+    compiled_autograd: each backward under compiled autograd."""
     torch._dynamo.reset()  # each case compiles afresh (and never meets the recompile limit)
     model = make_model()
     ddp = DDP(model, bucket_cap_mb=1)
@@ -82,7 +84,12 @@ def train(rank, config, backend=None):
     step = torch.compile(ddp, backend=counting_graphs(backend, graphs)) if backend else ddp
     opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
     for x, y in pr.batches(rank)[:STEPS]:
-        nn.functional.mse_loss(step(x), y).backward()
+        loss = nn.functional.mse_loss(step(x), y)
+        if compiled_autograd:
+            with torch._dynamo.compiled_autograd._enable(torch.compile(backend="eager")):
+                loss.backward()
+        else:
+            loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=False)
     result = {"params": pr.flat_params(model), "graphs": len(graphs)}
@@ -109,10 +116,8 @@ def cases():
         out["compiled_" + name] = lambda rank, cfg=cfg: train(rank, cfg, "inductor")
         out["aot_eager_" + name] = lambda rank, cfg=cfg: train(rank, cfg, "aot_eager")
 
-    def under_compiled_autograd(rank):
-        with torch._dynamo.config.patch(compiled_autograd=True):
-            return train(rank, pr.ALLREDUCE, "inductor")
-    out["compiled_autograd_allreduce"] = under_compiled_autograd
+    out["compiled_autograd_allreduce"] = lambda rank: train(rank, pr.ALLREDUCE, "inductor",
+                                                            compiled_autograd=True)
     out["python_reducer"] = lambda rank: python_reducer_refusal()
     return out
 

@@ -82,8 +82,7 @@ PYTHON_REDUCER_REFUSAL = (
     "ddphooks.torch: DDP calls comm hooks once per parameter (hook(state, (grad, param))) when "
     "it is built under torch._dynamo.config.optimize_ddp = 'python_reducer'; ddph hooks reduce "
     "DDP's buckets. Build the DDP model under the default optimize_ddp ('ddp_optimizer'): "
-    "torch.compile(ddp_model) then hands the hook every bucket, with compiled autograd too "
-    "(docs/python.md, torch.compile)")
+    "torch.compile(ddp_model) then hands the hook every bucket (docs/python.md, torch.compile)")
 
 
 def _ddph_comm_hook(state, bucket):
