@@ -39,6 +39,13 @@ RUNS = {
     "ddph_q8": ("ddph quantization 8-bit", {"comm": GLOO, "hook": {
         "family": "quantization", "name": "per_channel",
         "options": {"protocol": "reduce_scatter", "bits": 8, "channel_size": 512}}}),
+    "ddph_s8": ("ddph quantization 8-bit, protocol shard", {"comm": GLOO, "hook": {
+        "family": "quantization", "name": "per_channel",
+        "options": {"protocol": "shard", "bits": 8, "channel_size": 512}}}),
+    "ddph_s4ef": ("ddph quantization 4-bit + EF, protocol shard", {"comm": GLOO, "hook": {
+        "family": "quantization", "name": "per_channel",
+        "options": {"protocol": "shard", "bits": 4, "channel_size": 64,
+                    "error_feedback": True}}}),
     "ddph_q4ef": ("ddph quantization 4-bit + EF", {"comm": GLOO, "hook": {
         "family": "quantization", "name": "per_channel",
         "options": {"protocol": "reduce_scatter", "bits": 4, "channel_size": 64,
