@@ -69,8 +69,9 @@ ddph_comm_t* connect(const Connect& c, Err* err) {
   return err->ok() ? comm : nullptr;
 }
 
-ddph_comm_t* must_connect(int rank, int world, const std::string& dir) {
+ddph_comm_t* must_connect(int rank, int world, const std::string& dir, int64_t timeout_ms) {
   Connect c;
+  c.timeout_ms = timeout_ms;
   c.rank = rank;
   c.world = world;
   c.rendezvous = file_url(dir + "/store");

@@ -50,8 +50,10 @@ struct Connect {
 ddph_comm_t* connect(const Connect& c, Err* err);
 std::string file_url(const std::string& dir);
 // connect() with the defaults and a file store under dir; NULL (after
-// printing why) on failure.
-ddph_comm_t* must_connect(int rank, int world, const std::string& dir);
+// printing why) on failure. timeout_ms: the collectives' (2 s by default,
+// which the fault tests wait for).
+ddph_comm_t* must_connect(int rank, int world, const std::string& dir,
+                          int64_t timeout_ms = Connect{}.timeout_ms);
 
 // Names a test over world sizes "2ranks", "3ranks", ...
 inline std::string world_name(const ::testing::TestParamInfo<int>& info) {

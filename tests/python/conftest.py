@@ -15,7 +15,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 def pytest_sessionfinish(session, exitstatus):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or exitstatus != 0:
+    # 5: nothing collected, as when a module skips itself whole (a test of
+    # PyTorch 2 under 1.13).
+    if reporter is None or exitstatus not in (0, 5):
         return
     passed = len(reporter.stats.get("passed", []))
     skipped = len(reporter.stats.get("skipped", []))
