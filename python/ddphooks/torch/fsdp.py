@@ -17,10 +17,12 @@ FSDP's output. The hook's state (quantization's error feedback) is the
 handle's ``state_dict()``: save it beside the model's in the checkpoint
 and give it back with ``load_state_dict()`` (each rank its own).
 """
+import contextlib
+
 import torch
 import torch.distributed as dist
 
-from .. import errors
+from .. import _abi, errors
 from ..session import Session
 from . import _compat
 from .ddp import _config_doc, _families, hook_label
@@ -84,12 +86,12 @@ class FSDPCompressor:
                 rows = self._padded[index] = input.new_zeros(self.world, padded_row)
             rows[:, :row].copy_(input.view(self.world, row))
             bucket = rows.view(-1)
+        profiled = contextlib.nullcontext()
         if torch.autograd._profiler_enabled():  # the range torch.profiler shows
-            with torch.autograd.profiler.record_function(
-                    "%s reduce-scatter %d" % (self.label, index),
-                    "call %d, %d bytes" % (self.calls, bucket.numel() * bucket.element_size())):
-                self.session.run(bucket, index=index, is_last=True, step=self.calls)
-        else:
+            profiled = torch.autograd.profiler.record_function(
+                "%s reduce-scatter %d" % (self.label, index),
+                "call %d, %d bytes" % (self.calls, bucket.numel() * bucket.element_size()))
+        with profiled:
             self.session.run(bucket, index=index, is_last=True, step=self.calls)
         self.calls += 1
         output.copy_(bucket.view(self.world, -1)[self.rank, :row])
@@ -107,7 +109,7 @@ class FSDPCompressor:
 
     def load_state_dict(self, state):
         self.session.load_state_dict(state["state"])
-        self.calls = int(state["calls"])
+        self.calls = _abi.checked_int(state["calls"], "state['calls']", _abi.UINT64)
 
     def close(self):
         for m in self._modules:
