@@ -77,6 +77,27 @@ def train_random(rank, cfg, steps=pr.STEPS, resume=None):
     return out
 
 
+def profiled(rank, cfg, trace_dir):
+    """A few steps under torch.profiler: the ddph ranges it exported."""
+    import json
+    model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
+    handle = ddphooks.torch.fsdp.compress(model, cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for x, y in pr.batches(rank)[:3]:
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+    calls = handle.stats()["buckets"]
+    handle.close()
+    path = os.path.join(trace_dir, "trace.rank%d.json" % rank)
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    names = [e["name"] for e in events if e.get("ph") == "X" and e["name"].startswith("ddph ")]
+    return {"calls": calls, "ranges": names}
+
+
 def checkpoint_case(rank, cfg, keep_state):
     """10 steps, a checkpoint (model, optimizer and the handle's state), then
     a fresh model, optimizer and handle loaded from it for the other 10."""
@@ -160,6 +181,7 @@ CASES = {
     "ddph_q4ef": lambda r: train_random(r, Q4EF),
     "ddph_s8": lambda r: train_random(r, S8),
     "ddph_s4ef": lambda r: train_random(r, S4EF),
+    "profiled_s8": lambda r: profiled(r, S8, sys.argv[4]),
     "resume_q4ef": lambda r: checkpoint_case(r, Q4EF, keep_state=True),
     "resume_q4ef_without_state": lambda r: checkpoint_case(r, Q4EF, keep_state=False),
     "refuse_bf16_reduce": lambda r: refusal(bf16_reduce),

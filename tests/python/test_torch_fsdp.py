@@ -16,7 +16,7 @@ sys.path.insert(0, HERE)
 import ranks  # noqa: E402
 
 CASES = ["own_fp32", "ddph_fp32", "ddph_q8", "ddph_q4ef", "ddph_s8", "ddph_s4ef", "resume_q4ef",
-         "resume_q4ef_without_state", "refuse_bf16_reduce", "refuse_powersgd",
+         "resume_q4ef_without_state", "profiled_s8", "refuse_bf16_reduce", "refuse_powersgd",
          "refuse_plain_model"]
 MNIST = ["mnist_fp32", "mnist_q8", "mnist_q4ef", "mnist_s8", "mnist_s4ef"]
 # ddph's mean divides each rank's value by the world size, then sums (as
@@ -99,6 +99,14 @@ def test_8_and_4_bit_train_fashion_mnist_to_fp32s_accuracy(world2):
         acc = world2(case)[0]["accuracy"]
         # 81.0%, 80.3% and 80.3% seen after 300 steps of 32 images per rank.
         assert abs(acc - fp32) <= 0.015, (case, acc, fp32)
+
+
+def test_every_reduce_scatter_is_a_range_in_torch_profilers_trace(world2):
+    for res in world2("profiled_s8"):
+        assert res["calls"] == 3 * 3, res["calls"]  # 3 FSDP modules x 3 steps
+        assert len(res["ranges"]) == res["calls"], res["ranges"]
+        assert all(n.startswith("ddph quantization/per_channel reduce-scatter ")
+                   for n in res["ranges"]), res["ranges"]
 
 
 @pytest.mark.parametrize("case,words", [
