@@ -86,12 +86,6 @@ uint64_t Session::state_bytes() {
   return n;
 }
 
-double Session::take_hook_seconds() {
-  double total = 0;
-  for (const auto& m : take_metrics()) total += m.hook_seconds;
-  return total;
-}
-
 std::vector<ddph_bucket_metrics_t> Session::take_metrics() {
   std::vector<ddph_bucket_metrics_t> out;
   for (;;) {

@@ -39,9 +39,6 @@ class Session {
   void submit(const ddph_bucket_t* bucket);
   void flush();
   ddph_stats_t stats();
-  // The time the hooks took (ddph_bucket_metrics_t.hook_seconds) summed over
-  // the buckets completed since the last call.
-  double take_hook_seconds();
   // The metrics records of the buckets completed since the last call.
   std::vector<ddph_bucket_metrics_t> take_metrics();
   ddph_comm_t* comm();
