@@ -107,6 +107,75 @@ TEST_P(Worlds, AllreduceGivesTheExactMeanForEveryDtype) {
                              [](double v) { return k::f32_to_bf16_bits(float(v)); });
 }
 
+ddph_option_t divide_option(const char* value) {
+  ddph_option_t o{};
+  o.struct_size = sizeof o;
+  o.name = "divide";
+  o.type = DDPH_STRING;
+  o.value.s = value;
+  return o;
+}
+
+// Runs default/allreduce with option divide = `divide` on in.size() ranks.
+std::vector<std::vector<float>> allreduce_dividing(const char* divide,
+                                                   std::vector<std::vector<float>> in) {
+  const int world = int(in.size());
+  ThreadGroup group(world, ddph_host());
+  group.run([&](int r) {
+    try {
+      HookInstance h(find_hook("default", "allreduce"), group.comm(r), nullptr,
+                     {divide_option(divide)});
+      BucketView b(in[r].data(), dl(DType::F32), int64_t(in[r].size()));
+      RunOutcome o = run_bucket(h.ref(), &b.bucket);
+      EXPECT_EQ(o.returned.code, DDPH_OK) << o.returned.message;
+      EXPECT_EQ(o.completed.code, DDPH_OK) << o.completed.message;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r << ": " << e.what();
+    }
+  });
+  return in;
+}
+
+// Integers sum exactly in any order, so `after` must round once: fl(S / w).
+// `before` rounds each v / w first; at world 3 that differs somewhere.
+TEST_P(Worlds, AllreduceDivideAfterRoundsTheExactSumOnce) {
+  const int w = GetParam();
+  const size_t n = 4099;
+  std::vector<std::vector<float>> in(w);
+  std::vector<float> sum(n, 0.0f);
+  for (int r = 0; r < w; ++r)
+    for (size_t i = 0; i < n; ++i) {
+      in[r].push_back(float((i * 131 + size_t(r) * 977) % 100003));
+      sum[i] += in[r][i];  // exact: integers below 2^24
+    }
+  const auto after = allreduce_dividing("after", in);
+  const auto before = allreduce_dividing("before", in);
+  expect_same_on_every_rank(after);
+  size_t differs = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(after[0][i], sum[i] / float(w)) << "world " << w << " element " << i;
+    differs += before[0][i] != after[0][i];
+  }
+  // Halving is exact, so at world 2 the orders agree; a third is not.
+  if (w == 2) {
+    EXPECT_EQ(differs, 0u);
+  } else {
+    EXPECT_GT(differs, 0u);
+  }
+}
+
+TEST(DefaultHooks, AllreduceRefusesAnUnknownDivide) {
+  ThreadGroup group(1, ddph_host());
+  try {
+    HookInstance h(find_hook("default", "allreduce"), group.comm(0), nullptr,
+                   {divide_option("sideways")});
+    ADD_FAILURE() << "create accepted divide: sideways";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("option divide is 'sideways'"), std::string::npos)
+        << e.what();
+  }
+}
+
 std::vector<std::vector<float>> gradients(int world, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);

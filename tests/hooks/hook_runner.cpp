@@ -47,9 +47,12 @@ ddph_hook_init_t make_init(ddph_comm_t* comm, const ddph_hook_ref_t* inner) {
 }
 }  // namespace
 
-HookInstance::HookInstance(const ddph_hook_t* hook, ddph_comm_t* comm, const ddph_hook_ref_t* inner)
+HookInstance::HookInstance(const ddph_hook_t* hook, ddph_comm_t* comm, const ddph_hook_ref_t* inner,
+                           const std::vector<ddph_option_t>& options)
     : hook_(hook) {
-  const ddph_hook_init_t init = make_init(comm, inner);
+  ddph_hook_init_t init = make_init(comm, inner);
+  init.options = options.data();
+  init.num_options = options.size();
   ErrorInfo e = take_error(hook->create(&init, &state_));
   if (e.code != DDPH_OK)
     throw std::runtime_error(std::string(hook->name) + ".create failed: " + e.message);

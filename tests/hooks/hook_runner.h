@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "core/base/dtype.h"
 #include "tests/support/host.h"
@@ -22,7 +23,10 @@ const ddph_hook_t* find_hook(const char* family, const char* name);
 class HookInstance {
  public:
   // Throws std::runtime_error with the code and message if create fails.
-  HookInstance(const ddph_hook_t* hook, ddph_comm_t* comm, const ddph_hook_ref_t* inner = nullptr);
+  // options (borrowed for the call) go to create() as given: the hook's
+  // defaults fill the rest, as for a host that passes none.
+  HookInstance(const ddph_hook_t* hook, ddph_comm_t* comm, const ddph_hook_ref_t* inner = nullptr,
+               const std::vector<ddph_option_t>& options = {});
   ~HookInstance();
   HookInstance(const HookInstance&) = delete;
   HookInstance& operator=(const HookInstance&) = delete;

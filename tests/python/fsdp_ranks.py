@@ -27,7 +27,8 @@ def config(family, name, options=None):
     return {"comm": GLOO, "hook": {"family": family, "name": name, "options": options or {}}}
 
 
-FP32 = config("default", "allreduce")
+# Sum, then divide, as ProcessGroupGloo's AVG under FSDP2's own reduce-scatter.
+FP32 = config("default", "allreduce", {"divide": "after"})
 Q8 = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 8})
 S8 = config("quantization", "per_channel", {"protocol": "shard", "bits": 8})
 S4EF = config("quantization", "per_channel", {"protocol": "shard", "bits": 4,
