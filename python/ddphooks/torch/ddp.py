@@ -15,6 +15,7 @@ itself (ProcessGroupComm).
 import ctypes
 import threading
 import warnings
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -191,12 +192,53 @@ class DDPHook:
         for p in self._clear_grads_of:
             p.grad = None
 
-    def _refuse_steps_of(self, params, stepped_by):
-        """Refuses a torch.optim step of `params`, which the hook steps itself
-        (PyTorch 2; 1.13 has no global step hooks, docs/zero.md)."""
+    def _refuse_steps_of(self, module, params, stepped_by):
+        """Refuses a torch.optim step of `params` (of `module`), which the
+        hook steps itself (PyTorch 2); on 1.13, which has no global step
+        hooks, warns at the next forward instead (docs/zero.md)."""
+        params = list(params)
         self._stepped = frozenset(id(p) for p in params)
         self._stepped_by = stepped_by
         self._step_check = _compat.register_optimizer_step_pre_hook(self._check_optimizer_step)
+        if self._step_check is None:
+            self._warn_second_steps_of(module, params)
+
+    def _warn_second_steps_of(self, module, params):
+        """A second step cannot be refused before it happens without a global
+        step hook, so it is noticed at the next forward and warned about,
+        once. ddph writes the parameters it steps through their memory, which
+        leaves their version counters alone; a torch.optim step updates them
+        in place (p.add_), which bumps them. module.load_state_dict() bumps
+        them too, and restarts the watch."""
+        index = {id(p): i for i, p in enumerate(module.parameters())}
+        watched = [(weakref.ref(p), index.get(id(p), -1)) for p in params]
+        seen = {"versions": None, "warned": False}
+
+        def versions():
+            return [ref()._version if ref() is not None else -1 for ref, _ in watched]
+
+        def check(_module, _inputs):
+            if seen["warned"] or self.session._handle is None:
+                return
+            now = versions()
+            before, seen["versions"] = seen["versions"], now
+            if before is None or before == now:
+                return
+            seen["warned"] = True
+            moved = [watched[i][1] for i, (a, b) in enumerate(zip(before, now)) if a != b]
+            warnings.warn(
+                "ddphooks.torch: %d parameter(s) of the DDP model (its parameters %s) changed in "
+                "place since the last forward, and %s already steps them during the backward: "
+                "was an optimizer's step() called on them too? Each would move twice. PyTorch "
+                "%s has no global optimizer step hook to refuse it before it happens (PyTorch 2 "
+                "refuses it)" % (len(moved), _ranges(moved), self._stepped_by, torch.__version__),
+                RuntimeWarning)
+
+        def restart(*_args):
+            seen["versions"] = None
+
+        module.register_forward_pre_hook(check)
+        module._register_load_state_dict_pre_hook(restart)
 
     def _check_optimizer_step(self, optimizer, args, kwargs):
         # Only a parameter with a gradient would move: optimizer_in_backward
@@ -457,7 +499,8 @@ def sharded_optimizer(ddp_model, optimizer="adamw", *, protocol="reduce_scatter"
     name = "zero_step_interleaved" if interleaved else "zero_step"
     cfg = _optimizer_config("zero", name, optimizer, dict(options, protocol=protocol), wrap, comm)
     hook = register(ddp_model, cfg)
-    hook._refuse_steps_of(ddp_model.module.parameters(), "ddphooks.torch.sharded_optimizer")
+    hook._refuse_steps_of(ddp_model, ddp_model.module.parameters(),
+                          "ddphooks.torch.sharded_optimizer")
     return hook
 
 
@@ -480,5 +523,6 @@ def optimizer_in_backward(ddp_model, optimizer="sgd", *, wrap=None, comm=None, *
     hook = register(ddp_model, cfg)
     if "params" not in options:  # every parameter is stepped in the backward
         hook._clear_grads_of = [p for p in ddp_model.module.parameters() if p.requires_grad]
-        hook._refuse_steps_of(hook._clear_grads_of, "ddphooks.torch.optimizer_in_backward")
+        hook._refuse_steps_of(ddp_model, hook._clear_grads_of,
+                              "ddphooks.torch.optimizer_in_backward")
     return hook
