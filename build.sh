@@ -7,6 +7,9 @@
 #                       default ~/.cache/ddphooks/venv-torch-latest), and
 #                       build/python-torch-latest: that Python with this
 #                       checkout's ddphooks importable
+#   ./build.sh wheel    ... also build/dist/ddphooks-<version>-py3-none-linux_<arch>.whl,
+#                       the ddphooks package with this build's libddph.so,
+#                       plugins and ddph tool inside (docs/python.md)
 #   ./build.sh test     ... also what the tests need and the above, then run the whole
 #                       test suite (CTest), the fuzzers
 #                       (DDPH_FUZZ_SECONDS each, default 60; 0 skips)
@@ -71,9 +74,15 @@ test_packages=(
 python_packages=(
   python3-venv                              # the virtual environment of build/python-torch-latest
 )
+# ... and what the wheel needs (wheel and test): pip wheel and objcopy.
+wheel_packages=(
+  python3-pip python3-setuptools python3-wheel # pip wheel ./python (no build isolation, offline)
+  binutils                                  # objcopy --strip-debug of what the wheel carries
+)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 [ "${1:-}" = "test" ] && packages+=("${test_packages[@]}")
 case "${1:-}" in test | python) packages+=("${python_packages[@]}") ;; esac
+case "${1:-}" in test | wheel) packages+=("${wheel_packages[@]}") ;; esac
 missing=()
 for p in "${packages[@]}"; do
   installed "$p" || missing+=("$p")
@@ -124,10 +133,32 @@ if [ "${1:-}" = "test" ] || [ "${1:-}" = "python" ]; then
   chmod +x "$build_dir/python-torch-latest"
   end_phase "PyTorch 2 environment"
 fi
+# What tests/install/wheel_test.sh installs beside the wheel into a fresh
+# virtual environment (numpy, matplotlib), downloaded once into a wheelhouse
+# outside the clone, again only when the requirements change.
+if [ "${1:-}" = "test" ]; then
+  wheelhouse=${DDPH_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/ddphooks/wheelhouse}
+  if ! cmp -s python/requirements-wheel-test.txt "$wheelhouse/.ddph-requirements"; then
+    echo "build.sh: downloading the wheel test's numpy and matplotlib into $wheelhouse"
+    mkdir -p "$wheelhouse"
+    /usr/bin/python3 -m pip download -q -d "$wheelhouse" -r python/requirements-wheel-test.txt
+    cp python/requirements-wheel-test.txt "$wheelhouse/.ddph-requirements"
+  fi
+  end_phase "wheel test's wheelhouse"
+fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo} \
   -DDDPH_BUILD_TESTS=$tests
 cmake --build "$build_dir" -j2
 end_phase "configure and build"
+
+if [ "${1:-}" = "wheel" ]; then
+  rm -rf "$build_dir/dist" "$build_dir/wheel-src"
+  # pip builds in the source folder: a copy keeps python/ clean.
+  cp -r python "$build_dir/wheel-src"
+  DDPH_WHEEL_BUILD_DIR=$(realpath "$build_dir") /usr/bin/python3 -m pip wheel -q --no-deps \
+    --no-build-isolation -w "$build_dir/dist" "$build_dir/wheel-src"
+  echo "build.sh: $(ls "$build_dir"/dist/ddphooks-*.whl)"
+fi
 
 if [ "${1:-}" = "test" ]; then
   ctest_status=0

@@ -2,7 +2,8 @@
 
 Search order (the first that exists wins):
   1. $DDPH_LIBRARY (a file; when set, nothing else is tried);
-  2. libddph.so beside this package (a relocated or bundled install);
+  2. libddph.so in lib/ of this package (a wheel carries it there), or
+     beside the package (a relocated install);
   3. the library directory `cmake --install` or `pip install` recorded in
      _install_paths.py;
   4. a build tree above a source checkout (build-py/, build/: <dir>/lib);
@@ -32,6 +33,7 @@ def candidates():
     env = os.environ.get("DDPH_LIBRARY")
     if env:
         out.append(env)
+    out += [os.path.join(here, "lib", n) for n in _NAMES]
     out += [os.path.join(here, n) for n in _NAMES]
     try:
         from . import _install_paths  # written by `cmake --install` or `pip install`

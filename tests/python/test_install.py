@@ -71,3 +71,7 @@ def test_pip_install_works_offline_and_finds_the_build(tmp_path):
     pkg, lib = r.stdout.split()
     assert pkg.startswith(str(target))
     assert os.path.realpath(lib) == os.path.realpath(os.path.join(BUILD, "lib", "libddph.so")), lib
+    # The ddph console script runs the recorded build's tool.
+    r = subprocess.run([str(target / "bin" / "ddph"), "--version"],
+                       env=clean_env(PYTHONPATH=str(target)), capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("ddph 0.1.0 (ABI "), r.stdout + r.stderr
