@@ -149,6 +149,13 @@ fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo} \
   -DDDPH_BUILD_TESTS=$tests
 cmake --build "$build_dir" -j2
+# build/python3: Debian's Python (torch 1.13, numpy, matplotlib) with this
+# checkout's ddphooks importable, so `build/python3 -m ddphooks.plot` works
+# from a fresh clone with no install and no PYTHONPATH.
+printf '%s\n' '#!/bin/sh' "# Written by build.sh: /usr/bin/python3 with ddphooks from $PWD/python." \
+  "PYTHONPATH=\"$PWD/python\${PYTHONPATH:+:\$PYTHONPATH}\" exec /usr/bin/python3 \"\$@\"" \
+  >"$build_dir/python3"
+chmod +x "$build_dir/python3"
 end_phase "configure and build"
 
 if [ "${1:-}" = "wheel" ]; then
