@@ -2,11 +2,12 @@
 # The one set-up script, for users and CI alike: installs the Debian packages
 # that are missing, configures and builds into build/.
 #   ./build.sh          install what building and running need, and build
-#   ./build.sh python   ... also the newest PyTorch from PyPI in a virtual
-#                       environment outside the clone (DDPH_TORCH_VENV,
-#                       default ~/.cache/ddphooks/venv-torch-latest), and
-#                       build/python-torch-latest: that Python with this
-#                       checkout's ddphooks importable
+#   ./build.sh python   ... also the newest PyTorch and JAX from PyPI, each in
+#                       a virtual environment outside the clone
+#                       (DDPH_TORCH_VENV, DDPH_JAX_VENV; default
+#                       ~/.cache/ddphooks/venv-torch-latest, venv-jax), and
+#                       build/python-torch-latest, build/python-jax: those
+#                       Pythons with this checkout's ddphooks importable
 #   ./build.sh wheel    ... also build/dist/ddphooks-<version>-py3-none-linux_<arch>.whl,
 #                       the ddphooks package with this build's libddph.so,
 #                       plugins and ddph tool inside (docs/python.md)
@@ -107,31 +108,45 @@ installed libgtest-dev && tests=ON
 
 build_dir=${DDPH_BUILD_DIR:-build}
 
-# The newest PyTorch beside Debian's 1.13: a virtual environment outside the
-# clone, made again only when python/requirements-torch-latest.txt changes
-# (so a second run, or CI's fresh clone on the same machine, downloads
-# nothing), and build/python-torch-latest, which runs it with this
-# checkout's ddphooks importable. CMake registers the Python tests under it
-# too (tests/python/CMakeLists.txt).
-if [ "${1:-}" = "test" ] || [ "${1:-}" = "python" ]; then
-  venv=${DDPH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ddphooks/venv-torch-latest}
-  requirements=python/requirements-torch-latest.txt
-  torch_pin=$(grep -m1 '^torch==' "$requirements")
-  if ! cmp -s "$requirements" "$venv/.ddph-requirements"; then
-    echo "build.sh: installing $torch_pin into $venv"
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --no-warn-script-location -r "$requirements"
-    cp "$requirements" "$venv/.ddph-requirements"
-  fi
+# python_wrapper NAME PYTHON WHAT: build/NAME runs PYTHON with this
+# checkout's ddphooks importable (the package finds build/lib/libddph.so by
+# itself), so a fresh clone needs no install and no PYTHONPATH.
+python_wrapper() {
   mkdir -p "$build_dir"
-  printf '%s\n' '#!/bin/sh' \
-    "# Written by build.sh: Python with $torch_pin ($venv)" \
-    "# and ddphooks from $PWD/python." \
-    "PYTHONPATH=\"$PWD/python\${PYTHONPATH:+:\$PYTHONPATH}\" exec \"$venv/bin/python\" \"\$@\"" \
-    >"$build_dir/python-torch-latest"
-  chmod +x "$build_dir/python-torch-latest"
+  printf '%s\n' '#!/bin/sh' "# Written by build.sh: $3 ($2)" "# and ddphooks from $PWD/python." \
+    "PYTHONPATH=\"$PWD/python\${PYTHONPATH:+:\$PYTHONPATH}\" exec \"$2\" \"\$@\"" \
+    >"$build_dir/$1"
+  chmod +x "$build_dir/$1"
+}
+# pinned_venv DIR REQUIREMENTS: a virtual environment outside the clone with
+# REQUIREMENTS installed, made again only when that file changes (so a
+# second run, or CI's fresh clone on the same machine, downloads nothing).
+pinned_venv() {
+  if ! cmp -s "$2" "$1/.ddph-requirements"; then
+    echo "build.sh: installing $(grep -m1 -v '^#' "$2") and the rest of $2 into $1"
+    rm -rf "$1"
+    /usr/bin/python3 -m venv "$1"
+    "$1/bin/python" -m pip install -q --no-warn-script-location -r "$2"
+    cp "$2" "$1/.ddph-requirements"
+  fi
+}
+python_wrapper python3 /usr/bin/python3 "Debian's Python (torch 1.13, numpy, matplotlib)"
+
+# The newest PyTorch beside Debian's 1.13, and JAX, each in its own virtual
+# environment: build/python-torch-latest and build/python-jax. CMake
+# registers the Python tests under them too (tests/python/CMakeLists.txt).
+if [ "${1:-}" = "test" ] || [ "${1:-}" = "python" ]; then
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/ddphooks
+  venv=${DDPH_TORCH_VENV:-$cache/venv-torch-latest}
+  pinned_venv "$venv" python/requirements-torch-latest.txt
+  python_wrapper python-torch-latest "$venv/bin/python" \
+    "Python with $(grep -m1 '^torch==' python/requirements-torch-latest.txt)"
   end_phase "PyTorch 2 environment"
+  venv=${DDPH_JAX_VENV:-$cache/venv-jax}
+  pinned_venv "$venv" python/requirements-jax.txt
+  python_wrapper python-jax "$venv/bin/python" \
+    "Python with $(grep -m1 '^jax==' python/requirements-jax.txt)"
+  end_phase "JAX environment"
 fi
 # What tests/install/wheel_test.sh installs beside the wheel into a fresh
 # virtual environment (numpy, matplotlib), downloaded once into a wheelhouse
@@ -149,13 +164,6 @@ fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${DDPH_BUILD_TYPE:-RelWithDebInfo} \
   -DDDPH_BUILD_TESTS=$tests
 cmake --build "$build_dir" -j2
-# build/python3: Debian's Python (torch 1.13, numpy, matplotlib) with this
-# checkout's ddphooks importable, so `build/python3 -m ddphooks.plot` works
-# from a fresh clone with no install and no PYTHONPATH.
-printf '%s\n' '#!/bin/sh' "# Written by build.sh: /usr/bin/python3 with ddphooks from $PWD/python." \
-  "PYTHONPATH=\"$PWD/python\${PYTHONPATH:+:\$PYTHONPATH}\" exec /usr/bin/python3 \"\$@\"" \
-  >"$build_dir/python3"
-chmod +x "$build_dir/python3"
 end_phase "configure and build"
 
 if [ "${1:-}" = "wheel" ]; then

@@ -117,7 +117,7 @@ setup(
     name="ddphooks",
     version="0.1.0",
     description="Gradient communication hooks for data-parallel training (ctypes over libddph.so)",
-    packages=["ddphooks", "ddphooks.torch"],
+    packages=["ddphooks", "ddphooks.torch", "ddphooks.jax"],
     python_requires=">=3.8",
     extras_require={"numpy": ["numpy"], "torch": ["torch>=1.13"], "plot": ["matplotlib"]},
     entry_points={"console_scripts": ["ddph = ddphooks._tool:main"]},

@@ -150,7 +150,7 @@ class Session:
             errors.check(self._lib, err)
 
     def run(self, buffer, *, index=0, is_last=True, step=None, stream=None, params=None,
-            param_ids=None):
+            param_ids=None, param_offsets=None):
         """Reduces `buffer` across ranks in place through the session's hook and
         returns it. `buffer`: a NumPy array, or any object with __dlpack__
         (torch.Tensor, CuPy, JAX), contiguous and writable. Blocks until done
@@ -167,7 +167,10 @@ class Session:
         dimensions as a matrix; without params the bucket is one flat vector.
         param_ids: optional stable ids of those parameters (e.g. their index
         in the model), so per-parameter state follows a parameter whichever
-        bucket it is in."""
+        bucket it is in. param_offsets: optional element offset of each
+        parameter's gradient in the buffer, in increasing order, where they
+        do not follow each other (a host that aligns each gradient leaves
+        gaps; the hooks reduce the gaps' elements as a flat part)."""
         index = _abi.checked_int(index, "index", _abi.UINT64)
         if step is not None:
             step = _abi.checked_int(step, "step", _abi.UINT64)
@@ -182,7 +185,7 @@ class Session:
                           buffer=view.tensor, num_params=0, stream=stream)
         keep = [view, bucket]
         if params:
-            _describe_params(bucket, view.numel, params, param_ids, keep)
+            _describe_params(bucket, view.numel, params, param_ids, keep, param_offsets)
         waiter = _completion.Waiter()
         self.submit(bucket, waiter, keep)
         try:
@@ -217,6 +220,30 @@ class Session:
         with self._lock:  # one caller at a time keeps a step's buckets together
             return self._steps.steps(_metrics.take_records(self._lib, self._h()), per_bucket)
 
+    def agree(self, what, value):
+        """Collective: every rank passes `value`, bytes of one length on every
+        rank (a digest of what must match, e.g. the layout of the gradients);
+        raises DDPHError (INVALID_ARGUMENT) on every rank alike when some
+        rank's value differs from rank 0's, naming those ranks and `what`.
+        Waits for in-flight buckets first (flush)."""
+        import numpy as np
+        value = bytes(value)
+        self.flush()
+        comm = self._lib.ddph_session_comm(self._h()).contents
+        world = comm.size(comm.ctx)
+        mine = np.frombuffer(value, dtype=np.uint8).copy()
+        everyone = np.zeros(world * len(value), dtype=np.uint8)
+        send, recv = _tensors.view_of(mine), _tensors.view_of(everyone)
+        errors.check(self._lib, comm.allgather(comm.ctx, ctypes.byref(send.tensor),
+                                               ctypes.byref(recv.tensor), None))
+        rows = everyone.reshape(world, len(value))
+        differ = [r for r in range(1, world) if not np.array_equal(rows[r], rows[0])]
+        if differ:
+            raise errors.DDPHError(
+                errors.Code.INVALID_ARGUMENT,
+                "ddphooks: %s differs between ranks: rank%s %s against rank 0's"
+                % (what, "s" if len(differ) > 1 else "", ", ".join(map(str, differ))))
+
     def state_dict(self):
         """The hooks' state as bytes (waits for in-flight buckets). Portable
         across ranks; load it with load_state_dict."""
@@ -236,14 +263,23 @@ class Session:
         errors.check(self._lib, self._lib.ddph_session_load_state(self._h(), buf, len(data)))
 
 
-def _describe_params(bucket, numel, params, param_ids, keep):
+def _describe_params(bucket, numel, params, param_ids, keep, offsets=None):
     """Fills bucket.params (and param_ids) from run()'s params: shapes or
-    arrays, each the next block of a buffer of numel elements."""
+    arrays, each the next block of a buffer of numel elements, or at
+    `offsets` when given."""
     if param_ids is not None and len(param_ids) != len(params):
         raise ValueError("param_ids has %d entries for %d params" % (len(param_ids), len(params)))
+    if offsets is not None and len(offsets) != len(params):
+        raise ValueError("param_offsets has %d entries for %d params" % (len(offsets), len(params)))
     entries = []
     offset = 0
     for i, p in enumerate(params):
+        if offsets is not None:
+            at = _abi.checked_int(offsets[i], "param_offsets[%d]" % i, _abi.INT64, low=0)
+            if at < offset:
+                raise ValueError("param_offsets[%d] is %d, inside params[%d], which ends at %d"
+                                 % (i, at, i - 1, offset))
+            offset = at
         dims = p if isinstance(p, (tuple, list)) else p.shape
         shape = tuple(_abi.checked_int(d, "params[%d]'s shape[%d]" % (i, k), _abi.INT64, low=0)
                       for k, d in enumerate(dims))

@@ -62,10 +62,10 @@ case "$kind" in
     # (LD_PRELOAD), libstdc++ with it or ASan finds no __cxa_throw to wrap
     # ("CHECK failed ... real___cxa_throw") at the first C++ exception, and
     # CPython's interned objects would read as leaks. Under Debian's
-    # interpreter only (python.*, not python.latest.*): the calls into
-    # libddph.so are the same under both PyTorch versions.
+    # interpreter only (python.*, not python.latest.* or python.jax.*): the
+    # calls into libddph.so are the same under every interpreter.
     LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)" \
-      ASAN_OPTIONS=detect_leaks=0 run_ctest "$log.py" -L python -E "$excluded|^python\.latest\." || true
+      ASAN_OPTIONS=detect_leaks=0 run_ctest "$log.py" -L python -E "$excluded|^python\.(latest|jax)\." || true
     logs=("$log.cpp" "$log.py")
     ;;
   tsan)

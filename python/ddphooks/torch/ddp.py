@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from .. import _abi, _tensors, checkpoint, errors
+from .._config import config_doc as _config_doc, families as _families
 from . import _compat, _optim
 from ..allocator import DeviceAllocator
 from .. import session as session_mod
@@ -332,47 +333,6 @@ def _ranges(indices):
             out.append(str(start) if start == n else "%d-%d" % (start, n))
             start = None
     return ", ".join(out)
-
-
-def _config_doc(config):
-    """The config as a dict (a YAML path or text parsed with PyYAML), or its
-    text where PyYAML is absent or the YAML is bad (the loader reports that),
-    or None where the file cannot be read (the loader reports that too)."""
-    if isinstance(config, dict):
-        return config
-    path, text = session_mod._config_source(config)
-    if path is not None:
-        try:
-            with open(path) as f:
-                text = f.read()
-        except OSError:
-            return None
-    try:
-        import yaml
-        return yaml.safe_load(text)
-    except Exception:
-        return text
-
-
-def _families(config):
-    """The hook families a config names (hook, wraps, rules), best effort."""
-    doc = _config_doc(config)
-    if isinstance(doc, str):
-        import re
-        return set(re.findall(r"family\s*:\s*['\"]?(\w+)", doc))
-    found = set()
-
-    def walk(hook):
-        if isinstance(hook, dict):
-            if isinstance(hook.get("family"), str):
-                found.add(hook["family"])
-            walk(hook.get("wrap"))
-    if isinstance(doc, dict):
-        walk(doc.get("hook"))
-        for rule in doc.get("rules") or []:
-            if isinstance(rule, dict):
-                walk(rule.get("hook"))
-    return found
 
 
 def hook_label(config):
