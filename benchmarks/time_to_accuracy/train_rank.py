@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import fashion_mnist  # noqa: E402
+from curves import time_to_target  # noqa: E402
 import hooks  # noqa: E402
 import models  # noqa: E402
 
@@ -88,20 +89,6 @@ def accuracy(model, x, y, rank, world):
     counts = torch.tensor([correct(model, x[lo:hi], y[lo:hi]), hi - lo], dtype=torch.int64)
     dist.all_reduce(counts)
     return counts[0].item() / counts[1].item()
-
-
-def time_to_target(curve, target):
-    """(steps, seconds) at which the test accuracy first reaches `target`,
-    seconds interpolated linearly between the two evaluations around it;
-    (None, None) if it never does."""
-    prev = (0, 0.0, 0.0)
-    for step, secs, acc in curve:
-        if acc >= target:
-            s0, t0, a0 = prev
-            frac = (target - a0) / (acc - a0) if acc > a0 else 1.0
-            return step, t0 + frac * (secs - t0)
-        prev = (step, secs, acc)
-    return None, None
 
 
 def run_hook(key, args, data, rank, world):
