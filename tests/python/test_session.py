@@ -82,6 +82,29 @@ def test_run_refuses_params_past_the_buffer():
             s.run(np.zeros(8, np.float32), params=[(4,), (4,)], param_ids=[0])
 
 
+def test_param_offsets_place_each_gradient_where_the_host_put_it():
+    """hook_then_optimizer steps w1 and w2 from their gradients at offsets 0
+    and 8 (the 2 elements between are a gap), not from the next block."""
+    config = {"hook": {"family": "optimizer_overlap", "name": "hook_then_optimizer",
+                       "options": {"optimizer": "sgd", "lr": 1.0},
+                       "wrap": {"family": "default", "name": "allreduce"}}}
+    w1, w2 = np.zeros(6, np.float32), np.zeros(3, np.float32)
+    grad = np.arange(11, dtype=np.float32)
+    with ddphooks.Session(config, rank=0, world_size=1) as s:
+        s.run(grad.copy(), params=[w1, w2], param_offsets=[0, 8])
+        np.testing.assert_array_equal(w1, -grad[:6])
+        np.testing.assert_array_equal(w2, -grad[8:])
+        with pytest.raises(ValueError, match=r"param_offsets\[1\] is 4, inside params\[0\]"):
+            s.run(grad.copy(), params=[(6,), (3,)], param_offsets=[0, 4])
+        with pytest.raises(ValueError, match="param_offsets has 1 entries for 2 params"):
+            s.run(grad.copy(), params=[(6,), (3,)], param_offsets=[0])
+
+
+def test_agree_in_a_world_of_one_gathers_and_passes():
+    with ddphooks.Session(ALLREDUCE, rank=0, world_size=1) as s:
+        s.agree("the layout", b"\x01" * 32)  # a world of one agrees with itself
+
+
 def test_a_bad_rendezvous_from_the_program_is_named_as_such():
     with pytest.raises(ddphooks.DDPHError, match="the rendezvous 'ftp://x' the program gave "
                                                   r"\(it overrides comm.rendezvous\) is not"):
