@@ -11,10 +11,9 @@ steps intact.
 import hashlib
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .. import errors
+from .. import _abi, errors
 from .._config import families
 from ..session import Session
 
@@ -66,14 +65,15 @@ class GradientReducer:
 
     def __init__(self, config, *, rank=-1, world_size=-1, rendezvous=None, job=None,
                  bucket_cap_mb=25.0):
-        if not (isinstance(bucket_cap_mb, (int, float)) and bucket_cap_mb > 0
-                and bucket_cap_mb < float("inf")):
+        if (isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float))
+                or not 0 < bucket_cap_mb < float("inf")):
             _refuse("bucket_cap_mb is %r; it must be a positive number" % (bucket_cap_mb,))
         self._cap_bytes = int(bucket_cap_mb * (1 << 20))
         self.session = Session(config, rank=rank, world_size=world_size, rendezvous=rendezvous,
                                job=job)
         self._stepping = families(config) & set(_STEPPING_FAMILIES)
         self._plans = {}
+        self._steps = 0  # reduce() and step() calls so far; every bucket carries it
 
     # -- the layout ---------------------------------------------------------
 
@@ -132,16 +132,17 @@ class GradientReducer:
                 buf[at:at + leaves[i].size] = np.asarray(leaves[i]).reshape(-1)  # the one copy
             described = bucket.shapes
             if param_leaves is not None:  # the hook steps these copies in place
-                described = [np.array(param_leaves[i], dtype=bucket.dtype, copy=True)
+                described = [_aligned_copy(np.asarray(param_leaves[i], dtype=bucket.dtype))
                              for i in bucket.leaves]
-                described = [_aligned_copy(p) for p in described]
-            self.session.run(buf, index=b, is_last=b == len(buckets) - 1, params=described,
-                             param_ids=bucket.leaves, param_offsets=bucket.offsets)
+            self.session.run(buf, index=b, is_last=b == len(buckets) - 1, step=self._steps,
+                             params=described, param_ids=bucket.leaves,
+                             param_offsets=bucket.offsets)
             for k, (i, at) in enumerate(zip(bucket.leaves, bucket.offsets)):
                 view = buf[at:at + leaves[i].size].reshape(bucket.shapes[k])
                 out_grads[i] = jax.dlpack.from_dlpack(view)
                 if param_leaves is not None:
                     out_params[i] = jax.dlpack.from_dlpack(described[k])
+        self._steps += 1
         grads_out = jax.tree_util.tree_unflatten(treedef, out_grads)
         if param_leaves is None:
             return grads_out
@@ -173,11 +174,11 @@ class GradientReducer:
         """{"step": int, "state": bytes}: the hooks' state (error feedback,
         PowerSGD's, the zero hooks' optimizer shard); save it beside the
         parameters (each rank its own)."""
-        return {"step": self.session.step, "state": self.session.state_dict()}
+        return {"step": self._steps, "state": self.session.state_dict()}
 
     def load_state_dict(self, state):
         self.session.load_state_dict(state["state"])
-        self.session._step = int(state["step"])
+        self._steps = _abi.checked_int(state["step"], "state['step']", _abi.UINT64)
 
     def stats(self):
         return self.session.stats()
