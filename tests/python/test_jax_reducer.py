@@ -114,3 +114,12 @@ def test_the_zero_hooks_adamw_steps_as_optax_adamw_on_the_mean(world2):
     for res in world2("zero_adamw"):
         for name in ("w", "b"):
             np.testing.assert_allclose(res["ours"][name], res["optax"][name], rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("cap", [0, -1.0, float("nan"), float("inf"), True, "25"])
+def test_a_bucket_cap_that_is_not_a_positive_number_is_refused_before_opening(cap):
+    import ddphooks.errors
+    import ddphooks.jax
+    with pytest.raises(ddphooks.errors.DDPHError, match="bucket_cap_mb is .*positive number"):
+        ddphooks.jax.GradientReducer({"hook": {"family": "default", "name": "allreduce"}},
+                                     rank=0, world_size=1, bucket_cap_mb=cap)
