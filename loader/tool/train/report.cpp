@@ -15,12 +15,6 @@ const char kMetricsCsvHeader[] =
 
 namespace {
 
-std::string megabytes(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  return buf;
-}
-
 std::string hex64(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
@@ -84,7 +78,7 @@ void TrainReport::progress(const TrainProgress& p) {
   else
     std::printf("step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s\n",
                 p.step, p.loss, 100.0 * p.train_accuracy, 100.0 * p.test_accuracy, p.ms_per_step,
-                megabytes(p.wire_bytes_total).c_str());
+                format_mib(double(p.wire_bytes_total)).c_str());
   std::fflush(stdout);
   if (csv_ == nullptr) return;
   // Empty when the hook counted no bytes out, as ddphooks.MetricsWriter writes it.
@@ -123,7 +117,7 @@ void TrainReport::summary(const TrainSummary& s) {
       "summary: %d steps in %.2f s (%.3f ms/step), final loss %.4f, test accuracy %.1f%% "
       "(chance %.1f%%), %s sent per rank, %" PRIu64 " buckets reduced\n",
       s.steps, s.seconds, 1000 * s.seconds / s.steps, s.final_loss, 100.0 * s.test_accuracy,
-      100.0 * s.chance, megabytes(s.wire_bytes).c_str(), s.buckets);
+      100.0 * s.chance, format_mib(double(s.wire_bytes)).c_str(), s.buckets);
   std::printf("train-set loss %.6f (whole training set, final parameters)\n", s.train_set_loss);
   if (s.diverged) {
     std::printf(
