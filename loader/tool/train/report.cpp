@@ -11,9 +11,19 @@
 namespace ddph::tool {
 
 const char kMetricsCsvHeader[] =
-    "step,loss,accuracy,bytes_in,bytes_out,wire_bytes,compression,hook_seconds";
+    "step,loss,accuracy,bytes_in,bytes_out,wire_bytes,compression,hook_seconds,wall_seconds,"
+    "hook";
 
 namespace {
+
+// A CSV field as Python's csv module writes it: quoted, with quotes
+// doubled, when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
 
 std::string hex64(uint64_t v) {
   char buf[24];
@@ -41,6 +51,7 @@ void TrainReport::close_metrics() {
 }
 
 void TrainReport::header(const TrainHeader& h) {
+  hook_ = h.hook;
   if (json_) {
     print_json_line({{"event", "start"},
                      {"hook", h.hook},
@@ -86,10 +97,10 @@ void TrainReport::progress(const TrainProgress& p) {
   if (p.bytes_out > 0)
     std::snprintf(compression, sizeof compression, "%.9g", p.bytes_in / p.bytes_out);
   char row[320];
-  std::snprintf(row, sizeof row, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g\n", p.step, p.loss,
-                p.test_accuracy, p.bytes_in, p.bytes_out, p.wire_bytes, compression,
-                p.hook_seconds);
-  csv_->write(row);
+  std::snprintf(row, sizeof row, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g,%.9g,", p.step, p.loss,
+                p.test_accuracy, p.bytes_in, p.bytes_out, p.wire_bytes, compression, p.hook_seconds,
+                p.wall_seconds);
+  csv_->write(row + csv_field(hook_) + "\n");
   csv_->flush();
 }
 
