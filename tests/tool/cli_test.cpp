@@ -220,8 +220,8 @@ TEST_F(ToolCli, BenchOverlapOfAnOptimizerHookSaysWhatTheOptimizerAdds) {
 }
 
 // PowerSGD on a flat bucket, or before its start_iter, sends every byte:
-// the figure is plain allreduce's, and the tool says so before any rank
-// runs (the warning comes before the table's header), with what to pass
+// the figure is plain allreduce's, and the tool says so before the run
+// (the warning comes before the table's header), with what to pass
 // instead; the run then shows it right (every byte handed in went out).
 // Once it factors matrices, no warning, and it hands collectives less than
 // it was given. Before (fca5d5f) the warning came after the run only.

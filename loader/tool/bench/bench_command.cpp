@@ -217,11 +217,12 @@ int64_t bucket_numel(const BenchOptions& o) {
   return std::max<int64_t>(1, o.bucket_bytes / 4 * 4 / 4);
 }
 
-// Before any rank starts: a powersgd config whose timed iterations will
-// send the bucket whole is named with the reason and what to pass instead,
-// so that the user can stop the run rather than read a plain allreduce's
-// figure as PowerSGD's. Marks the rows it warned about. A config that
-// cannot be loaded is left to its ranks, which name the problem.
+// On rank 0 before any config runs: a powersgd config whose timed
+// iterations will send the bucket whole is named with the reason and what
+// to pass instead, so that the user can stop the run rather than read a
+// plain allreduce's figure as PowerSGD's. Marks the rows it warned about. A
+// config that cannot be loaded is left to its session, which names the
+// problem.
 void warn_before_the_run(const BenchOptions& o, const std::vector<std::string>& configs,
                          std::vector<Row>& rows) {
   if (o.overlap_buckets > 0) return;
@@ -459,11 +460,14 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   return r;
 }
 
-int run_rank(const BenchOptions& o, const std::vector<Row>& rows, const std::string& dir,
-             int rank) {
+int run_rank(const BenchOptions& o, std::vector<Row> rows, const std::string& dir, int rank) {
   const int64_t numel = bucket_numel(o);
   size_t width = 4;
   for (const Row& row : rows) width = std::max(width, row.name.size());
+  // Here, not in the launcher: reading the hooks' options loads their
+  // plugins (powersgd's OpenBLAS starts threads), and the launcher must
+  // fork its ranks, and make a --link lab, with no thread yet.
+  if (rank == 0) warn_before_the_run(o, o.configs, rows);
   if (rank == 0 && !o.json && o.overlap_buckets == 0) print_header(width);
   if (o.machines > 0) simulate_machine(rank, o.world, o.machines);
   for (size_t c = 0; c < o.configs.size(); ++c) {
@@ -536,7 +540,6 @@ int run_bench(BenchOptions& o) {
                  "links outside (see docs/lab.md)\n");
     return 2;
   }
-  if (!mpi.found || mpi.rank == 0) warn_before_the_run(o, o.configs, rows);
   // The stores' directory goes with the launch, however it ends (ScratchDir).
   std::unique_ptr<ScratchDir> scratch;
   std::string dir;

@@ -1,4 +1,4 @@
-// What `ddph bench` can tell from a config before any rank runs: that a
+// What `ddph bench` can tell from a config before the run: that a
 // powersgd hook will send the bench's bucket whole, so that the user hears
 // it (and what to pass instead) before the run, not after it.
 #pragma once
