@@ -123,6 +123,12 @@ std::string format_size(int64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
+std::string format_mib(double bytes, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f MiB", decimals, bytes / 1048576.0);
+  return buf;
+}
+
 std::string count_of(long long n, const char* singular) {
   return std::to_string(n) + " " + singular + (n == 1 ? "" : "s");
 }

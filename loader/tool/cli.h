@@ -45,6 +45,10 @@ CLI::Validator non_empty();
 int64_t parse_size(const std::string& text, const std::string& flag);
 // A byte count as a size parse_size reads back: "25MiB", "64KiB", "100B".
 std::string format_size(int64_t bytes);
+// A byte count as the tool prints it, in binary mebibytes with its unit:
+// "25.00 MiB" (2^20 bytes; docs/cli.md, "Units"). Every size the tool
+// prints goes through this, so that no output says "MB" for either unit.
+std::string format_mib(double bytes, int decimals = 2);
 
 // "1 rank", "2 ranks".
 std::string count_of(long long n, const char* singular);

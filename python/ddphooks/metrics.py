@@ -12,14 +12,20 @@ import ctypes
 import dataclasses
 import math
 import os
+import time
 from typing import List, Optional
 
 from . import _abi, errors
 
 # The CSV format, in this order. loss and accuracy are the trainer's (empty
-# when not given); the rest are sums over the step's buckets on this rank.
+# when not given); bytes_in .. hook_seconds are sums over the step's buckets
+# on this rank; wall_seconds is the training's wall time so far and hook the
+# hook chain that wrote the run (empty when not given), which
+# python3 -m ddphooks.plot titles and tells runs apart by.
 CSV_COLUMNS = ("step", "loss", "accuracy", "bytes_in", "bytes_out", "wire_bytes", "compression",
-               "hook_seconds")
+               "hook_seconds", "wall_seconds", "hook")
+# The columns that hold text rather than numbers.
+CSV_TEXT_COLUMNS = ("hook",)
 
 
 @dataclasses.dataclass
@@ -113,34 +119,53 @@ class MetricsWriter:
     step)` (e.g. torch.utils.tensorboard.SummaryWriter). Tags: "loss",
     "accuracy", and "ddph/<column>" for the library's figures.
 
-        writer = MetricsWriter("run.csv")
+    `hook` names the run's hook chain in every row (e.g.
+    "quantization/per_channel"), which the plot titles by. Each row's
+    wall_seconds is the time since the writer was made, unless write() is
+    given it (e.g. the training time with evaluation left out).
+
+        writer = MetricsWriter("run.csv", hook="default/fp16_compress")
         ...
         for m in hook.metrics():
             writer.write(m, loss=loss.item())
     """
 
-    def __init__(self, path, *, callback=None, summary_writer=None):
+    def __init__(self, path, *, callback=None, summary_writer=None, hook=None):
         self.path = os.fspath(path)
         self._callback = callback
         self._summary = summary_writer
+        self._hook = hook
+        self._start = time.monotonic()
         new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        if not new:
+            # Rows of these columns under another header would be misread.
+            with open(self.path, newline="") as f:
+                header = next(csv.reader(f), [])
+            if tuple(header) != CSV_COLUMNS:
+                raise ValueError("%s has the columns %s, not %s (a file of another ddphooks "
+                                 "version?): write to a new file"
+                                 % (self.path, ", ".join(header), ", ".join(CSV_COLUMNS)))
         self._file = open(self.path, "a", newline="")
         self._csv = csv.writer(self._file)
         if new:
             self._csv.writerow(CSV_COLUMNS)
             self._file.flush()
 
-    def write(self, m, *, loss=None, accuracy=None):
+    def write(self, m, *, loss=None, accuracy=None, wall_seconds=None):
         """One row for StepMetrics `m`, with the trainer's loss and accuracy
-        for that step when given."""
+        for that step when given, and the wall time (seconds; default: since
+        the writer was made)."""
+        if wall_seconds is None:
+            wall_seconds = time.monotonic() - self._start
         row = {"step": m.step, "loss": loss, "accuracy": accuracy, "bytes_in": m.bytes_in,
                "bytes_out": m.bytes_out, "wire_bytes": m.wire_bytes,
-               "compression": m.compression, "hook_seconds": m.hook_seconds}
+               "compression": m.compression, "hook_seconds": m.hook_seconds,
+               "wall_seconds": float(wall_seconds), "hook": self._hook}
         self._csv.writerow([_cell(row[c]) for c in CSV_COLUMNS])
         self._file.flush()
         for column in CSV_COLUMNS[1:]:
             value = row[column]
-            if value is None:
+            if value is None or column in CSV_TEXT_COLUMNS:
                 continue
             tag = column if column in ("loss", "accuracy") else "ddph/" + column
             if self._callback is not None:
@@ -148,10 +173,10 @@ class MetricsWriter:
             if self._summary is not None:
                 self._summary.add_scalar(tag, value, m.step)
 
-    def write_all(self, steps, *, loss=None, accuracy=None):
+    def write_all(self, steps, *, loss=None, accuracy=None, wall_seconds=None):
         """write() for each of `steps` (e.g. what metrics() returned)."""
         for m in steps:
-            self.write(m, loss=loss, accuracy=accuracy)
+            self.write(m, loss=loss, accuracy=accuracy, wall_seconds=wall_seconds)
 
     def close(self):
         self._file.close()

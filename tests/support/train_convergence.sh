@@ -21,24 +21,25 @@ dir=$(mktemp -d /tmp/ddph-converge-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 printf 'comm: {backend: gloo, timeout: 60s}\nhook: %s\n' "$hook" > "$dir/hook.yaml"
 
-run() {  # run CONFIG [EXTRA_FLAG ...]; prints "LOSS BYTES_MB"
+run() {  # run CONFIG [EXTRA_FLAG ...]; prints "LOSS SENT_MIB"
   local out config=$1
   shift
   out=$("$ddph" train --config "$config" --steps "$steps" --log-every "$steps" ${flags[@]+"${flags[@]}"} "$@")
   echo "$out" | grep -q "bit-identical" || { echo "$out" >&2; echo "FAIL: ranks differ with $config" >&2; exit 1; }
   local loss sent
   loss=$(echo "$out" | sed -n 's/^train-set loss \([0-9.e+-]*\).*/\1/p')
-  sent=$(echo "$out" | sed -n 's/.* \([0-9.]*\) MB sent per rank.*/\1/p')
+  sent=$(echo "$out" | sed -n 's/.* \([0-9.]*\) MiB sent per rank.*/\1/p')
   echo "$loss $sent"
 }
 read -r base_loss base_mb < <(run "$src/configs/allreduce.yaml")
 read -r loss mb < <(run "$dir/hook.yaml" ${hook_flags[@]+"${hook_flags[@]}"})
-echo "allreduce: train-set loss $base_loss, $base_mb MB sent per rank"
-echo "$hook ${hook_flags[*]-}: train-set loss $loss, $mb MB sent per rank (loss tolerance +$tol, bytes /$factor)"
+echo "allreduce: train-set loss $base_loss, $base_mb MiB sent per rank"
+echo "$hook ${hook_flags[*]-}: train-set loss $loss, $mb MiB sent per rank (loss tolerance +$tol, bytes /$factor)"
 awk -v a="$base_loss" -v b="$loss" -v t="$tol" -v ma="$base_mb" -v mb="$mb" -v f="$factor" 'BEGIN {
+  if (!(a > 0 && b > 0)) { print "FAIL: no loss parsed"; exit 1 }
+  if (!(ma > 0 && mb > 0)) { print "FAIL: no MiB sent per rank parsed"; exit 1 }
   d = (b - a) / a
   printf "relative loss difference %+.4f, bytes ratio %.4f (%.1fx fewer)\n", d, mb / ma, ma / mb
-  if (!(a > 0 && b > 0)) { print "FAIL: no loss parsed"; exit 1 }
   if (d > t) { print "FAIL: loss above tolerance"; exit 1 }
   if (!(mb * f <= ma)) { print "FAIL: bytes not reduced " f "x (compression did not run, or too little)"; exit 1 }
   exit 0 }'

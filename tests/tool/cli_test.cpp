@@ -220,22 +220,72 @@ TEST_F(ToolCli, BenchOverlapOfAnOptimizerHookSaysWhatTheOptimizerAdds) {
 }
 
 // PowerSGD on a flat bucket, or before its start_iter, sends every byte:
-// the figure is plain allreduce's, and the tool says so. Once it factors
-// matrices, no warning, and it hands collectives less than it was given.
-TEST_F(ToolCli, BenchWarnsWhenACompressingHookCompressedNothing) {
-  const std::string psgd = "bench --config " + kConfigs + "powersgd.yaml --world 2 --json ";
-  Result flat = ddph(psgd + "--bucket-size 1MiB --iters 2 --warmup 10");
+// the figure is plain allreduce's, and the tool says so before the run
+// (the warning comes before the table's header), with what to pass
+// instead; the run then shows it right (every byte handed in went out).
+// Once it factors matrices, no warning, and it hands collectives less than
+// it was given. Before (fca5d5f) the warning came after the run only.
+TEST_F(ToolCli, BenchWarnsBeforeTheRunWhenPowerSgdWillCompressNothing) {
+  const std::string psgd = "bench --config " + kConfigs + "powersgd.yaml --world 2 ";
+  // stderr and stdout into one pipe, in the order they were written.
+  Result table = ddph(psgd + "--bucket-size 1MiB --iters 2 --warmup 10 2>&1 | cat");
+  const size_t warned = table.out.find(
+      "warning: powersgd/powersgd will compress nothing in the timed iterations: the bucket is "
+      "one flat gradient");
+  std::smatch header_line;
+  const bool has_header =
+      std::regex_search(table.out, header_line, std::regex("hook +world +bucket +median"));
+  ASSERT_TRUE(has_header) << describe(table);
+  const size_t header = size_t(header_line.position(0));
+  ASSERT_NE(warned, std::string::npos) << describe(table);
+  EXPECT_LT(warned, header) << describe(table);
+  EXPECT_NE(table.out.find("pass --matrix ROWSxCOLS"), std::string::npos) << describe(table);
+  EXPECT_NE(table.out.find("name: batched_powersgd"), std::string::npos) << describe(table);
+  EXPECT_EQ(table.out.find("compressed nothing"), std::string::npos)  // said once, before
+      << describe(table);
+
+  Result flat = ddph(psgd + "--json --bucket-size 1MiB --iters 2 --warmup 10");
   ASSERT_EQ(flat.code, 0) << describe(flat);
-  EXPECT_NE(flat.err.find("warning: powersgd/powersgd compressed nothing"), std::string::npos)
+  EXPECT_NE(flat.err.find("powersgd/powersgd will compress nothing"), std::string::npos)
       << describe(flat);
-  EXPECT_NE(flat.err.find("--matrix"), std::string::npos) << describe(flat);
-  Result early = ddph(psgd + "--bucket-size 1MiB --matrix 256x256 --iters 2 --warmup 1");
+  auto flat_rows = json_lines(flat.out);
+  ASSERT_EQ(flat_rows.size(), 1u) << flat.out;
+  EXPECT_EQ(flat_rows[0]["hook_bytes_out"], flat_rows[0]["hook_bytes_in"]) << flat.out;
+
+  // start_iter 10 after --warmup 1: every timed step is plain allreduce.
+  Result early = ddph(psgd + "--json --bucket-size 1MiB --matrix 256x256 --iters 2 --warmup 1");
   ASSERT_EQ(early.code, 0) << describe(early);
-  EXPECT_NE(early.err.find("compressed nothing"), std::string::npos) << describe(early);
-  EXPECT_NE(early.err.find("start_iter"), std::string::npos) << describe(early);
-  Result factored = ddph(psgd + "--bucket-size 1MiB --matrix 256x256 --iters 2 --warmup 10");
+  EXPECT_NE(early.err.find("will compress nothing in the timed iterations: its steps before "
+                           "start_iter (10) are plain allreduce, and none of the 2 timed"),
+            std::string::npos)
+      << describe(early);
+  EXPECT_NE(early.err.find("pass --warmup 10"), std::string::npos) << describe(early);
+  auto early_rows = json_lines(early.out);
+  ASSERT_EQ(early_rows.size(), 1u) << early.out;
+  EXPECT_EQ(early_rows[0]["hook_bytes_out"], early_rows[0]["hook_bytes_in"]) << early.out;
+  // --warmup 8 --iters 4: steps 8 and 9 plain, 10 and 11 compressed.
+  Result part = ddph(psgd + "--json --bucket-size 1MiB --matrix 256x256 --iters 4 --warmup 8");
+  ASSERT_EQ(part.code, 0) << describe(part);
+  EXPECT_NE(part.err.find("will compress in only some timed iterations"), std::string::npos)
+      << describe(part);
+  EXPECT_NE(part.err.find("only 2 of the 4 timed iterations"), std::string::npos) << describe(part);
+
+  // The batched hook factors the flat bucket itself: no warning, and it
+  // gives collectives less than it was handed.
+  Result batched = ddph("bench --config " + kConfigs +
+                        "powersgd_batched.yaml --world 2 --json --bucket-size 1MiB --iters 2 "
+                        "--warmup 10");
+  ASSERT_EQ(batched.code, 0) << describe(batched);
+  EXPECT_EQ(batched.err.find("ddph bench: warning"), std::string::npos) << describe(batched);
+  auto batched_rows = json_lines(batched.out);
+  ASSERT_EQ(batched_rows.size(), 1u) << batched.out;
+  EXPECT_LT(std::stoll(batched_rows[0]["hook_bytes_out"]),
+            std::stoll(batched_rows[0]["hook_bytes_in"]))
+      << batched.out;
+
+  Result factored = ddph(psgd + "--json --bucket-size 1MiB --matrix 256x256 --iters 2 --warmup 10");
   ASSERT_EQ(factored.code, 0) << describe(factored);
-  EXPECT_EQ(factored.err.find("compressed nothing"), std::string::npos) << describe(factored);
+  EXPECT_EQ(factored.err.find("ddph bench: warning"), std::string::npos) << describe(factored);
   auto rows = json_lines(factored.out);
   ASSERT_EQ(rows.size(), 1u) << factored.out;
   // 4 matrices of 256 x 256 at rank 2 (PowerSGD's config): P and Q are
@@ -268,6 +318,87 @@ TEST_F(ToolCli, BenchHumanTableNamesEveryConfig) {
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("debugging/noop"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("default/bf16_compress"), std::string::npos) << r.out;
+}
+
+// The rows' names, in order: the first group of `row` on each line.
+std::vector<std::string> row_names(const std::string& out, const std::string& row) {
+  std::vector<std::string> names;
+  const std::regex re(row);
+  std::istringstream in(out);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, re)) names.push_back(m[1]);
+  return names;
+}
+
+// Two configs of one hook with different options (8-bit reduce_scatter,
+// 8-bit allgather: both quantization/per_channel) are two rows the text
+// table tells apart, by the config file's stem; the same file twice, by
+// its path and its place. --json keeps hook and config apart. Before
+// (fca5d5f) both rows read "quantization/per_channel".
+TEST_F(ToolCli, BenchNamesRowsOfOneHookByTheirConfig) {
+  const std::string kTableRow = R"(^(\S.*\S) +2 +[0-9.]+ Mi?B )";  // name, world, bucket
+  const std::string rs8 = kConfigs + "quantization_rs8.yaml";
+  const std::string ag8 = kConfigs + "quantization_per_channel.yaml";
+  const std::string fp16 = kConfigs + "fp16.yaml";
+  const std::string flags = " --world 2 --bucket-size 256KiB --iters 1 --warmup 0";
+  Result r = ddph("bench " + rs8 + " " + ag8 + " " + fp16 + flags);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(row_names(r.out, kTableRow),
+            (std::vector<std::string>{"quantization/per_channel (quantization_rs8)",
+                                      "quantization/per_channel (quantization_per_channel)",
+                                      "default/fp16_compress"}))
+      << r.out;
+  Result twice = ddph("bench " + rs8 + " " + rs8 + flags);
+  ASSERT_EQ(twice.code, 0) << describe(twice);
+  EXPECT_EQ(row_names(twice.out, kTableRow),
+            (std::vector<std::string>{"quantization/per_channel (" + rs8 + ") #1",
+                                      "quantization/per_channel (" + rs8 + ") #2"}))
+      << twice.out;
+  Result overlap = ddph("bench " + rs8 + " " + ag8 + flags + " --overlap 2 --backward-ms 0");
+  ASSERT_EQ(overlap.code, 0) << describe(overlap);
+  EXPECT_EQ(row_names(overlap.out, "^(\\S.*): world 2, "),
+            (std::vector<std::string>{"quantization/per_channel (quantization_rs8)",
+                                      "quantization/per_channel (quantization_per_channel)"}))
+      << overlap.out;
+  Result json = ddph("bench --json " + rs8 + " " + ag8 + flags);
+  ASSERT_EQ(json.code, 0) << describe(json);
+  auto rows = json_lines(json.out);
+  ASSERT_EQ(rows.size(), 2u) << json.out;
+  EXPECT_EQ(rows[0]["hook"], "\"quantization/per_channel\"");
+  EXPECT_EQ(rows[0]["config"], "\"" + rs8 + "\"");
+  EXPECT_EQ(rows[1]["config"], "\"" + ag8 + "\"");
+}
+
+// Every size the tool prints is in MiB (2^20 bytes) and says so
+// (docs/cli.md, "Units"): bench's bucket, wire and state columns, and
+// train's "sent", whose figure is the summary's wire_bytes / 2^20. Before
+// (fca5d5f) bench printed "MB" for MiB and train "MB" for 10^6 bytes.
+TEST_F(ToolCli, BenchAndTrainPrintEverySizeInMiB) {
+  Result bench = ddph("bench --config " + kConfigs +
+                      "quantization_rs4_ef.yaml --world 2 --bucket-size 1MiB --iters 1 --warmup 0 "
+                      "--machines 2");
+  ASSERT_EQ(bench.code, 0) << describe(bench);
+  EXPECT_EQ(bench.out.find(" MB"), std::string::npos) << bench.out;
+  EXPECT_NE(bench.out.find(" 1.00 MiB "), std::string::npos) << bench.out;  // the bucket
+  EXPECT_NE(bench.out.find(" MiB per rank, peak resident memory "), std::string::npos) << bench.out;
+  EXPECT_NE(bench.out.find(" MiB between machines per bucket"), std::string::npos) << bench.out;
+
+  const std::string train =
+      "train --config " + kConfigs + "allreduce.yaml --steps 20 --log-every 10";
+  Result text = ddph(train);
+  Result json = ddph(train + " --json");
+  ASSERT_EQ(text.code, 0) << describe(text);
+  ASSERT_EQ(json.code, 0) << describe(json);
+  EXPECT_EQ(text.out.find(" MB"), std::string::npos) << text.out;
+  std::smatch wire, sent;
+  ASSERT_TRUE(std::regex_search(json.out, wire, std::regex(R"("wire_bytes":([0-9]+),"buckets")")))
+      << json.out;
+  ASSERT_TRUE(std::regex_search(text.out, sent, std::regex(R"(, ([0-9.]+ MiB) sent per rank)")))
+      << text.out;
+  char want[64];
+  std::snprintf(want, sizeof want, "%.2f MiB", std::stod(wire[1]) / 1048576.0);
+  EXPECT_EQ(sent[1].str(), want) << text.out << json.out;
 }
 
 // --device cuda keeps the bucket in GPU memory. Without a usable GPU (or in

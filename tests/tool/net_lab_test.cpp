@@ -7,9 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tests/tool/run_ddph.h"
 
@@ -122,6 +124,55 @@ TEST_F(Lab, ARankThatFailsIsReportedAndTheOthersStillEnd) {
   EXPECT_NE(r.err.find("rank 1 exited with code 1"), std::string::npos) << describe(r);
   EXPECT_NE(r.err.find("rank 2 exited with code 2"), std::string::npos) << describe(r);
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << describe(r);
+}
+
+// Once the ranks end, the lab says what each did, one line per rank, on
+// stdout: its exit, its wall time, and the bytes its card sent. Rank 1
+// sends exactly 4 MiB of payload to rank 0, which then waits 1 s: rank 1's
+// card carries the payload and its headers (TCP/IP/Ethernet, under 10% at
+// 1500-byte frames), rank 0's only acknowledgements; no rank's wall time
+// exceeds the whole command's, measured here. Before, a successful lab
+// printed nothing.
+TEST_F(Lab, EachRankIsSummedUpInOneLineWithItsExitTimeAndBytesSent) {
+  const int64_t payload = 4 << 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r =
+      ddph("lab --link 100mbit --port 29613 -- python3 " + std::string(DDPH_SOURCE_DIR) +
+           "/tests/tool/lab_send_bytes.py " + std::to_string(payload) + " 1");
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("received " + std::to_string(payload) + " bytes"), std::string::npos)
+      << describe(r);
+  const std::regex line(
+      R"(ddph lab: rank (\d+): exit 0, ([0-9.]+) s, sent ([0-9.]+) MiB on its 100mbit link\n)");
+  std::vector<double> seconds, mib;
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it) {
+    EXPECT_EQ(std::stoi((*it)[1]), int(seconds.size())) << describe(r);
+    seconds.push_back(std::stod((*it)[2]));
+    mib.push_back(std::stod((*it)[3]));
+  }
+  ASSERT_EQ(seconds.size(), 2u) << describe(r);
+  const double sent1 = mib[1] * 1048576.0;
+  EXPECT_GE(sent1, payload - 0.005 * 1048576) << describe(r);  // printed to 0.01 MiB
+  EXPECT_LE(sent1, payload * 1.1) << describe(r);
+  EXPECT_LT(mib[0] * 1048576.0, payload / 10.0) << describe(r);
+  EXPECT_GE(seconds[0], 1.0) << describe(r);
+  EXPECT_GE(seconds[0], seconds[1] + 0.5) << describe(r);  // rank 0 waited 1 s after rank 1
+  for (double s : seconds) EXPECT_LE(s, elapsed) << describe(r);
+  // --json carries the same per rank; nothing else is on stdout but the
+  // command's own lines.
+  const Result j =
+      ddph("lab --json --link 100mbit --port 29613 -- python3 " + std::string(DDPH_SOURCE_DIR) +
+           "/tests/tool/lab_send_bytes.py " + std::to_string(payload) + " 0");
+  ASSERT_EQ(j.code, 0) << describe(j);
+  EXPECT_EQ(j.out.find("ddph lab: rank"), std::string::npos) << describe(j);
+  EXPECT_NE(j.out.find("\"seconds\":"), std::string::npos) << describe(j);
+  const std::regex bytes1(R"(\{"rank":1,[^}]*"bytes_sent":([0-9]+)\})");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(j.out, m, bytes1)) << describe(j);
+  EXPECT_GE(std::stoll(m[1]), payload) << describe(j);
+  EXPECT_LE(std::stoll(m[1]), payload * 1.1) << describe(j);
 }
 
 // The lab changes the links, never the numbers: a training through it ends

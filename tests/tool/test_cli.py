@@ -156,7 +156,8 @@ def test_train_json_and_metrics_csv(tmp_path):
     with open(metrics) as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["step", "loss", "accuracy", "bytes_in", "bytes_out", "wire_bytes",
-                             "compression", "hook_seconds"]
+                             "compression", "hook_seconds", "wall_seconds", "hook"]
+    assert {row["hook"] for row in rows} == {"default/fp16_compress"}
     assert [int(row["step"]) for row in rows] == [1, 10, 20, 30, 40]
     for row, step in zip(rows, steps):
         assert float(row["loss"]) == pytest.approx(step["loss"], rel=1e-5)

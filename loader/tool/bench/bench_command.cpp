@@ -26,6 +26,7 @@
 #include "loader/tool/bench/measure.h"
 #include "loader/tool/bench/overlap.h"
 #include "loader/tool/bench/params.h"
+#include "loader/tool/bench/preflight.h"
 #include "loader/tool/cli.h"
 #include "loader/tool/commands.h"
 #include "loader/tool/json_line.h"
@@ -63,8 +64,11 @@ const char kDescription[] =
     "Runs N local ranks (default 2) over a temporary file store and times each\n"
     "config's hook on one bucket of SIZE (default 25MiB) of fp32, median of K iterations\n"
     "(default 10) of the slowest rank, beside the raw fp32 allreduce of the same\n"
-    "buffer on the config's own communicator (Gloo, MPI...). --json prints one\n"
-    "object per config per line. --matrix tiles the bucket with ROWS x COLS\n"
+    "buffer on the config's own communicator (Gloo, MPI...). Rows are named by\n"
+    "hook, and configs of one hook by their file's name too; sizes are in MiB\n"
+    "(2^20 bytes). --json prints one object per config per line. A powersgd\n"
+    "config that will compress nothing is named before the run, with what to\n"
+    "pass instead. --matrix tiles the bucket with ROWS x COLS\n"
     "parameter views (and a 1-D rest), as hooks that factor matrices (powersgd)\n"
     "need; by default the bucket is one flat parameter.\n"
     "--dtype: the bucket's dtype (bf16/f16 for mixed_precision); the baseline stays\n"
@@ -131,8 +135,57 @@ struct Result {
   double state_bytes = 0, peak_rss_bytes = 0;
 };
 
+// A config's row: its hook chain (hook_label), the name the text table
+// gives it (row_names) and whether a warning before the run already said
+// that it will compress nothing (warn_before_the_run).
+struct Row {
+  std::string label, name;
+  bool warned = false;
+};
+
+// "configs/quantization_rs8.yaml" -> "quantization_rs8".
+std::string config_stem(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  const size_t dot = base.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) base.resize(dot);
+  return base;
+}
+
+// Each config's row name: its hook chain, and where configs share a chain
+// (two option sets of one hook), the config file's stem after it, e.g.
+// "quantization/per_channel (quantization_rs8)"; the path as given when
+// the stems are alike too, and "#N" when even the paths are.
+std::vector<std::string> row_names(const std::vector<std::string>& configs,
+                                   const std::vector<std::string>& labels) {
+  auto shared = [&](size_t i, auto key) {
+    for (size_t j = 0; j < configs.size(); ++j)
+      if (j != i && labels[j] == labels[i] && key(j) == key(i)) return true;
+    return false;
+  };
+  auto always = [](size_t) { return 0; };
+  auto stem = [&](size_t k) { return config_stem(configs[k]); };
+  auto path = [&](size_t k) { return configs[k]; };
+  std::vector<std::string> names;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!shared(i, always)) {
+      names.push_back(labels[i]);
+    } else if (!shared(i, stem)) {
+      names.push_back(labels[i] + " (" + stem(i) + ")");
+    } else {
+      std::string name = labels[i] + " (" + configs[i] + ")";
+      if (shared(i, path)) {
+        int n = 1;
+        for (size_t j = 0; j < i; ++j) n += labels[j] == labels[i] && configs[j] == configs[i];
+        name += " #" + std::to_string(n);
+      }
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
 void print_header(size_t label_width) {
-  std::printf("%-*s %5s %10s %11s %15s %6s %12s\n", static_cast<int>(label_width), "hook", "world",
+  std::printf("%-*s %5s %11s %11s %15s %6s %12s\n", static_cast<int>(label_width), "hook", "world",
               "bucket", "median", "raw allreduce", "ratio", "wire/rank");
 }
 
@@ -146,8 +199,9 @@ bool meant_to_compress(const std::string& label) {
 // A compressing hook that sent every byte it was handed measured the
 // uncompressed path: say so, with the usual reasons, rather than let the
 // figure pass for the hook's.
-void warn_if_nothing_compressed(const BenchOptions& o, const std::string& label, const Result& r) {
-  if (!meant_to_compress(label) || r.bytes_in == 0 || r.bytes_out < r.bytes_in) return;
+void warn_if_nothing_compressed(const BenchOptions& o, const Row& row, const Result& r) {
+  if (row.warned || !meant_to_compress(row.label) || r.bytes_in == 0 || r.bytes_out < r.bytes_in)
+    return;
   std::fprintf(stderr,
                "ddph bench: warning: %s compressed nothing in the timed iterations (it gave "
                "collectives %" PRIu64 " of the %" PRIu64
@@ -155,12 +209,53 @@ void warn_if_nothing_compressed(const BenchOptions& o, const std::string& label,
                "(pass --matrix ROWSxCOLS) and steps before start_iter are plain allreduce "
                "(--warmup %d + --iters %d steps ran); for quantization, buckets under "
                "min_bytes go uncompressed\n",
-               label.c_str(), r.bytes_out, r.bytes_in, o.warmup, o.iters);
+               row.name.c_str(), r.bytes_out, r.bytes_in, o.warmup, o.iters);
 }
 
-void print_result(const BenchOptions& o, const std::string& config, const std::string& label,
+// The bucket's elements: o.bucket_bytes of fp32, whatever --dtype.
+int64_t bucket_numel(const BenchOptions& o) {
+  return std::max<int64_t>(1, o.bucket_bytes / 4 * 4 / 4);
+}
+
+// On rank 0 before any config runs: a powersgd config whose timed
+// iterations will send the bucket whole is named with the reason and what
+// to pass instead, so that the user can stop the run rather than read a
+// plain allreduce's figure as PowerSGD's. Marks the rows it warned about. A
+// config that cannot be loaded is left to its session, which names the
+// problem.
+void warn_before_the_run(const BenchOptions& o, const std::vector<std::string>& configs,
+                         std::vector<Row>& rows) {
+  if (o.overlap_buckets > 0) return;
+  BenchShape shape;
+  shape.numel = bucket_numel(o);
+  shape.bucket_bytes =
+      shape.numel * int64_t(ddph::dtype_size(parse_bucket_dtype(o.dtype, "--dtype")));
+  shape.matrix_rows = o.matrix_rows;
+  shape.matrix_cols = o.matrix_cols;
+  shape.warmup = o.warmup;
+  shape.iters = o.iters;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    if (rows[c].label.find("powersgd/") == std::string::npos) continue;
+    std::vector<CompressionForecast> forecasts;
+    try {
+      forecasts = forecast_compression(configs[c], shape);
+    } catch (const std::exception&) {
+      continue;
+    }
+    for (const CompressionForecast& f : forecasts) {
+      std::fprintf(stderr, "ddph bench: warning: %s will compress %s: %s\n", rows[c].name.c_str(),
+                   f.nothing ? "nothing in the timed iterations" : "in only some timed iterations",
+                   f.why.c_str());
+      rows[c].warned = rows[c].warned || f.nothing;
+    }
+  }
+  std::fflush(stderr);
+}
+
+void print_result(const BenchOptions& o, const std::string& config, const Row& row,
                   size_t label_width, int64_t bucket_bytes, const Result& r) {
-  warn_if_nothing_compressed(o, label, r);
+  warn_if_nothing_compressed(o, row, r);
+  const std::string& label = row.label;
   double ratio = r.baseline_s > 0 ? r.median_s / r.baseline_s : 0;
   if (o.json) {
     // "config" tells apart two configs of one hook with different options.
@@ -193,17 +288,18 @@ void print_result(const BenchOptions& o, const std::string& config, const std::s
     }
     print_json_line(j);
   } else {
-    std::printf("%-*s %5d %7.2f MB %8.3f ms %12.3f ms %6.2f %9.2f MB\n",
-                static_cast<int>(label_width), label.c_str(), o.world, bucket_bytes / 1048576.0,
-                r.median_s * 1e3, r.baseline_s * 1e3, ratio, r.wire_bytes_per_rank / 1048576.0);
+    std::printf("%-*s %5d %11s %8.3f ms %12.3f ms %6.2f %12s\n", static_cast<int>(label_width),
+                row.name.c_str(), o.world, format_mib(double(bucket_bytes)).c_str(),
+                r.median_s * 1e3, r.baseline_s * 1e3, ratio,
+                format_mib(r.wire_bytes_per_rank).c_str());
     if (r.state_bytes > 0)
-      std::printf(
-          "%-*s   hook state %.2f MB per rank, peak resident memory %.1f MB (largest rank)\n",
-          static_cast<int>(label_width), "", r.state_bytes / 1048576.0,
-          r.peak_rss_bytes / 1048576.0);
+      std::printf("%-*s   hook state %s per rank, peak resident memory %s (largest rank)\n",
+                  static_cast<int>(label_width), "", format_mib(r.state_bytes).c_str(),
+                  format_mib(r.peak_rss_bytes, 1).c_str());
     if (o.machines > 0)
-      std::printf("%-*s   %d machines: %.2f MB between machines per bucket (all ranks)\n",
-                  static_cast<int>(label_width), "", o.machines, r.cross_machine_bytes / 1048576.0);
+      std::printf("%-*s   %d machines: %s between machines per bucket (all ranks)\n",
+                  static_cast<int>(label_width), "", o.machines,
+                  format_mib(r.cross_machine_bytes).c_str());
     if (o.link.rate_bits_per_s > 0) {
       const double hook_bound = wire_seconds(o.link, r.wire_bytes_per_rank);
       const double base_bound = wire_seconds(o.link, r.baseline_wire_bytes_per_rank);
@@ -364,12 +460,14 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   return r;
 }
 
-int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, const std::string& dir,
-             int rank) {
-  const int64_t bucket_bytes = o.bucket_bytes / 4 * 4;
-  const int64_t numel = std::max<int64_t>(1, bucket_bytes / 4);
+int run_rank(const BenchOptions& o, std::vector<Row> rows, const std::string& dir, int rank) {
+  const int64_t numel = bucket_numel(o);
   size_t width = 4;
-  for (const std::string& l : labels) width = std::max(width, l.size());
+  for (const Row& row : rows) width = std::max(width, row.name.size());
+  // Here, not in the launcher: reading the hooks' options loads their
+  // plugins (powersgd's OpenBLAS starts threads), and the launcher must
+  // fork its ranks, and make a --link lab, with no thread yet.
+  if (rank == 0) warn_before_the_run(o, o.configs, rows);
   if (rank == 0 && !o.json && o.overlap_buckets == 0) print_header(width);
   if (o.machines > 0) simulate_machine(rank, o.world, o.machines);
   for (size_t c = 0; c < o.configs.size(); ++c) {
@@ -387,12 +485,12 @@ int run_rank(const BenchOptions& o, const std::vector<std::string>& labels, cons
         const std::string work = dir + "/c" + std::to_string(c) + "/rank" + std::to_string(rank);
         if (mkdir(work.c_str(), 0700) != 0) throw std::runtime_error("cannot make " + work);
         OverlapResult r = bench_overlap(ov, o.configs[c], work, url, rank, numel);
-        if (rank == 0) print_overlap(ov, labels[c], numel, r);
+        if (rank == 0) print_overlap(ov, o.configs[c], rows[c].label, rows[c].name, numel, r);
         continue;
       }
       Result r = bench_config(o, o.configs[c], url, rank, numel);
       const int64_t elem = int64_t(ddph::dtype_size(parse_bucket_dtype(o.dtype, "--dtype")));
-      if (rank == 0) print_result(o, o.configs[c], labels[c], width, numel * elem, r);
+      if (rank == 0) print_result(o, o.configs[c], rows[c], width, numel * elem, r);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddph bench: rank %d: %s: %s\n", rank, o.configs[c].c_str(), e.what());
       return 1;
@@ -417,6 +515,9 @@ int run_bench(BenchOptions& o) {
       return 2;
     }
   }
+  std::vector<Row> rows;
+  const std::vector<std::string> names = row_names(o.configs, labels);
+  for (size_t c = 0; c < o.configs.size(); ++c) rows.push_back(Row{labels[c], names[c]});
   // MPI jobs under mpirun: this process is one rank, placed by the launcher.
   LauncherPlacement mpi;
   try {
@@ -453,7 +554,7 @@ int run_bench(BenchOptions& o) {
     std::fprintf(stderr, "ddph bench: %s\n", e.what());
     return 2;
   }
-  if (mpi.found) return run_rank(o, labels, dir, mpi.rank);
+  if (mpi.found) return run_rank(o, rows, dir, mpi.rank);
   std::unique_ptr<NetLab> lab;
   if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph bench", o.world, o.link)))
     return kLabUnavailable;
@@ -463,7 +564,7 @@ int run_bench(BenchOptions& o) {
       o.world,
       [&](int r) {
         if (lab && !lab->enter(r)) return 1;
-        return run_rank(o, labels, dir, r);
+        return run_rank(o, rows, dir, r);
       },
       o.timeout_s, 10.0);
   scratch->remove();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loader/tool/bench/measure.h"
+#include "loader/tool/cli.h"
 #include "loader/tool/json_line.h"
 #include "loader/tool/output_file.h"
 #include "loader/tool/ranks/buckets.h"
@@ -168,10 +169,11 @@ OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
   return r;
 }
 
-void print_overlap(const OverlapOptions& o, const std::string& label, int64_t numel,
-                   const OverlapResult& r) {
+void print_overlap(const OverlapOptions& o, const std::string& config, const std::string& label,
+                   const std::string& name, int64_t numel, const OverlapResult& r) {
   if (o.json) {
     Json j = {{"hook", label},
+              {"config", config},
               {"world", o.world},
               {"buckets", o.buckets},
               {"bucket_bytes", numel / o.buckets * 4},
@@ -188,8 +190,9 @@ void print_overlap(const OverlapOptions& o, const std::string& label, int64_t nu
     j["iters"] = o.iters;
     print_json_line(j);
   } else {
-    std::printf("%s: world %d, %d buckets of %.2f MB, backward %.1f ms per bucket\n", label.c_str(),
-                o.world, o.buckets, numel / o.buckets * 4 / 1048576.0, o.backward_ms);
+    std::printf("%s: world %d, %d buckets of %s, backward %.1f ms per bucket\n", name.c_str(),
+                o.world, o.buckets, format_mib(double(numel / o.buckets * 4)).c_str(),
+                o.backward_ms);
     const char* work = r.optimizer ? "optimizer" : "reduction";
     std::printf("  step with overlap            %9.3f ms\n", r.overlap_s * 1e3);
     if (r.optimizer) {

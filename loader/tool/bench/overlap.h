@@ -57,7 +57,9 @@ OverlapResult bench_overlap(const OverlapOptions& o, const std::string& config,
                             const std::string& work_dir, const std::string& url, int rank,
                             int64_t numel);
 
-void print_overlap(const OverlapOptions& o, const std::string& label, int64_t numel,
-                   const OverlapResult& r);
+// Rank 0's row: --json keeps hook (the chain) and config apart; the text
+// names the row by `name` (the table's row name, bench_command.cpp).
+void print_overlap(const OverlapOptions& o, const std::string& config, const std::string& label,
+                   const std::string& name, int64_t numel, const OverlapResult& r);
 
 }  // namespace ddph::tool

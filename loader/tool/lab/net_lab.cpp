@@ -317,6 +317,25 @@ std::vector<NetLab::Leftover> NetLab::kill_leftovers() const {
   return killed;
 }
 
+std::vector<int64_t> NetLab::bytes_sent() const {
+  std::vector<int64_t> sent(size_t(world_), -1);
+  // /proc/self/net/dev: two header lines, then "  NAME: rx_bytes rx_packets ...".
+  std::ifstream dev("/proc/self/net/dev");
+  for (std::string line; std::getline(dev, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t first = line.find_first_not_of(' ');
+    const std::string name = line.substr(first, colon - first);
+    if (name.rfind("ddph-r", 0) != 0) continue;
+    char* end = nullptr;
+    const long r = std::strtol(name.c_str() + 6, &end, 10);
+    if (*end != '\0' || r < 0 || r >= world_) continue;
+    const long long rx = std::strtoll(line.c_str() + colon + 1, &end, 10);
+    if (end != line.c_str() + colon + 1) sent[size_t(r)] = rx;
+  }
+  return sent;
+}
+
 bool NetLab::enter(int rank) const {
   if (setns(netns_fds_[size_t(rank)], CLONE_NEWNET) != 0) {
     std::fprintf(stderr, "ddph: rank %d cannot join its lab namespace: %s\n", rank,

@@ -12,6 +12,7 @@
 // rate (and netem, for a latency), set up with iproute2's `ip` and `tc`.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,11 @@ class NetLab {
     std::string name;  // its /proc comm
   };
   std::vector<Leftover> kill_leftovers() const;
+
+  // The bytes each rank's card has sent so far, headers included: what its
+  // port on the hub received (/proc/self/net/dev, read in the hub, where
+  // this process lives). -1 for a rank whose count cannot be read.
+  std::vector<int64_t> bytes_sent() const;
 
   static std::string address(int rank);  // "127.0.0.(rank+1)"
   const LinkSpec& link() const { return link_; }

@@ -81,9 +81,11 @@ std::vector<RankExit> run_local_ranks(int world, const std::function<int(int)>& 
   std::fflush(stderr);
   std::vector<pid_t> pids(world, -1);
   std::vector<RankExit> exits(world);
+  std::vector<Clock::time_point> started(world);
   pid_t parent = getpid();
   for (int r = 0; r < world; ++r) {
     exits[r].rank = r;
+    started[r] = Clock::now();
     pid_t pid = fork();
     if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
@@ -136,6 +138,7 @@ std::vector<RankExit> run_local_ranks(int world, const std::function<int(int)>& 
       exits[r].exited = WIFEXITED(status);
       exits[r].code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       exits[r].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      exits[r].seconds = std::chrono::duration<double>(Clock::now() - started[r]).count();
       if (!exits[r].ok() && !failed) {
         failed = true;
         auto grace = Clock::now() + std::chrono::duration_cast<Clock::duration>(

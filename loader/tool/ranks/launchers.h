@@ -21,6 +21,7 @@ struct RankExit {
   int code = -1;        // exit code when exited
   int signal = 0;
   bool killed = false;  // we killed it: past the deadline or after a peer failed
+  double seconds = 0;   // wall time from its fork to its end (to within 20 ms)
   bool ok() const { return exited && code == 0; }
   std::string describe() const;
 };

@@ -11,14 +11,18 @@
 namespace ddph::tool {
 
 const char kMetricsCsvHeader[] =
-    "step,loss,accuracy,bytes_in,bytes_out,wire_bytes,compression,hook_seconds";
+    "step,loss,accuracy,bytes_in,bytes_out,wire_bytes,compression,hook_seconds,wall_seconds,"
+    "hook";
 
 namespace {
 
-std::string megabytes(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  return buf;
+// A CSV field as Python's csv module writes it: quoted, with quotes
+// doubled, when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
 }
 
 std::string hex64(uint64_t v) {
@@ -47,6 +51,7 @@ void TrainReport::close_metrics() {
 }
 
 void TrainReport::header(const TrainHeader& h) {
+  hook_ = h.hook;
   if (json_) {
     print_json_line({{"event", "start"},
                      {"hook", h.hook},
@@ -84,7 +89,7 @@ void TrainReport::progress(const TrainProgress& p) {
   else
     std::printf("step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s\n",
                 p.step, p.loss, 100.0 * p.train_accuracy, 100.0 * p.test_accuracy, p.ms_per_step,
-                megabytes(p.wire_bytes_total).c_str());
+                format_mib(double(p.wire_bytes_total)).c_str());
   std::fflush(stdout);
   if (csv_ == nullptr) return;
   // Empty when the hook counted no bytes out, as ddphooks.MetricsWriter writes it.
@@ -92,10 +97,10 @@ void TrainReport::progress(const TrainProgress& p) {
   if (p.bytes_out > 0)
     std::snprintf(compression, sizeof compression, "%.9g", p.bytes_in / p.bytes_out);
   char row[320];
-  std::snprintf(row, sizeof row, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g\n", p.step, p.loss,
-                p.test_accuracy, p.bytes_in, p.bytes_out, p.wire_bytes, compression,
-                p.hook_seconds);
-  csv_->write(row);
+  std::snprintf(row, sizeof row, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g,%.9g,", p.step, p.loss,
+                p.test_accuracy, p.bytes_in, p.bytes_out, p.wire_bytes, compression, p.hook_seconds,
+                p.wall_seconds);
+  csv_->write(row + csv_field(hook_) + "\n");
   csv_->flush();
 }
 
@@ -123,7 +128,7 @@ void TrainReport::summary(const TrainSummary& s) {
       "summary: %d steps in %.2f s (%.3f ms/step), final loss %.4f, test accuracy %.1f%% "
       "(chance %.1f%%), %s sent per rank, %" PRIu64 " buckets reduced\n",
       s.steps, s.seconds, 1000 * s.seconds / s.steps, s.final_loss, 100.0 * s.test_accuracy,
-      100.0 * s.chance, megabytes(s.wire_bytes).c_str(), s.buckets);
+      100.0 * s.chance, format_mib(double(s.wire_bytes)).c_str(), s.buckets);
   std::printf("train-set loss %.6f (whole training set, final parameters)\n", s.train_set_loss);
   if (s.diverged) {
     std::printf(

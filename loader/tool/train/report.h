@@ -29,6 +29,7 @@ struct TrainProgress {
   uint64_t wire_bytes_total = 0;  // this rank's bytes on the wire since the start
   // Per step over the interval, from the session's stats and metrics.
   double bytes_in = 0, bytes_out = 0, wire_bytes = 0, hook_seconds = 0;
+  double wall_seconds = 0;  // the steps' time so far (evaluation left out)
 };
 
 struct TrainSummary {
@@ -66,6 +67,7 @@ class TrainReport {
 
  private:
   bool json_;
+  std::string hook_;                 // the CSV's hook column, from header()
   std::unique_ptr<OutputFile> csv_;  // every row written and flushed, checked
 };
 

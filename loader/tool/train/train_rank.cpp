@@ -266,6 +266,7 @@ int train_rank(const TrainOptions& o) {
       p.bytes_out = double(now.bytes_out - interval_start.bytes_out) / steps_in_interval;
       p.wire_bytes = double(now.wire_bytes - interval_start.wire_bytes) / steps_in_interval;
       p.hook_seconds = hook_seconds / steps_in_interval;
+      p.wall_seconds = total_ms / 1000;
       report.progress(p);
     }
     interval_start = session.stats();
