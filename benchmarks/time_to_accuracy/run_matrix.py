@@ -91,7 +91,10 @@ def first_error_line(text):
         for l in lines:
             if any(m in l for m in marks) and not l.startswith("ddph lab:"):
                 return l[:300]
-    return lines[-1][:300] if lines else "no output"
+    # The lab's one-line summaries of each rank come last; its own failure
+    # line comes before them.
+    told = [l for l in lines if not l.startswith("ddph lab: rank ")]
+    return told[-1][:300] if told else (lines[-1][:300] if lines else "no output")
 
 
 def run_cell(args, link, world, model, keys, seed, tag, log):
