@@ -144,9 +144,9 @@ def run_rank(args, rank, world):
         if rank == 0:
             to = ("%.1f s (step %d)" % (row["secs_to_target"], row["steps_to_target"])
                   if row["secs_to_target"] is not None else "not reached")
-            print("%-45s %7.1f ms/step  to %.0f%%: %-22s final %.2f%%  %.2f MB out/step" %
+            print("%-45s %7.1f ms/step  to %.0f%%: %-22s final %.2f%%  %.2f MiB out/step" %
                   (row["label"], row["ms_per_step"] or 0, 100 * args.target, to,
-                   100 * row["final_accuracy"], row["bytes_out_per_step"] / 1e6), flush=True)
+                   100 * row["final_accuracy"], row["bytes_out_per_step"] / 2**20), flush=True)
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps(row) + "\n")
