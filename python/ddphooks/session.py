@@ -217,6 +217,14 @@ class Session:
         with self._lock:  # one caller at a time keeps a step's buckets together
             return self._steps.steps(_metrics.take_records(self._lib, self._h()), per_bucket)
 
+    def spans(self):
+        """The phases of its buckets the hooks reported since the last call
+        (compress, collective, decompress, optimizer_step), as a list of
+        ddphooks.metrics.PhaseSpan, times on time.monotonic_ns()'s clock.
+        The library keeps the latest 262144; docs/metrics.md, "Traces"."""
+        with self._lock:
+            return _metrics.take_spans(self._lib, self._h())
+
     def state_dict(self):
         """The hooks' state as bytes (waits for in-flight buckets). Portable
         across ranks; load it with load_state_dict."""

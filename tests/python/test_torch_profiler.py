@@ -87,6 +87,77 @@ def _events(trace):
     return trace if isinstance(trace, list) else trace["traceEvents"]
 
 
+HTO_FP16 = {"comm": {"backend": "host"},
+            "hook": {"family": "optimizer_overlap", "name": "hook_then_optimizer",
+                     "options": {"optimizer": "sgd", "lr": 0.01},
+                     "wrap": {"family": "default", "name": "fp16_compress"}}}
+
+
+@pytest.mark.parametrize("config, phases", [
+    (Q8, {"compress", "collective", "decompress"}),
+    (HTO_FP16, {"compress", "collective", "decompress", "optimizer_step"}),
+], ids=["quantization_8bit", "hook_then_optimizer_fp16"])
+def test_every_bucket_of_every_step_shows_its_phases_inside_its_range(tmp_path, config, phases):
+    model = pr.make_model()
+    ddp = DDP(model, bucket_cap_mb=0.01)
+    hook = ddphooks.torch.register(ddp, config)
+    batches = pr.batches(0)
+    # An unprofiled step first (DDP's rebuild): its spans must stay out.
+    nn.functional.mse_loss(ddp(batches[0][0]), batches[0][1]).backward()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for x, y in batches[1:1 + STEPS]:
+            nn.functional.mse_loss(ddp(x), y).backward()
+    path = str(tmp_path / "trace.json")
+    # How far the alignment may place a span off (the widest mark), in us.
+    slack_us = max(m.uncertainty_ns for _, m in hook._clock_marks._marks) / 1e3 + 2.0
+    ddph_profiler.export_chrome_trace(prof, path, hook)
+    assert hook._clock_marks.take() == []  # export used them up
+    hook.close()
+    events = _events(json.loads(open(path).read()))
+
+    # The bucket ranges, by DDP's bucket index; the k-th of an index is the
+    # k-th profiled step (DDP starts buckets in index order, as ddph counts them).
+    prefix = hook.label + " bucket "
+    ranges = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("name", "").startswith(prefix):
+            ranges.setdefault(int(e["name"][len(prefix):]), []).append(e)
+    assert ranges and all(len(r) == STEPS for r in ranges.values()), \
+        {b: len(r) for b, r in ranges.items()}
+    spans = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "ddph" and e.get("name", "").startswith("ddph/"):
+            spans.setdefault((e["args"]["step"], e["args"]["bucket"]), []).append(e)
+    steps = sorted({step for step, _ in spans})
+    assert len(steps) == STEPS, steps  # the unprofiled step's are left out
+    assert set(spans) == {(s, b) for s in steps for b in ranges}, (sorted(spans), sorted(ranges))
+
+    for (step, bucket), found in spans.items():
+        names = {e["name"][len("ddph/"):] for e in found}
+        assert phases <= names, (step, bucket, names)
+        r = sorted(ranges[bucket], key=lambda e: float(e["ts"]))[steps.index(step)]
+        r_ts, r_end = float(r["ts"]), float(r["ts"]) + float(r["dur"])
+        for e in found:
+            ts, end = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+            # Within the range, up to the clock alignment's uncertainty.
+            assert r_ts - slack_us <= ts <= end <= r_end + slack_us, (step, bucket, e, r, slack_us)
+
+
+def test_export_refuses_a_hook_that_ran_nothing_under_the_profiler(tmp_path):
+    model = pr.make_model()
+    ddp = DDP(model, bucket_cap_mb=0.01)
+    hook = ddphooks.torch.register(ddp, Q8)
+    x, y = pr.batches(0)[0]
+    nn.functional.mse_loss(ddp(x), y).backward()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.ones(4).sum()
+    try:
+        with pytest.raises(ValueError, match="DDPHook ran no bucket under this profiler"):
+            ddph_profiler.export_chrome_trace(prof, str(tmp_path / "t.json"), hook)
+    finally:
+        hook.close()
+
+
 def test_a_span_lands_on_the_range_measured_with_it(tmp_path):
     path, mark, before, after = _profiled_range(tmp_path, "user_range", 0.05)
     span = ddph_profiler.Span("collective", before, after, step=3, bucket=1, bytes=4096)

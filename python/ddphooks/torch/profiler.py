@@ -24,7 +24,16 @@ version and clock base.
 
 A span is a ``Span``: a phase's name, its start and end in
 ``time.time_ns()`` nanoseconds, and the bucket it belongs to.
+
+For a DDP hook or an FSDP2 handle, one call does it all: the hook marks the
+clock itself at every profiled step, and ``export_chrome_trace`` exports the
+trace and adds the phases the hook reported since the last call:
+
+    with torch.profiler.profile() as prof:
+        ...                                    # training steps
+    ddphooks.torch.profiler.export_chrome_trace(prof, "trace.json", hook)
 """
+import collections
 import dataclasses
 import itertools
 import json
@@ -61,6 +70,9 @@ class ClockMark:
     name: str
     before_ns: int  # time.time_ns() just before the range began
     after_ns: int   # time.time_ns() just after it ended
+    # time.time_ns() - time.monotonic_ns() when it was made: what turns
+    # ddph's span records (monotonic) into wall-clock times.
+    wall_minus_monotonic_ns: Optional[int] = None
 
     @property
     def uncertainty_ns(self):
@@ -74,10 +86,64 @@ def clock_mark():
     calling thread (one the profiler follows: the one that entered it), and
     returns what add_spans needs to place ddph's spans beside torch's."""
     name = f"{PREFIX}clock#{os.getpid()}.{next(_marks)}"
+    offset = time.time_ns() - time.monotonic_ns()
     before = time.time_ns()
     with torch.autograd.profiler.record_function(name):
         pass
-    return ClockMark(name=name, before_ns=before, after_ns=time.time_ns())
+    return ClockMark(name=name, before_ns=before, after_ns=time.time_ns(),
+                     wall_minus_monotonic_ns=offset)
+
+
+class StepMarks:
+    """The clock marks a hook made under the profiler, each with the step
+    (as the session numbers them) it was made at. Bounded: a long profile
+    keeps its latest marks."""
+
+    def __init__(self, keep=4096):
+        self._marks = collections.deque(maxlen=keep)
+
+    def mark_if_profiling(self, step):
+        """One mark for `step`, when torch.profiler is recording and the step
+        has none yet."""
+        if not torch.autograd._profiler_enabled():
+            return
+        if self._marks and self._marks[-1][0] == step:
+            return
+        self._marks.append((step, clock_mark()))
+
+    def take(self):
+        marks = list(self._marks)
+        self._marks.clear()
+        return marks
+
+
+def export_chrome_trace(prof, path, *hooks, rank: Optional[int] = None):
+    """Exports `prof`'s trace to `path` (prof.export_chrome_trace) and adds
+    the phases (compress, collective, decompress, optimizer_step) of each
+    bucket that every hook in `hooks` (DDPHook, FSDPCompressor) ran during
+    the profile, from the spans the hooks reported since their last
+    spans() call. Raises ValueError when a hook ran no bucket under `prof`.
+    Returns the path."""
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    present = {e.get("name") for e in _events(trace) if e.get("ph") == "X"}
+    for hook in hooks:
+        marks = [(step, m) for step, m in hook._clock_marks.take() if m.name in present]
+        records = hook.spans()
+        if not marks:
+            raise ValueError("ddphooks.torch.profiler: %s ran no bucket under this profiler "
+                             "(no clock mark of it in the trace)" % type(hook).__name__)
+        first_step, mark = marks[0]
+        offset = mark.wall_minus_monotonic_ns
+        spans = [Span(r.phase, r.start_ns + offset, r.end_ns + offset, step=r.step,
+                      bucket=r.bucket) for r in records if r.step >= first_step]
+        add_spans(trace, spans, mark, rank=rank)
+    tmp = path + ".ddph-tmp"
+    with open(tmp, "w") as f:
+        json.dump(trace, f)
+    os.replace(tmp, path)
+    return path
 
 
 def _events(trace):
