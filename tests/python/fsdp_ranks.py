@@ -91,8 +91,10 @@ def profiled(rank, cfg, trace_dir):
             opt.zero_grad()
     calls = handle.stats()["buckets"]
     path = os.path.join(trace_dir, "trace.rank%d.json" % rank)
-    # The widest clock mark: how far the phases may be placed off, in us.
-    slack_us = max(m.uncertainty_ns for _, m in handle._clock_marks._marks) / 1e3 + 2.0
+    # The narrowest clock mark (export aligns by it): how far the phases
+    # may be placed off, in us, + the trace's 1 us rounding twice, + 20 us
+    # for the profiler's clock rate against the wall clock's over the run.
+    slack_us = min(m.uncertainty_ns for _, m in handle._clock_marks._marks) / 1e3 + 22.0
     ddphooks.torch.profiler.export_chrome_trace(prof, path, handle, rank=rank)
     handle.close()
     with open(path) as f:

@@ -134,7 +134,10 @@ def export_chrome_trace(prof, path, *hooks, rank: Optional[int] = None):
         if not marks:
             raise ValueError("ddphooks.torch.profiler: %s ran no bucket under this profiler "
                              "(no clock mark of it in the trace)" % type(hook).__name__)
-        first_step, mark = marks[0]
+        # Spans from the first profiled step on; aligned by the narrowest
+        # mark (the first after the profiler starts can take milliseconds).
+        first_step = marks[0][0]
+        mark = min((m for _, m in marks), key=lambda m: m.uncertainty_ns)
         offset = mark.wall_minus_monotonic_ns
         spans = [Span(r.phase, r.start_ns + offset, r.end_ns + offset, step=r.step,
                       bucket=r.bucket) for r in records if r.step >= first_step]
