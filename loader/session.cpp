@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "core/base/device_allocator.h"
 #include "core/base/error.h"
@@ -467,7 +468,7 @@ void Session::start_pipelined(const std::shared_ptr<PendingBucket>& pending, con
   }
   // Its spans are its own until it is finished (finish_in_flight), from
   // whatever thread the hook steps it on.
-  pending->registration = std::make_unique<BucketRegistration>(pending->running);
+  pending->registration.reset(new (std::nothrow) BucketRegistration(pending->running));
   ddph_error_t* refused;
   {
     ThreadBucket on_worker(&pending->running);

@@ -36,7 +36,11 @@ void push(const RunningBucket& b, ddph_phase_t phase, uint64_t start_ns, uint64_
 
 BucketRegistration::BucketRegistration(const RunningBucket& b) : bucket_(b) {
   std::lock_guard<std::mutex> lock(registry_mu());
-  registry().push_back(b);
+  try {
+    registry().push_back(b);
+  } catch (...) {
+    // Out of memory: a step thread's spans of this bucket are dropped.
+  }
 }
 
 BucketRegistration::~BucketRegistration() {
@@ -58,11 +62,16 @@ ThreadBucket::~ThreadBucket() {
 
 void record_span(const struct ddph_bucket* bucket, ddph_phase_t phase, uint64_t start_ns,
                  uint64_t end_ns) {
-  if (t_bucket != nullptr) return push(*t_bucket, phase, start_ns, end_ns);
-  if (bucket == nullptr) return;
-  std::lock_guard<std::mutex> lock(registry_mu());
-  for (const RunningBucket& b : registry())
-    if (b.handed == bucket) return push(b, phase, start_ns, end_ns);
+  // Called by plugins through the C table: nothing may escape. The ring
+  // allocates only while it grows; without memory the span is dropped.
+  try {
+    if (t_bucket != nullptr) return push(*t_bucket, phase, start_ns, end_ns);
+    if (bucket == nullptr) return;
+    std::lock_guard<std::mutex> lock(registry_mu());
+    for (const RunningBucket& b : registry())
+      if (b.handed == bucket) return push(b, phase, start_ns, end_ns);
+  } catch (...) {
+  }
 }
 
 }  // namespace loader
