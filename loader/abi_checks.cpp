@@ -7,7 +7,9 @@ static_assert(offsetof(ddph_plugin_t, struct_size) == 0, "struct_size must come 
 static_assert(offsetof(ddph_hook_t, struct_size) == 0, "struct_size must come first");
 static_assert(offsetof(ddph_bucket_t, struct_size) == 0, "struct_size must come first");
 static_assert(DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t), "v1.0 plugin struct is complete");
-static_assert(DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t), "v1.0 host struct is complete");
+static_assert(DDPH_HOST_SIZE_V1_7 == sizeof(ddph_host_t) &&
+                  DDPH_HOST_SIZE_V1_7 == DDPH_HOST_SIZE_V1_0 + sizeof(void*),
+              "1.7 appends span to ddph_host_t");
 // 1.1 to 1.5 appended fields; the older sizes stay where plugins saw them.
 static_assert(DDPH_COMM_SIZE_V1_1 == DDPH_COMM_SIZE_V1_0 + sizeof(void*),
               "1.1 appends alltoallv to ddph_comm_t");
@@ -33,9 +35,10 @@ static_assert(DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) &&
 static_assert(DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t),
               "the 1.3 allocator table is complete");
 static_assert(offsetof(ddph_bucket_metrics_t, struct_size) == 0 &&
-                  sizeof(ddph_bucket_metrics_t) - DDPH_BUCKET_METRICS_SIZE_V1_5 <
+                  DDPH_BUCKET_METRICS_SIZE_V1_7 == sizeof(ddph_bucket_metrics_t) &&
+                  offsetof(ddph_bucket_metrics_t, start_ns) - DDPH_BUCKET_METRICS_SIZE_V1_5 <
                       alignof(ddph_bucket_metrics_t),
-              "the 1.5 metrics record is complete: only padding follows ok");
+              "1.7 appends start_ns to the 1.5 metrics record");
 static_assert(DDPH_HOOK_SIZE_V1_5 == sizeof(ddph_hook_t) &&
                   DDPH_HOOK_SIZE_V1_5 == DDPH_HOOK_SIZE_V1_0 + sizeof(void*),
               "1.5 appends check to ddph_hook_t");
@@ -44,3 +47,5 @@ static_assert(DDPH_COMM_FACTORY_SIZE_V1_5 == sizeof(ddph_comm_factory_t) &&
               "1.5 appends check to ddph_comm_factory_t");
 static_assert(offsetof(ddph_check_t, struct_size) == 0, "struct_size must come first");
 static_assert(DDPH_CHECK_SIZE_V1_5 <= sizeof(ddph_check_t), "the 1.5 check struct is complete");
+static_assert(offsetof(ddph_span_t, struct_size) == 0 && DDPH_SPAN_SIZE_V1_7 == sizeof(ddph_span_t),
+              "the 1.7 span record is complete");

@@ -82,6 +82,19 @@ ddph_error_t* ddph_session_take_metrics(ddph_session_t* s, ddph_bucket_metrics_t
   });
 }
 
+ddph_error_t* ddph_session_take_spans(ddph_session_t* s, ddph_span_t* out, int32_t* taken) {
+  return api_guard([&] {
+    auto& session = session_of(s, "ddph_session_take_spans");
+    DDPH_CHECK(taken != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_spans: taken is NULL");
+    *taken = 0;
+    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_spans: out is NULL");
+    DDPH_CHECK(out->struct_size >= DDPH_SPAN_SIZE_V1_7, DDPH_INVALID_ARGUMENT,
+               "ddph_session_take_spans: out->struct_size is "
+                   << out->struct_size << ", smaller than the v1.7 size " << DDPH_SPAN_SIZE_V1_7);
+    *taken = session.take_spans(out) ? 1 : 0;
+  });
+}
+
 ddph_error_t* ddph_session_save_state(ddph_session_t* s, ddph_write_fn write, void* sink) {
   return api_guard([&] { session_of(s, "ddph_session_save_state").save_state(write, sink); });
 }

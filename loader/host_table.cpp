@@ -5,6 +5,7 @@
 
 #include "core/base/host.h"
 #include "loader/log_sink.h"
+#include "loader/span_registry.h"
 
 namespace ddph {
 namespace loader {
@@ -35,6 +36,7 @@ const ddph_host_t kHost = [] {
   h.error_code = &error_code;
   h.error_message = &error_message;
   h.log = &deliver_log_line;
+  h.span = &record_span;
   return h;
 }();
 

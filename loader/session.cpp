@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "core/base/device_allocator.h"
 #include "core/base/error.h"
@@ -133,6 +134,11 @@ struct Session::PendingBucket {
   std::chrono::steady_clock::time_point submitted;
   uint64_t metrics_step = 0;
   uint32_t metrics_bucket = 0;
+  // Where the hooks' spans of it go (ABI 1.7), from the worker's start of
+  // it; registered by its ddph_bucket_t while the hooks run it.
+  RunningBucket running;
+  std::unique_ptr<BucketRegistration> registration;
+  uint64_t started_ns = 0;  // when the worker took it up, on the spans' clock
 
   PendingBucket(const ddph_bucket_t& b, ddph_done_fn d, void* u) : done(d), user(u) {
     // Copy only the fields this loader knows; a newer, longer struct is fine.
@@ -394,6 +400,8 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
   using Clock = std::chrono::steady_clock;
   PendingBucket& pending = *pending_ptr;
   const Clock::time_point started = Clock::now();
+  pending.started_ns = uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count());
   const double queue_seconds = std::chrono::duration<double>(started - pending.submitted).count();
   ddph_error_t* error = nullptr;
   {
@@ -425,9 +433,17 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
   } catch (const Error& e) {
     error = make_c_error(e.code(), e.what());
   }
+  pending.running =
+      RunningBucket{&spans_, pending.metrics_step, pending.metrics_bucket, &pending.bucket};
   if (error == nullptr && overlaps) return start_pipelined(pending_ptr, chain, before, started);
   if (error != nullptr) wait_in_flight();
-  if (error == nullptr) error = run_hook_and_wait(chain.elements.front()->ref, pending.bucket);
+  if (error == nullptr) {
+    // The hooks' spans: this thread's, and those of a thread of a hook's
+    // own that names the bucket, until the hook is done.
+    BucketRegistration registered(pending.running);
+    ThreadBucket on_worker(&pending.running);
+    error = run_hook_and_wait(chain.elements.front()->ref, pending.bucket);
+  }
   const Counters bytes = bytes_between(before, counters(chain, false));
   // Ranks out of step (comm.bucket_check: strict) would pair every later
   // bucket with another one: the session stops, as on a timeout.
@@ -450,9 +466,17 @@ void Session::start_pipelined(const std::shared_ptr<PendingBucket>& pending, con
     std::lock_guard<std::mutex> lock(in_flight_mu_);
     ++in_flight_;  // before the call: done may come before it returns
   }
-  ddph_error_t* refused = hook.hook->run_bucket(hook.state, &pending->bucket, &on_done, flight);
+  // Its spans are its own until it is finished (finish_in_flight), from
+  // whatever thread the hook steps it on.
+  pending->registration.reset(new (std::nothrow) BucketRegistration(pending->running));
+  ddph_error_t* refused;
+  {
+    ThreadBucket on_worker(&pending->running);
+    refused = hook.hook->run_bucket(hook.state, &pending->bucket, &on_done, flight);
+  }
   const Counters after = counters(chain, false);
   if (refused != nullptr) {  // never accepted: no done will come
+    pending->registration.reset();
     delete flight;
     leave_in_flight();
     wait_in_flight();  // its done after the earlier buckets' dones
@@ -479,6 +503,7 @@ void Session::hand_to_finisher(InFlight* flight) {
 
 void Session::finish_in_flight(InFlight* flight) {
   PendingBucket& pending = *flight->pending;
+  pending.registration.reset();  // the hook is done with it
   finish(pending, flight->error, false, true, flight->bytes,
          std::chrono::duration<double>(flight->started - pending.submitted).count(),
          std::chrono::duration<double>(flight->finished - flight->started).count());
@@ -576,6 +601,7 @@ void Session::record_metrics(const PendingBucket& pending, bool ran, const Count
   r.queue_seconds = queue_seconds;
   r.hook_seconds = hook_seconds;
   r.ok = ok ? 1 : 0;
+  r.start_ns = pending.started_ns;
   metrics_.push(r);
 }
 
@@ -584,6 +610,16 @@ bool Session::take_metrics(ddph_bucket_metrics_t* out) {
   if (!metrics_.take(&r)) return false;
   // Fields this loader knows, up to the caller's struct_size; a newer
   // caller's extra fields are left alone, its struct_size kept.
+  const size_t caller_size = out->struct_size;
+  std::memcpy(out, &r, std::min(caller_size, sizeof r));
+  out->struct_size = caller_size;
+  return true;
+}
+
+bool Session::take_spans(ddph_span_t* out) {
+  ddph_span_t r;
+  if (!spans_.take(&r)) return false;
+  // As take_metrics: the fields this loader knows, the caller's size kept.
   const size_t caller_size = out->struct_size;
   std::memcpy(out, &r, std::min(caller_size, sizeof r));
   out->struct_size = caller_size;

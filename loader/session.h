@@ -20,6 +20,7 @@
 #include "loader/job_store.h"
 #include "loader/metrics_ring.h"
 #include "loader/rank_agreement.h"
+#include "loader/span_registry.h"
 #include "loader/worker.h"
 
 namespace ddph {
@@ -60,6 +61,8 @@ class Session {
   // The oldest bucket record not taken yet into *out (up to
   // out->struct_size); false when there is none.
   bool take_metrics(ddph_bucket_metrics_t* out);
+  // The oldest span (ABI 1.7) not taken yet, the same way.
+  bool take_spans(ddph_span_t* out);
   void save_state(ddph_write_fn write, void* sink);
   void load_state(const void* bytes, size_t n);
   ddph_comm_t* comm() const { return comm_; }
@@ -144,6 +147,8 @@ class Session {
   // Per-bucket figures (ddph_session_take_metrics), and the step and
   // bucket-in-step of the next submission (under submit_mu_).
   MetricsRing metrics_;
+  // The phases the hooks reported of its buckets (ddph_session_take_spans).
+  SpanRing spans_;
   uint64_t next_metrics_step_ = 0;
   uint32_t next_metrics_bucket_ = 0;
   // The outcome of finished buckets, which pipelined buckets report from

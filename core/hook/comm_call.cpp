@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/base/error.h"
+#include "core/base/phase_span.h"
 
 namespace ddph {
 namespace {
@@ -11,6 +12,14 @@ Fn need(Fn fn, const char* what) {
   DDPH_CHECK(fn != nullptr, DDPH_UNSUPPORTED, "the communicator does not provide " << what);
   return fn;
 }
+// The fallback's sends and receives are parts of one collective span.
+void send_unmarked(ddph_comm_t* comm, const FlatTensor& buf, int peer, void* stream) {
+  DDPH_CALL(need(comm->send, "send")(comm->ctx, buf.dl(), peer, stream));
+}
+void recv_unmarked(ddph_comm_t* comm, FlatTensor& buf, int peer, void* stream) {
+  DDPH_CALL(need(comm->recv, "recv")(comm->ctx, buf.dl(), peer, stream));
+}
+
 bool has_alltoallv(const ddph_comm_t* comm) {
   return comm->struct_size >= DDPH_COMM_SIZE_V1_1 && comm->alltoallv != nullptr;
 }
@@ -59,11 +68,11 @@ void alltoallv_by_send_recv(ddph_comm_t* comm, const FlatTensor& send,
   for (int k = 1; k < world; ++k) {
     const size_t to = size_t((rank + k) % world), from = size_t((rank - k + world) % world);
     if (send_counts[to] != 0)
-      comm_send(comm, FlatTensor(in + size_t(send_at[to]) * es, dtype, send_counts[to], device),
-                int(to), stream);
+      send_unmarked(comm, FlatTensor(in + size_t(send_at[to]) * es, dtype, send_counts[to], device),
+                    int(to), stream);
     if (recv_counts[from] != 0) {
       FlatTensor block(out + size_t(recv_at[from]) * es, dtype, recv_counts[from], device);
-      comm_recv(comm, block, int(from), stream);
+      recv_unmarked(comm, block, int(from), stream);
     }
   }
 }
@@ -78,38 +87,46 @@ int comm_size(ddph_comm_t* comm) {
 }
 
 void comm_allreduce(ddph_comm_t* comm, FlatTensor& buf, ddph_reduce_op_t op, void* stream) {
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
   DDPH_CALL(need(comm->allreduce, "allreduce")(comm->ctx, buf.dl(), buf.dl(), op, stream));
 }
 
 void comm_allgather(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv, void* stream) {
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
   DDPH_CALL(need(comm->allgather, "allgather")(comm->ctx, send.dl(), recv.dl(), stream));
 }
 
 void comm_reduce_scatter(ddph_comm_t* comm, const FlatTensor& send, FlatTensor& recv,
                          ddph_reduce_op_t op, void* stream) {
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
   DDPH_CALL(
       need(comm->reduce_scatter, "reduce_scatter")(comm->ctx, send.dl(), recv.dl(), op, stream));
 }
 
 void comm_broadcast(ddph_comm_t* comm, FlatTensor& buf, int root, void* stream) {
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
   DDPH_CALL(need(comm->broadcast, "broadcast")(comm->ctx, buf.dl(), root, stream));
 }
 
 void comm_barrier(ddph_comm_t* comm) {
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
   DDPH_CALL(need(comm->barrier, "barrier")(comm->ctx));
 }
 
 void comm_send(ddph_comm_t* comm, const FlatTensor& buf, int peer, void* stream) {
-  DDPH_CALL(need(comm->send, "send")(comm->ctx, buf.dl(), peer, stream));
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
+  send_unmarked(comm, buf, peer, stream);
 }
 
 void comm_recv(ddph_comm_t* comm, FlatTensor& buf, int peer, void* stream) {
-  DDPH_CALL(need(comm->recv, "recv")(comm->ctx, buf.dl(), peer, stream));
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
+  recv_unmarked(comm, buf, peer, stream);
 }
 
 void comm_alltoallv(ddph_comm_t* comm, const FlatTensor& send,
                     const std::vector<int64_t>& send_counts, FlatTensor& recv,
                     const std::vector<int64_t>& recv_counts, void* stream) {
+  PhaseSpan span(DDPH_PHASE_COLLECTIVE);
   const size_t world = size_t(comm_size(comm));
   DDPH_CHECK(send_counts.size() == world && recv_counts.size() == world, DDPH_INVALID_ARGUMENT,
              "alltoallv: " << send_counts.size() << " send and " << recv_counts.size()

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/base/phase_span.h"
+
 namespace ddph {
 namespace {
 
@@ -75,7 +77,13 @@ void run_pipelined(size_t count, const PipelineStages& s) {
     return;
   }
   Progress p;
-  std::thread side([&] { helper(count, s, p); });
+  // The helper's phases (compress, decompress) are reported from here once
+  // it is joined: the loader knows the bucket by this thread only.
+  DeferredSpans helper_spans;
+  std::thread side([&] {
+    DeferredSpans::Collect collect(helper_spans);
+    helper(count, s, p);
+  });
   for (size_t i = 0; i < count; ++i) {
     if (!p.wait_computed(i + 1)) break;
     try {
@@ -87,12 +95,15 @@ void run_pipelined(size_t count, const PipelineStages& s) {
     p.transferred(i + 1);
   }
   side.join();
+  helper_spans.report();
   if (std::exception_ptr e = p.error()) std::rethrow_exception(e);
 }
 
 void run_beside(const std::function<void()>& compute, const std::function<void()>& transfer) {
   std::exception_ptr computed;
+  DeferredSpans helper_spans;  // as run_pipelined's
   std::thread side([&] {
+    DeferredSpans::Collect collect(helper_spans);
     try {
       compute();
     } catch (...) {
@@ -106,6 +117,7 @@ void run_beside(const std::function<void()>& compute, const std::function<void()
     transferred = std::current_exception();
   }
   side.join();
+  helper_spans.report();
   if (transferred) std::rethrow_exception(transferred);
   if (computed) std::rethrow_exception(computed);
 }

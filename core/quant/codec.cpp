@@ -1,6 +1,7 @@
 #include "core/quant/codec.h"
 
 #include "core/base/error.h"
+#include "core/base/phase_span.h"
 #include "core/kernels/divide.h"
 #include "core/quant/rank_header.h"
 #include "core/quant/segment_cuda.h"
@@ -34,6 +35,7 @@ uint8_t* Codec::next_flag() {
 
 void Codec::encode(const float* x, const Segment& s, const EncodeArgs& args, uint8_t* out) {
   if (s.n == 0) return;
+  PhaseSpan span(DDPH_PHASE_COMPRESS);
   if (!at_.cuda()) {
     finite_ &= encode_segment(x, s, args, out, scratch_);
     return;
@@ -66,6 +68,7 @@ std::vector<const uint8_t*> strided(const uint8_t* first, size_t stride, size_t 
 void Codec::decode_mean(const uint8_t* first, size_t stride, size_t count, const Segment& s,
                         int bits, int world, float* out) {
   if (s.n == 0) return;
+  PhaseSpan span(DDPH_PHASE_DECOMPRESS);
   if (!at_.cuda()) {
     const std::vector<const uint8_t*> ins = strided(first, stride, count);
     return quantization::decode_mean(ins.data(), count, s, bits, world, out, scratch_);
@@ -80,6 +83,7 @@ void Codec::decode_mean(const uint8_t* first, size_t stride, size_t count, const
 void Codec::encode_mean_or_nan(const uint8_t* first, size_t stride, size_t count, const Segment& s,
                                int world, const EncodeArgs& args, float* acc, uint8_t* out) {
   if (s.n == 0) return;
+  PhaseSpan span(DDPH_PHASE_COMPRESS);
   if (!at_.cuda()) {
     const std::vector<const uint8_t*> ins = strided(first, stride, count);
     if (!encode_mean(ins.data(), count, s, world, args, out, acc, scratch_))
@@ -94,6 +98,7 @@ void Codec::encode_mean_or_nan(const uint8_t* first, size_t stride, size_t count
 
 void Codec::decode_into(const uint8_t* in, const Segment& s, int bits, float* out) {
   if (s.n == 0) return;
+  PhaseSpan span(DDPH_PHASE_DECOMPRESS);
   if (!at_.cuda()) return quantization::decode_into(in, s, bits, out, scratch_);
   decode_cuda(at_, in, s, bits, out, /*add=*/false, scratch_);
 }

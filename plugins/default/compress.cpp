@@ -1,6 +1,7 @@
 // PyTorch's fp16_compress_hook and bf16_compress_hook: cast to 16 bits,
 // divide by the world size in that precision, allreduce SUM in 16 bits,
 // cast back into the bucket. The cast and the divide are one pass.
+#include "core/base/phase_span.h"
 #include "core/base/tensor.h"
 #include "core/hook/comm_call.h"
 #include "core/hook/hook.h"
@@ -35,10 +36,14 @@ class CompressHook : public Hook {
       const Where at = where_of(bucket);
       ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
       uint16_t* low = static_cast<uint16_t*>(scratch.data());
-      cast_div_into(at, dtype, data, Low, low, size_t(n), world);
+      {
+        PhaseSpan span(DDPH_PHASE_COMPRESS);
+        cast_div_into(at, dtype, data, Low, low, size_t(n), world);
+      }
       FlatTensor buf(low, Low, n, bucket.buffer.device);
       count_out(uint64_t(n) * 2);
       comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+      PhaseSpan span(DDPH_PHASE_DECOMPRESS);
       cast_into(at, Low, low, dtype, data, size_t(n));
     }
     done.ok();

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/phase_span.h"
 #include "core/base/tensor.h"
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
@@ -106,6 +107,7 @@ class HookThenOptimizer : public Hook {
       // stream order).
       ScratchBuffers::Lease upcast =
           scratch_.get(at, bucket.index, dtype == DType::F32 ? 0 : largest * sizeof(float));
+      PhaseSpan span(DDPH_PHASE_OPTIMIZER_STEP);  // enqueued on the bucket's stream
       for (const StepParam& p : step_params(bucket, dtype)) {
         const float* grad = static_cast<const float*>(p.grad);
         if (dtype != DType::F32) {
@@ -226,15 +228,17 @@ class HookThenOptimizer : public Hook {
 
   // One host bucket's parameter steps, as the step thread needs them: the
   // bucket struct is borrowed only until run() returns, the memory it points
-  // to (gradients, parameters) until done.
+  // to (gradients, parameters) until done. `bucket` names the bucket to
+  // the loader's trace (ddph_host_t.span), which never reads it.
   struct HostStep {
     std::vector<StepParam> params;
     DType dtype;
     Completion done;
+    const ddph_bucket_t* bucket;
   };
 
   void queue_host_step(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
-    HostStep job{step_params(bucket, dtype), dtype, done};
+    HostStep job{step_params(bucket, dtype), dtype, done, &bucket};
     {
       std::lock_guard<std::mutex> lock(step_mu_);
       step_queue_.push_back(std::move(job));
@@ -264,6 +268,8 @@ class HookThenOptimizer : public Hook {
 
   void step_host(const HostStep& job) {
     const Where host{{kDLCPU, 0}, nullptr};
+    // On this thread the loader knows the bucket by its pointer only.
+    PhaseSpan span(DDPH_PHASE_OPTIMIZER_STEP, job.bucket);
     for (const StepParam& p : job.params) {
       const float* grad = static_cast<const float*>(p.grad);
       if (job.dtype != DType::F32) {

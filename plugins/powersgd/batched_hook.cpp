@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/host.h"
+#include "core/base/phase_span.h"
 #include "plugins/powersgd/compression_step.h"
 #include "plugins/powersgd/hooks.h"
 #include "plugins/powersgd/huge_values.h"
@@ -96,14 +97,20 @@ class BatchedStep final : public CompressionStep {
     ScratchBuffers::Lease q_lease = q_start_.get(ctx.at, 0, factor * sizeof(float));
     float* q_start = static_cast<float*>(q_lease.data());
     ops.copy(q_start, f.q, factor);
-    ops.multiply_mq(m, nullptr, s, s, f.q, r, f.p);
+    {
+      PhaseSpan span(DDPH_PHASE_COMPRESS);
+      ops.multiply_mq(m, nullptr, s, s, f.q, r, f.p);
+    }
     ops.poison_unusable(f.p, factor, kFactorLimit);
     comm.allreduce_sum(f.p, factor, wire);
     ScratchBuffers::Lease flag = unusable_flag_.cleared(ctx.at, ops);
     float* unusable = static_cast<float*>(flag.data());
     ops.flag_unusable(f.p, factor, kFactorLimit, unusable);
     ops.orthogonalize(f.p, 1, s, r, opts.orthogonalization_epsilon);
-    ops.multiply_mtp(m, s, s, f.p, r, f.q);
+    {
+      PhaseSpan span(DDPH_PHASE_COMPRESS);
+      ops.multiply_mtp(m, s, s, f.p, r, f.q);
+    }
     ops.poison_unusable(f.q, factor, kFactorLimit);
     comm.allreduce_sum(f.q, factor, wire);
     comm.divide_by_world(f.q, factor);
@@ -118,6 +125,7 @@ class BatchedStep final : public CompressionStep {
     }
 
     ScratchBuffers::Lease out = out_.get(ctx.at, 0, padded * 4);
+    PhaseSpan span(DDPH_PHASE_DECOMPRESS);
     ops.reconstruct(f.p, f.q, s, s, r, static_cast<float*>(out.data()),
                     opts.error_feedback ? m : nullptr);
     ops.copy(data, static_cast<const float*>(out.data()), n);

@@ -3,6 +3,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/base/phase_span.h"
 #include "core/hook/pipeline.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/compression_step.h"
@@ -102,6 +103,7 @@ class LayerwiseStep final : public CompressionStep {
       run_beside(pass, [&] { rest_piece(k); });
     };
     beside_rest(0, [&] {
+      PhaseSpan span(DDPH_PHASE_COMPRESS);  // P = M Q, every matrix
       for (const MatrixSlot& s : plan.matrices) {
         float* e = err == nullptr ? nullptr : err + s.offset;
         if (last != nullptr)
@@ -131,6 +133,7 @@ class LayerwiseStep final : public CompressionStep {
       ops.orthogonalize(f.p + plan.matrices[size_t(g.members.front())].p_offset,
                         int(g.members.size()), g.rows, g.r, opts.orthogonalization_epsilon);
     beside_rest(1, [&] {
+      PhaseSpan span(DDPH_PHASE_COMPRESS);  // Q = M^T P
       for (const MatrixSlot& s : plan.matrices)
         ops.multiply_mtp(m + s.offset, s.rows, s.cols, f.p + s.p_offset, s.r, f.q + s.q_offset);
     });
@@ -148,6 +151,7 @@ class LayerwiseStep final : public CompressionStep {
     // collective of its own: then the last rest piece goes first, alone.
     float* before = defer ? nullptr : err;
     auto reconstruct = [&] {
+      PhaseSpan span(DDPH_PHASE_DECOMPRESS);  // P Q^T into the bucket
       for (size_t k = 0; k < plan.matrices.size(); ++k) {
         const MatrixSlot& s = plan.matrices[k];
         if (!bad.empty() && bad[k]) {

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/phase_span.h"
 #include "core/base/tensor.h"
 #include "core/hook/comm_call.h"
 #include "core/hook/hook.h"
@@ -577,10 +578,14 @@ class ZeroHook : public Hook {
   void step_and_share(const BucketLayout& l, float* const* params, const float* reduced,
                       size_t base, const Where& at) {
     const std::vector<Piece>& pieces = pieces_.at(l.index);
-    for (const Piece& p : pieces) {
-      if (p.rank != rank_) continue;
-      const size_t first = l.offsets[p.param] + p.begin;
-      step_piece(l, p, params[p.param] + p.begin, reduced + (first - base), at);
+    {
+      // A bucket kept for the step's last one is its span in the trace.
+      PhaseSpan span(DDPH_PHASE_OPTIMIZER_STEP);
+      for (const Piece& p : pieces) {
+        if (p.rank != rank_) continue;
+        const size_t first = l.offsets[p.param] + p.begin;
+        step_piece(l, p, params[p.param] + p.begin, reduced + (first - base), at);
+      }
     }
     if (world_ == 1) return;
     if (options_.protocol == Protocol::kAllreduce)

@@ -1,4 +1,4 @@
-"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.6) and of DLPack's DLTensor.
+"""ctypes mirror of abi/include/ddph/ddph.h (ABI 1.7) and of DLPack's DLTensor.
 
 Only layout lives here: the structs, the callback types and the prototypes of
 libddph.so's host API. Every struct starts with ``struct_size``; the helpers
@@ -177,7 +177,26 @@ class BucketMetrics(Structure):
         ("queue_seconds", c_double),
         ("hook_seconds", c_double),
         ("ok", c_int32),
+        # ABI 1.7: time.monotonic_ns() when the worker started it
+        ("start_ns", c_uint64),
     ]
+
+
+# ABI 1.7: one phase of one bucket (ddph_session_take_spans); times on
+# CLOCK_MONOTONIC, Python's time.monotonic_ns().
+class Span(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("step", c_uint64),
+        ("bucket", c_uint32),
+        ("phase", c_int32),
+        ("start_ns", c_uint64),
+        ("end_ns", c_uint64),
+    ]
+
+
+# ddph_phase_t, by value.
+PHASES = ("compress", "collective", "decompress", "optimizer_step")
 
 
 # ABI 1.5: ddph_log_fn(user, level, family, rank, message); level is
@@ -198,6 +217,8 @@ class Host(Structure):
         ("error_code", c_void_p),
         ("error_message", c_void_p),
         ("log", c_void_p),
+        # ABI 1.7
+        ("span", c_void_p),
     ]
 
 
@@ -278,6 +299,8 @@ def declare(lib):
         # ABI 1.5
         "ddph_session_take_metrics": (E, [c_void_p, POINTER(BucketMetrics), POINTER(c_int32)]),
         "ddph_set_log_sink": (None, [LogFn, c_void_p, c_int]),
+        # ABI 1.7
+        "ddph_session_take_spans": (E, [c_void_p, POINTER(Span), POINTER(c_int32)]),
     }
     for name, (restype, argtypes) in protos.items():
         fn = getattr(lib, name)

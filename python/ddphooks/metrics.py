@@ -40,6 +40,7 @@ class BucketMetrics:
     queue_seconds: float  # submit -> the worker starting it
     hook_seconds: float   # the worker starting it -> done
     ok: bool
+    start_ns: int = 0     # time.monotonic_ns() when the worker started it (ABI 1.7)
 
 
 @dataclasses.dataclass
@@ -76,7 +77,8 @@ def take_records(lib, handle):
                                  is_last=bool(rec.is_last), bytes_in=int(rec.bytes_in),
                                  bytes_out=int(rec.bytes_out), wire_bytes=int(rec.wire_bytes),
                                  queue_seconds=float(rec.queue_seconds),
-                                 hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok)))
+                                 hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok),
+                                 start_ns=int(rec.start_ns)))
 
 
 class StepAccumulator:
@@ -110,6 +112,35 @@ def _cell(value):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return repr(value) if isinstance(value, float) else str(value)
+
+
+@dataclasses.dataclass
+class PhaseSpan:
+    """One phase of one bucket, as a hook reported it (ddph_session_take_spans).
+    start_ns and end_ns are time.monotonic_ns() readings: add
+    time.time_ns() - time.monotonic_ns() for the wall clock."""
+    phase: str     # "compress", "collective", "decompress", "optimizer_step" or "phase N"
+    step: int      # as BucketMetrics.step
+    bucket: int    # as BucketMetrics.bucket
+    start_ns: int
+    end_ns: int
+
+
+def take_spans(lib, handle):
+    """Every span the session holds, in the order the hooks reported them
+    (they are then gone)."""
+    out = []
+    rec = _abi.new(_abi.Span)
+    taken = ctypes.c_int32(0)
+    while True:
+        errors.check(lib, lib.ddph_session_take_spans(handle, ctypes.byref(rec),
+                                                      ctypes.byref(taken)))
+        if not taken.value:
+            return out
+        phase = int(rec.phase)
+        name = _abi.PHASES[phase] if 0 <= phase < len(_abi.PHASES) else "phase %d" % phase
+        out.append(PhaseSpan(phase=name, step=int(rec.step), bucket=int(rec.bucket),
+                             start_ns=int(rec.start_ns), end_ns=int(rec.end_ns)))
 
 
 class MetricsWriter:

@@ -244,6 +244,14 @@ class Session:
                 "ddphooks: %s differs between ranks: rank%s %s against rank 0's"
                 % (what, "s" if len(differ) > 1 else "", ", ".join(map(str, differ))))
 
+    def spans(self):
+        """The phases of its buckets the hooks reported since the last call
+        (compress, collective, decompress, optimizer_step), as a list of
+        ddphooks.metrics.PhaseSpan, times on time.monotonic_ns()'s clock.
+        The library keeps the latest 262144; docs/metrics.md, "Traces"."""
+        with self._lock:
+            return _metrics.take_spans(self._lib, self._h())
+
     def state_dict(self):
         """The hooks' state as bytes (waits for in-flight buckets). Portable
         across ranks; load it with load_state_dict."""

@@ -5,9 +5,10 @@
  * ddph_comm_t; 1.2 to ddph_comm_t, ddph_hook_init_t and ddph_bucket_t; 1.3
  * to ddph_comm_init_t, ddph_hook_init_t and ddph_session_options_t; 1.4 to
  * ddph_store_t and ddph_session_options_t; 1.5 check to ddph_hook_t and
- * ddph_comm_factory_t). */
+ * ddph_comm_factory_t; 1.7 span to ddph_host_t, and ddph_span_t). */
 typedef char store_size_ok[DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) ? 1 : -1];
-typedef char host_size_ok[DDPH_HOST_SIZE_V1_0 == sizeof(ddph_host_t) ? 1 : -1];
+typedef char host_size_ok[DDPH_HOST_SIZE_V1_7 == sizeof(ddph_host_t) ? 1 : -1];
+typedef char span_size_ok[DDPH_SPAN_SIZE_V1_7 == sizeof(ddph_span_t) ? 1 : -1];
 typedef char comm_size_ok[DDPH_COMM_SIZE_V1_2 == sizeof(ddph_comm_t) ? 1 : -1];
 typedef char hook_init_size_ok[DDPH_HOOK_INIT_SIZE_V1_3 == sizeof(ddph_hook_init_t) ? 1 : -1];
 typedef char comm_init_size_ok[DDPH_COMM_INIT_SIZE_V1_3 == sizeof(ddph_comm_init_t) ? 1 : -1];

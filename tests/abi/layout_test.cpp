@@ -123,5 +123,25 @@ TEST(AbiLayout, V1_6AddsAFlagOnly) {
                 (DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_RESULT_ELSEWHERE |
                  DDPH_HOOK_STEPS_OPTIMIZER | DDPH_HOOK_MAKES_INNER),
             0u);
-  EXPECT_EQ(DDPH_ABI_MINOR, 6);
+}
+
+// 1.7 appended span to ddph_host_t and start_ns to the metrics record, and
+// added the phase enum and the span record (ddph_session_take_spans).
+TEST(AbiLayout, V1_7AppendsSpan) {
+  EXPECT_EQ(offsetof(ddph_host_t, span), DDPH_HOST_SIZE_V1_0);
+  EXPECT_EQ(DDPH_HOST_SIZE_V1_7, 64u);
+  EXPECT_EQ(offsetof(ddph_span_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(ddph_span_t, step), 8u);
+  EXPECT_EQ(offsetof(ddph_span_t, bucket), 16u);
+  EXPECT_EQ(offsetof(ddph_span_t, phase), 20u);
+  EXPECT_EQ(offsetof(ddph_span_t, start_ns), 24u);
+  EXPECT_EQ(DDPH_SPAN_SIZE_V1_7, 40u);
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, start_ns), 72u);  // after the 1.5 record's padding
+  EXPECT_EQ(DDPH_BUCKET_METRICS_SIZE_V1_5, 68u);
+  EXPECT_EQ(DDPH_BUCKET_METRICS_SIZE_V1_7, 80u);
+  EXPECT_EQ(DDPH_PHASE_COMPRESS, 0);
+  EXPECT_EQ(DDPH_PHASE_COLLECTIVE, 1);
+  EXPECT_EQ(DDPH_PHASE_DECOMPRESS, 2);
+  EXPECT_EQ(DDPH_PHASE_OPTIMIZER_STEP, 3);
+  EXPECT_EQ(DDPH_ABI_MINOR, 7);
 }

@@ -19,6 +19,7 @@ sys.path.insert(0, HERE)
 import parity_ranks as pr  # noqa: E402
 import ranks  # noqa: E402
 import ddphooks.torch.fsdp  # noqa: E402
+import ddphooks.torch.profiler  # noqa: E402
 
 GLOO = {"backend": "gloo", "timeout": "60s"}
 
@@ -90,13 +91,22 @@ def profiled(rank, cfg, trace_dir):
             opt.step()
             opt.zero_grad()
     calls = handle.stats()["buckets"]
-    handle.close()
     path = os.path.join(trace_dir, "trace.rank%d.json" % rank)
-    prof.export_chrome_trace(path)
+    # The narrowest clock mark (export aligns by it): how far the phases
+    # may be placed off, in us, + the trace's 1 us rounding twice, + 20 us
+    # for the profiler's clock rate against the wall clock's over the run.
+    slack_us = min(m.uncertainty_ns for _, m in handle._clock_marks._marks) / 1e3 + 22.0
+    ddphooks.torch.profiler.export_chrome_trace(prof, path, handle, rank=rank)
+    handle.close()
     with open(path) as f:
         events = json.load(f)["traceEvents"]
-    names = [e["name"] for e in events if e.get("ph") == "X" and e["name"].startswith("ddph ")]
-    return {"calls": calls, "ranges": names}
+    xs = [e for e in events if e.get("ph") == "X"]
+    names = [e["name"] for e in xs if e["name"].startswith("ddph ")]
+    spans = lambda e: (float(e["ts"]), float(e["ts"]) + float(e["dur"]))  # noqa: E731
+    return {"calls": calls, "ranges": names, "slack_us": slack_us,
+            "range_times": sorted(spans(e) for e in xs if e["name"].startswith("ddph ")),
+            "phases": [(e["name"], e["args"]["step"]) + spans(e) for e in xs
+                       if e.get("cat") == "ddph" and e["name"].startswith("ddph/")]}
 
 
 def checkpoint_case(rank, cfg, keep_state):

@@ -50,6 +50,33 @@ def test_metrics_across_three_steps_are_exact_byte_counts(name, out_per_in):
         assert m.hook_seconds == pytest.approx(sum(b.hook_seconds for b in m.bucket_metrics))
 
 
+def test_spans_are_each_buckets_phases_on_the_monotonic_clock():
+    # fp16_compress: cast (compress), allreduce (collective), cast back
+    # (decompress), each bucket in that order, between the host's run()
+    # call and its return as time.monotonic_ns() reads them (ABI 1.7).
+    import time
+    with ddphooks.Session(hook("fp16_compress"), rank=0, world_size=1) as s:
+        assert s.spans() == []
+        windows = {}
+        for step in range(2):
+            for index, n in enumerate(SIZES):
+                before = time.monotonic_ns()
+                s.run(np.full(n, 1.0, np.float32), index=index, is_last=index == 1)
+                windows[(step, index)] = (before, time.monotonic_ns())
+        spans = s.spans()
+        assert s.spans() == []  # taken once
+    by_bucket = {}
+    for sp in spans:
+        by_bucket.setdefault((sp.step, sp.bucket), []).append(sp)
+    assert sorted(by_bucket) == sorted(windows)
+    for key, mine in by_bucket.items():
+        assert [sp.phase for sp in mine] == ["compress", "collective", "decompress"], key
+        before, after = windows[key]
+        assert before <= mine[0].start_ns and mine[-1].end_ns <= after, (key, mine, windows[key])
+        for a, b in zip(mine, mine[1:]):
+            assert a.start_ns <= a.end_ns <= b.start_ns, key
+
+
 def test_a_step_comes_once_its_last_bucket_completed():
     with ddphooks.Session(hook("allreduce"), rank=0, world_size=1) as s:
         s.run(np.ones(10, np.float32), is_last=False)

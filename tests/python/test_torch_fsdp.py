@@ -103,6 +103,21 @@ def test_every_reduce_scatter_is_a_range_in_torch_profilers_trace(world2):
                    for n in res["ranges"]), res["ranges"]
 
 
+def test_every_reduce_scatters_phases_are_inside_its_range(world2):
+    # ddphooks.torch.profiler.export_chrome_trace(prof, path, handle): each
+    # call is a step of the session; the k-th call is the k-th range in time.
+    for res in world2("profiled_s8"):
+        steps = sorted({step for _, step, _, _ in res["phases"]})
+        assert len(steps) == len(res["range_times"]) == res["calls"], (steps, res["calls"])
+        slack = res["slack_us"]
+        for k, step in enumerate(steps):
+            start, end = res["range_times"][k]
+            mine = [p for p in res["phases"] if p[1] == step]
+            assert {"ddph/compress", "ddph/collective", "ddph/decompress"} <= {p[0] for p in mine}
+            for name, _, ts, te in mine:
+                assert start - slack <= ts <= te <= end + slack, (name, step, ts, te, start, end)
+
+
 @pytest.mark.parametrize("case,words", [
     ("refuse_bf16_reduce", ["torch.bfloat16", "reduce_dtype=torch.float32"]),
     ("refuse_powersgd", ["powersgd", "mean"]),

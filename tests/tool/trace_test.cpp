@@ -1,12 +1,16 @@
 // ddph train --trace FILE.json (docs/cli.md): every rank's buckets as a
-// Chrome trace, a queue span and a hook span per bucket, read back as JSON.
+// Chrome trace, a queue span and a hook span per bucket, and inside the hook
+// span the phases the hook ran (ABI 1.7), read back as JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/multiprocess.h"
 #include "tests/tool/run_ddph.h"
@@ -21,10 +25,19 @@ using ddph_tool_test::slurp;
 
 constexpr int kSteps = 6;
 
-TEST(ToolTrace, EveryRanksBucketsAreAQueueAndAHookSpan) {
+TEST(ToolTrace, EveryRanksBucketsAreAQueueAndAHookSpanWithItsPhasesInside) {
   const std::string dir = ddph_test::make_temp_dir("ddph-trace");
   const std::string path = dir + "/trace.json";
-  const Result r = ddph("train --config " + kConfigs + "quantization_rs8.yaml --world 2 --steps " +
+  // configs/quantization_rs8.yaml with every bucket quantized (it leaves
+  // buckets under 64 KiB to plain allreduce, which has no codec phases).
+  const std::string config = dir + "/q8.yaml";
+  {
+    std::ofstream f(config);
+    f << "comm: {backend: gloo, rendezvous: \"file:///tmp/ddph-job\", timeout: 30s}\n"
+         "hook:\n  family: quantization\n  name: per_channel\n"
+         "  options: {protocol: reduce_scatter, channel_size: 512, bits: 8, min_bytes: 0}\n";
+  }
+  const Result r = ddph("train --config " + config + " --world 2 --steps " +
                         std::to_string(kSteps) + " --log-every 3 --json --trace " + path);
   ASSERT_EQ(r.code, 0) << describe(r);
   // The buckets a rank reduced, from the run's own summary line.
@@ -35,8 +48,10 @@ TEST(ToolTrace, EveryRanksBucketsAreAQueueAndAHookSpan) {
   ASSERT_GE(per_step, 2) << "the config's buckets should be several";
 
   const auto trace = nlohmann::json::parse(slurp(path));
-  // (rank, step, bucket) -> the queue span's end and the hook span's start.
-  std::map<std::tuple<int, int, int>, double> queue_end, hook_start;
+  // (rank, step, bucket) -> the queue span's end and the hook span's start
+  // and end; and the phases' (name, start, end).
+  std::map<std::tuple<int, int, int>, double> queue_end, hook_start, hook_end;
+  std::map<std::tuple<int, int, int>, std::vector<std::tuple<std::string, double, double>>> phases;
   std::set<int> named_ranks;
   for (const auto& e : trace.at("traceEvents")) {
     if (e.at("ph") == "M") {
@@ -49,6 +64,11 @@ TEST(ToolTrace, EveryRanksBucketsAreAQueueAndAHookSpan) {
     EXPECT_EQ(e.at("tid"), "bucket " + std::to_string(std::get<2>(key))) << e;
     EXPECT_GE(e.at("dur").get<double>(), 0) << e;
     EXPECT_GE(e.at("ts").get<double>(), 0) << e;
+    if (e.at("cat") == "ddph.phase") {
+      const double ts = e["ts"].get<double>();
+      phases[key].emplace_back(e.at("name").get<std::string>(), ts, ts + e["dur"].get<double>());
+      continue;
+    }
     EXPECT_TRUE(e.at("args").at("ok").get<bool>()) << e;
     if (e.at("name") == "queue") {
       EXPECT_TRUE(queue_end.emplace(key, e["ts"].get<double>() + e["dur"].get<double>()).second)
@@ -56,6 +76,7 @@ TEST(ToolTrace, EveryRanksBucketsAreAQueueAndAHookSpan) {
     } else {
       EXPECT_EQ(e.at("name"), "quantization/per_channel") << e;
       EXPECT_TRUE(hook_start.emplace(key, e["ts"].get<double>()).second) << e;
+      hook_end[key] = e["ts"].get<double>() + e["dur"].get<double>();
     }
   }
   EXPECT_EQ(named_ranks, (std::set<int>{0, 1}));
@@ -69,6 +90,24 @@ TEST(ToolTrace, EveryRanksBucketsAreAQueueAndAHookSpan) {
         ASSERT_TRUE(queue_end.count(key) && hook_start.count(key))
             << "rank " << rank << " step " << step << " bucket " << b;
         EXPECT_NEAR(queue_end[key], hook_start[key], 1e-3);
+        // The 8-bit reduce-scatter's phases, nested in the hook span (up to
+        // the microsecond doubles' rounding), its encoding before its first
+        // collective and its last decoding after its last collective.
+        const auto& found = phases[key];
+        std::map<std::string, std::pair<double, double>> first_last;  // first start, last end
+        for (const auto& [name, ts, end] : found) {
+          EXPECT_GE(ts, hook_start[key] - 1e-3) << name << " starts before its hook span";
+          EXPECT_LE(end, hook_end[key] + 1e-3) << name << " ends after its hook span";
+          EXPECT_LE(ts, end);
+          auto it = first_last.emplace(name, std::make_pair(ts, end)).first;
+          it->second.first = std::min(it->second.first, ts);
+          it->second.second = std::max(it->second.second, end);
+        }
+        for (const char* name : {"compress", "collective", "decompress"})
+          ASSERT_TRUE(first_last.count(name))
+              << name << " missing for rank " << rank << " step " << step << " bucket " << b;
+        EXPECT_LE(first_last["compress"].first, first_last["collective"].first);
+        EXPECT_GE(first_last["decompress"].second, first_last["collective"].second);
       }
   std::system(("rm -rf " + dir).c_str());
 }

@@ -1,5 +1,5 @@
 /*
- * ddph.h: the stable C ABI of ddphooks, version 1 (minor 6).
+ * ddph.h: the stable C ABI of ddphooks, version 1 (minor 7).
  *
  * One header for both sides of the boundary:
  *   - plugins (hook families and communicators) export ddph_plugin_entry();
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 6 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 7 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -133,6 +133,18 @@ typedef enum ddph_log_level {
   DDPH_LOG_DEBUG = 3
 } ddph_log_level_t;
 
+/* ABI 1.7: the phases of a bucket that a hook reports to the loader
+ * (ddph_host_t.span) and that ddph_session_take_spans returns. Later minors
+ * may add phases: a reader shows one it does not know by its number. */
+typedef enum ddph_phase {
+  DDPH_PHASE_COMPRESS = 0,      /* encoding the gradient for the wire (quantize, cast, project) */
+  DDPH_PHASE_COLLECTIVE = 1,    /* one call of the communicator */
+  DDPH_PHASE_DECOMPRESS = 2,    /* decoding what came back into the bucket */
+  DDPH_PHASE_OPTIMIZER_STEP = 3 /* stepping an optimizer on the bucket's parameters */
+} ddph_phase_t;
+
+struct ddph_bucket; /* below */
+
 typedef struct ddph_host {
   size_t struct_size;
   uint32_t abi_major, abi_minor; /* the loader's own ABI version */
@@ -144,8 +156,24 @@ typedef struct ddph_host {
   const char *(*error_message)(const ddph_error_t *error);
   /* family may be NULL. message is copied. */
   void (*log)(ddph_log_level_t level, const char *family, const char *message);
+  /* --- ABI 1.7 --- */
+  /* Reports that `phase` of a bucket ran from start_ns to end_ns, both read
+   * from CLOCK_MONOTONIC (std::chrono::steady_clock on Linux), once the
+   * phase has ended. The loader keeps it for ddph_session_take_spans,
+   * attributed to the bucket the calling thread is running for a session
+   * (the session's worker, inside run_bucket, a wrapper's inner hooks
+   * included); on any other thread, to the session bucket whose
+   * ddph_bucket_t is `bucket` (the pointer the outermost hook was handed,
+   * compared, never read, until that bucket's done), as a hook that steps
+   * on a thread of its own must pass it; else the span is dropped. bucket
+   * may be NULL. Takes a mutex, never blocks on I/O. A plugin calls it only
+   * when struct_size >= DDPH_HOST_SIZE_V1_7 and it is non-NULL (an older
+   * loader's table ends before it). [thread-safe] */
+  void (*span)(const struct ddph_bucket *bucket, ddph_phase_t phase, uint64_t start_ns,
+               uint64_t end_ns);
 } ddph_host_t;
 #define DDPH_HOST_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_host_t, log)
+#define DDPH_HOST_SIZE_V1_7 DDPH_SIZE_THROUGH(ddph_host_t, span)
 
 /* ======================================================================
  * Options. Each hook and each communicator publishes a schema; the loader
@@ -601,8 +629,13 @@ typedef struct ddph_bucket_metrics {
   double queue_seconds; /* from ddph_session_submit to the worker starting it */
   double hook_seconds;  /* from the worker starting it to its completion */
   int32_t ok;           /* 1 when it completed without error */
+  /* --- ABI 1.7 --- */
+  /* CLOCK_MONOTONIC nanoseconds when the worker started it, the clock of
+   * ddph_span_t: its hook time is [start_ns, start_ns + hook_seconds]. */
+  uint64_t start_ns;
 } ddph_bucket_metrics_t;
 #define DDPH_BUCKET_METRICS_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_bucket_metrics_t, ok)
+#define DDPH_BUCKET_METRICS_SIZE_V1_7 DDPH_SIZE_THROUGH(ddph_bucket_metrics_t, start_ns)
 
 /* ABI 1.5: takes the oldest record not taken yet into *out
  * (out->struct_size set by the caller) and sets *taken to 1, or sets *taken
@@ -610,6 +643,26 @@ typedef struct ddph_bucket_metrics {
  * older ones are dropped. [thread-safe] */
 DDPH_EXPORT ddph_error_t *ddph_session_take_metrics(ddph_session_t *s, ddph_bucket_metrics_t *out,
                                                     int32_t *taken);
+
+/* ABI 1.7: one phase of one bucket, as a hook reported it (ddph_host_t.span). */
+typedef struct ddph_span {
+  size_t struct_size;
+  uint64_t step;     /* as ddph_bucket_metrics_t.step */
+  uint32_t bucket;   /* as ddph_bucket_metrics_t.bucket */
+  int32_t phase;     /* a ddph_phase_t, or a newer plugin's phase this header does not name */
+  uint64_t start_ns; /* CLOCK_MONOTONIC nanoseconds (Python's time.monotonic_ns(); */
+  uint64_t end_ns;   /* wall clock = these + time.time_ns() - time.monotonic_ns()) */
+} ddph_span_t;
+#define DDPH_SPAN_SIZE_V1_7 DDPH_SIZE_THROUGH(ddph_span_t, end_ns)
+
+/* ABI 1.7: takes the oldest span not taken yet into *out (out->struct_size
+ * set by the caller) and sets *taken to 1, or sets *taken to 0 when there
+ * is none. Spans come in the order the loader got them: within one bucket
+ * the order its phases ended, except that a phase a hook ran on a helper
+ * thread of its own may come after later ones. The session records them
+ * always and keeps the latest 262144; older ones are dropped. [thread-safe] */
+DDPH_EXPORT ddph_error_t *ddph_session_take_spans(ddph_session_t *s, ddph_span_t *out,
+                                                  int32_t *taken);
 
 /* Checkpointing of every hook's state in the session. Both wait for
  * in-flight buckets first. The blob is portable across ranks. */

@@ -86,6 +86,18 @@ uint64_t Session::state_bytes() {
   return n;
 }
 
+std::vector<ddph_span_t> Session::take_spans() {
+  std::vector<ddph_span_t> out;
+  for (;;) {
+    ddph_span_t sp{};
+    sp.struct_size = sizeof(sp);
+    int32_t taken = 0;
+    check(ddph_session_take_spans(s_, &sp, &taken), "reading phase spans");
+    if (!taken) return out;
+    out.push_back(sp);
+  }
+}
+
 std::vector<ddph_bucket_metrics_t> Session::take_metrics() {
   std::vector<ddph_bucket_metrics_t> out;
   for (;;) {

@@ -41,6 +41,8 @@ class Session {
   ddph_stats_t stats();
   // The metrics records of the buckets completed since the last call.
   std::vector<ddph_bucket_metrics_t> take_metrics();
+  // The phases the hooks reported since the last call (ABI 1.7).
+  std::vector<ddph_span_t> take_spans();
   ddph_comm_t* comm();
   // The bytes ddph_session_save_state writes now: the hooks' state (an
   // optimizer's, a zero hook's shard) as a checkpoint holds it.

@@ -1,17 +1,17 @@
 // ddph train --trace FILE.json: every rank's buckets as a Chrome trace (the
 // Trace Event Format that chrome://tracing and Perfetto open). Each bucket
 // is two spans on its rank's lane for its index: its wait behind earlier
-// buckets ("queue": from the trainer's submit to the session's worker
-// taking it) and its hook (named after the hook, to its completion), from
-// the session's per-bucket metrics. The hook's own phases (compression,
-// collectives, decompression, an optimizer step) are not measured apart.
+// buckets ("queue": from the session's submit to its worker taking it)
+// and its hook (named after the hook, to its completion), from
+// the session's per-bucket metrics. Inside the hook span, nested on the
+// same lane, the phases the hooks reported (ABI 1.7: compress, collective,
+// decompress, optimizer_step), at the times they ran.
 #pragma once
 
 #include <ddph/ddph.h>
 
-#include <chrono>
 #include <cstdint>
-#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +31,9 @@ class BucketTrace {
   void submitted(uint64_t step, uint32_t bucket);
   // The session's metrics records of completed buckets.
   void completed(const std::vector<ddph_bucket_metrics_t>& records);
+  // The session's phase spans (ddph_session_take_spans). Those of a bucket
+  // not completed yet wait for its record.
+  void phases(const std::vector<ddph_span_t>& spans);
 
   // Collective (every rank calls it): gathers the ranks' spans onto rank
   // 0, which gets the trace's JSON text; the others get "".
@@ -40,12 +43,25 @@ class BucketTrace {
   struct Span {
     uint64_t step;
     uint32_t bucket;
+    // On the machine's monotonic clock (the loader's readings, ABI 1.7),
+    // which every process of one machine shares: a local launch's ranks line up.
     double submit_us, queue_us, hook_us;
     bool ok;
   };
+  struct Phase {
+    uint64_t step;
+    uint32_t bucket;
+    int32_t phase;
+    double start_us, dur_us;  // start on the monotonic clock, as submit_us
+  };
+  // Moves the waiting phases of completed buckets into phases_.
+  void match_phases();
+
   bool on_;
-  std::map<std::pair<uint64_t, uint32_t>, double> submit_us_;  // waiting for their record
+  std::set<std::pair<uint64_t, uint32_t>> submitted_;  // waiting for their record
   std::vector<Span> spans_;
+  std::set<std::pair<uint64_t, uint32_t>> completed_;
+  std::vector<Phase> waiting_, phases_;
 };
 
 }  // namespace ddph::tool

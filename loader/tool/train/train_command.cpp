@@ -285,7 +285,7 @@ void add_train_command(CLI::App& root, int* exit_code) {
       ->type_name("FILE.csv")
       ->check(non_empty());
   cmd->add_option("--trace", o->trace,
-                  "write every rank's buckets (queue and hook spans) as a Chrome trace")
+                  "write every rank's buckets (queue, hook and phase spans) as a Chrome trace")
       ->type_name("FILE.json")
       ->check(non_empty());
   cmd->callback([o, rank, exit_code] { *exit_code = run_train(*o, rank->count() > 0); });

@@ -246,6 +246,7 @@ int train_rank(const TrainOptions& o) {
       const std::vector<ddph_bucket_metrics_t> records = session.take_metrics();
       for (const auto& r : records) hook_seconds += r.hook_seconds;
       trace.completed(records);
+      if (trace.on()) trace.phases(session.take_spans());
     }
     // Test accuracy: this rank's share of the test set, scored with its
     // own replica (all the same unless the hook averages parameters).

@@ -22,7 +22,7 @@ import torch.distributed as dist
 
 from .. import _abi, _tensors, checkpoint, errors
 from .._config import config_doc as _config_doc, families as _families
-from . import _compat, _optim
+from . import _compat, _optim, profiler as _profiler
 from ..allocator import DeviceAllocator
 from .. import session as session_mod
 from ..session import Session
@@ -129,6 +129,10 @@ class DDPHook:
         self._stepped_by = ""
         self._step_check = None
         self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
+        # Steps submitted since the session opened (its span records' step)
+        # and the clock marks that place those spans in a profiler's trace.
+        self._session_steps = 0
+        self._clock_marks = _profiler.StepMarks()
 
     def _submit(self, bucket):
         if self._model_loaded or self._state_loaded:
@@ -154,8 +158,10 @@ class DDPHook:
             b.step = _abi.checked_int(self.step, "step", _abi.UINT64)
             b.is_last = 1 if is_last else 0
             b.stream = torch.cuda.current_stream(buf.device).cuda_stream if buf.is_cuda else None
+            session_step = self._session_steps
             if is_last:
                 self.step += 1
+                self._session_steps += 1
         fut = torch.futures.Future()
 
         def on_done(error):
@@ -173,7 +179,9 @@ class DDPHook:
             self.session.submit(b, on_done, (buf, desc))
             return fut.then(_unwrap)
         # Under torch.profiler: one range per bucket, from its submission to
-        # its completion on ddph's worker (the range ends with the future).
+        # its completion on ddph's worker (the range ends with the future),
+        # and a clock mark per step for its phases (profiler.export_chrome_trace).
+        self._clock_marks.mark_if_profiling(session_step)
         with torch.autograd.profiler.record_function(
                 "%s bucket %d" % (self.label, index),
                 "step %d, %d bytes" % (self.step - is_last, buf.numel() * buf.element_size())
@@ -262,6 +270,11 @@ class DDPHook:
         ddphooks.metrics.StepMetrics each (see Session.metrics); e.g. after
         optimizer.step(): ``for m in hook.metrics(): writer.write(m, loss=...)``."""
         return self.session.metrics(per_bucket)
+
+    def spans(self):
+        """The phases of its buckets since the last call (Session.spans());
+        ddphooks.torch.profiler.export_chrome_trace puts them in a trace."""
+        return self.session.spans()
 
     def state_dict(self):
         """{"step": int, "state": bytes} (waits for in-flight buckets)."""

@@ -24,7 +24,7 @@ import torch.distributed as dist
 
 from .. import _abi, errors
 from ..session import Session
-from . import _compat
+from . import _compat, profiler as _profiler
 from .ddp import _config_doc, _families, hook_label
 from .process_group_comm import ProcessGroupComm
 
@@ -64,6 +64,10 @@ class FSDPCompressor:
         self._row_multiple = row_multiple
         self._padded = {}
         self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
+        # Each call is a step of the session (its span records' step); the
+        # marks place those spans in a profiler's trace (profiler.export_chrome_trace).
+        self._session_steps = 0
+        self._clock_marks = _profiler.StepMarks()
 
     def _reduce_scatter(self, index, output, input, group, op):
         if not _is_avg(op):
@@ -87,6 +91,7 @@ class FSDPCompressor:
             rows[:, :row].copy_(input.view(self.world, row))
             bucket = rows.view(-1)
         profiled = contextlib.nullcontext()
+        self._clock_marks.mark_if_profiling(self._session_steps)
         if torch.autograd._profiler_enabled():  # the range torch.profiler shows
             profiled = torch.autograd.profiler.record_function(
                 "%s reduce-scatter %d" % (self.label, index),
@@ -94,6 +99,7 @@ class FSDPCompressor:
         with profiled:
             self.session.run(bucket, index=index, is_last=True, step=self.calls)
         self.calls += 1
+        self._session_steps += 1
         output.copy_(bucket.view(self.world, -1)[self.rank, :row])
         return None
 
@@ -102,6 +108,11 @@ class FSDPCompressor:
 
     def metrics(self, per_bucket=False):
         return self.session.metrics(per_bucket)
+
+    def spans(self):
+        """The phases of its reduce-scatters since the last call (Session.spans());
+        ddphooks.torch.profiler.export_chrome_trace puts them in a trace."""
+        return self.session.spans()
 
     def state_dict(self):
         """{"calls": int, "state": bytes}: save it with the model's checkpoint."""
