@@ -216,7 +216,9 @@ TEST_F(ToolCli, BenchOverlapOfAnOptimizerHookSaysWhatTheOptimizerAdds) {
   const double added = std::stod(row["optimizer_added_s"]);
   EXPECT_NEAR(std::stod(row["separate_step_s"]), std::stod(row["inner_step_s"]) + pass, 1e-8)
       << out;
-  if (pass > 0) EXPECT_NEAR(std::stod(row["hidden_fraction"]), 1 - added / pass, 1e-4) << out;
+  if (pass > 0) {
+    EXPECT_NEAR(std::stod(row["hidden_fraction"]), 1 - added / pass, 1e-4) << out;
+  }
 }
 
 // PowerSGD on a flat bucket, or before its start_iter, sends every byte:

@@ -24,7 +24,6 @@ from .. import _abi, _tensors, checkpoint, errors
 from .._config import config_doc as _config_doc, families as _families
 from . import _compat, _optim, profiler as _profiler
 from ..allocator import DeviceAllocator
-from .. import session as session_mod
 from ..session import Session
 from .process_group_comm import ProcessGroupComm
 
