@@ -219,12 +219,12 @@ TEST(Config, WrapMisuse) {
 TEST(Config, CommProblems) {
   auto problems = problems_of(
       "plugin_path: [" + fixture_dir("good") +
-      "]\ncomm: {backend: fake, timeout: soon, rendezvous: 'tcp://x', options: {fail_after: -5}}\n"
+      "]\ncomm: {backend: fake, timeout: soon, rendezvous: 'ftp://x', options: {fail_after: -5}}\n"
       "hook: {family: fixture_sum, name: sum}\n");
   std::string all = joined(problems);
   ASSERT_EQ(problems.size(), 3u) << all;
   EXPECT_NE(all.find("comm.timeout: 'soon' is not a timeout"), std::string::npos) << all;
-  EXPECT_NE(all.find("comm.rendezvous: 'tcp://x' is not a rendezvous"), std::string::npos) << all;
+  EXPECT_NE(all.find("comm.rendezvous: 'ftp://x' is not a rendezvous"), std::string::npos) << all;
   EXPECT_NE(all.find("comm.options.fail_after: is -5, outside its range"), std::string::npos)
       << all;
   EXPECT_ONE_PROBLEM(
