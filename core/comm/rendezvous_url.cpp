@@ -67,7 +67,7 @@ RendezvousUrl parse_tcp(const std::string& head, const std::string& rest) {
              head << ": no host (expected tcp://HOST:PORT)");
   DDPH_CHECK(has_port, DDPH_INVALID_ARGUMENT,
              head << ": no port (expected tcp://HOST:PORT; rank 0 serves the "
-                                    "store on that port)");
+                     "store on that port)");
   parsed.port = parse_port(port);
   DDPH_CHECK(parsed.port != 0, DDPH_INVALID_ARGUMENT,
              head << ": port '" << port << "' is not a number in [1, 65535]");
@@ -79,20 +79,20 @@ RendezvousUrl parse_tcp(const std::string& head, const std::string& rest) {
 RendezvousUrl parse_env(const std::string& head, const std::string& url) {
   DDPH_CHECK(url == kEnvScheme, DDPH_INVALID_ARGUMENT,
              head << ": env:// takes nothing after it (it reads MASTER_ADDR and "
-                                    "MASTER_PORT)");
+                     "MASTER_PORT)");
   const char* addr = std::getenv("MASTER_ADDR");
   const char* port = std::getenv("MASTER_PORT");
   DDPH_CHECK(addr != nullptr && *addr != '\0', DDPH_INVALID_ARGUMENT,
              head << ": the environment variable MASTER_ADDR is "
-                 << (addr == nullptr ? "not set" : "empty")
-                 << " (rank 0's address: torchrun and ddph lab set it)");
+                  << (addr == nullptr ? "not set" : "empty")
+                  << " (rank 0's address: torchrun and ddph lab set it)");
   DDPH_CHECK(port != nullptr && *port != '\0', DDPH_INVALID_ARGUMENT,
              head << ": the environment variable MASTER_PORT is "
-                 << (port == nullptr ? "not set" : "empty")
-                 << " (the port rank 0 serves the store on: torchrun and ddph lab set it)");
+                  << (port == nullptr ? "not set" : "empty")
+                  << " (the port rank 0 serves the store on: torchrun and ddph lab set it)");
   DDPH_CHECK(parse_port(port) != 0, DDPH_INVALID_ARGUMENT,
-             head << ": the environment variable MASTER_PORT='"
-                 << port << "' is not a port number in [1, 65535]");
+             head << ": the environment variable MASTER_PORT='" << port
+                  << "' is not a port number in [1, 65535]");
   const std::string addr_text = addr;
   const bool v6 = addr_text.find(':') != std::string::npos && addr_text[0] != '[';
   const std::string tcp =
@@ -115,9 +115,8 @@ RendezvousUrl parse_rendezvous_url(const std::string& url, const std::string& so
   RendezvousUrl parsed{RendezvousUrl::kFile, "", "", 0, ""};
   if (starts_with(url, kFileScheme)) {
     parsed.dir = url.substr(sizeof kFileScheme - 1);
-    DDPH_CHECK(
-        !parsed.dir.empty() && parsed.dir[0] == '/', DDPH_INVALID_ARGUMENT,
-        head << ": a file store needs an absolute path (file:///abs/dir)");
+    DDPH_CHECK(!parsed.dir.empty() && parsed.dir[0] == '/', DDPH_INVALID_ARGUMENT,
+               head << ": a file store needs an absolute path (file:///abs/dir)");
     return parsed;
   }
   if (starts_with(url, kTcpScheme)) return parse_tcp(head, url.substr(sizeof kTcpScheme - 1));
@@ -135,9 +134,8 @@ RendezvousUrl parse_rendezvous_url(const std::string& url, const std::string& so
     std::string port = rest.substr(colon + 1);
     char* end = nullptr;
     long p = std::strtol(port.c_str(), &end, 10);
-    DDPH_CHECK(
-        !port.empty() && *end == '\0' && p >= 1 && p <= 65535, DDPH_INVALID_ARGUMENT,
-        head << ": port '" << port << "' is not a number in [1, 65535]");
+    DDPH_CHECK(!port.empty() && *end == '\0' && p >= 1 && p <= 65535, DDPH_INVALID_ARGUMENT,
+               head << ": port '" << port << "' is not a number in [1, 65535]");
     parsed.port = int(p);
   }
   DDPH_CHECK(!parsed.host.empty(), DDPH_INVALID_ARGUMENT,

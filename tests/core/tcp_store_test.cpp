@@ -160,8 +160,8 @@ TEST(TcpStore, WithoutRankZeroAClientFailsAtItsDeadlineNamingTheAddress) {
   const auto timeout = 500ms;
   Thrown t = thrown_by([&] { one->get("k", deadline_in(timeout)); });
   EXPECT_EQ(t.code, DDPH_TIMEOUT) << t.message;
-  EXPECT_TRUE(contains(t.message, "rank 1 cannot reach rank 0's tcp store at 127.0.0.1:" +
-                                      std::to_string(port)))
+  EXPECT_TRUE(contains(
+      t.message, "rank 1 cannot reach rank 0's tcp store at 127.0.0.1:" + std::to_string(port)))
       << t.message;
   EXPECT_TRUE(contains(t.message, "Connection refused")) << t.message;
   EXPECT_TRUE(contains(t.message, "MASTER_ADDR and MASTER_PORT")) << t.message;

@@ -137,8 +137,7 @@ TEST(TcpRendezvous, AnotherJobOnThePortIsRefusedOnBothSides) {
           DDPH_CHILD_CHECK(s.session == nullptr, "job A's rank 0 opened without its rank 1");
           DDPH_CHILD_CHECK(s.code == DDPH_TIMEOUT, "job A's rank 0: %s", s.message.c_str());
           DDPH_CHILD_CHECK(contains(s.message, "of job 'job-b': this store serves job 'job-a'"),
-                           "job A's rank 0 does not name the refused rank: %s",
-                           s.message.c_str());
+                           "job A's rank 0 does not name the refused rank: %s", s.message.c_str());
           return 0;
         }
         if (!listening(port)) return 1;
@@ -151,10 +150,10 @@ TEST(TcpRendezvous, AnotherJobOnThePortIsRefusedOnBothSides) {
         DDPH_CHILD_CHECK(s.seconds < 2.5, "job B's rank %d was refused only after %.1f s: %s",
                          o.rank, s.seconds, s.message.c_str());
         const std::string why =
-            o.rank == 1 ? "job 'job-b' (rank 1): rank 0's tcp store at 127.0.0.1:" +
-                              std::to_string(port) + " (" + tcp_url(port) +
-                              ") serves job 'job-a', not this one"
-                        : tcp_url(port) + ": port " + std::to_string(port) + " is in use";
+            o.rank == 1
+                ? "job 'job-b' (rank 1): rank 0's tcp store at 127.0.0.1:" + std::to_string(port) +
+                      " (" + tcp_url(port) + ") serves job 'job-a', not this one"
+                : tcp_url(port) + ": port " + std::to_string(port) + " is in use";
         DDPH_CHILD_CHECK(contains(s.message, why), "job B's rank %d: '%s' not in: %s", o.rank,
                          why.c_str(), s.message.c_str());
         return 0;
@@ -191,8 +190,8 @@ TEST(TcpRendezvous, ARankWithoutTheJobsSecretIsRefusedOnBothSides) {
                                               : "did not prove it holds this rank's secret");
           DDPH_CHILD_CHECK(s.code == (rank == 0 ? DDPH_TIMEOUT : DDPH_INVALID_ARGUMENT),
                            "rank %d: %s", rank, s.message.c_str());
-          DDPH_CHILD_CHECK(contains(s.message, why), "rank %d: '%s' not in: %s", rank,
-                           why.c_str(), s.message.c_str());
+          DDPH_CHILD_CHECK(contains(s.message, why), "rank %d: '%s' not in: %s", rank, why.c_str(),
+                           s.message.c_str());
           return 0;
         },
         30);
@@ -216,8 +215,8 @@ TEST(TcpRendezvous, WithoutRankZeroTheOthersFailAtTheTimeoutNamingItsAddress) {
   Opened s = open_job(o);
   EXPECT_EQ(s.session, nullptr);
   EXPECT_EQ(s.code, DDPH_TIMEOUT) << s.message;
-  EXPECT_TRUE(contains(s.message, "rank 1 cannot reach rank 0's tcp store at 127.0.0.1:" +
-                                      std::to_string(port)))
+  EXPECT_TRUE(contains(
+      s.message, "rank 1 cannot reach rank 0's tcp store at 127.0.0.1:" + std::to_string(port)))
       << s.message;
   EXPECT_GE(s.seconds, 0.3 * 0.95);
   EXPECT_LT(s.seconds, 0.3 + 2 * baseline.seconds + 0.4) << s.message;

@@ -233,6 +233,22 @@ TEST(Config, CommProblems) {
       "comm.backend: plugin family 'comm_carrier_pigeon' not found");
 }
 
+// Rank 0's store: tcp://host:port is checked whole here; env:// names
+// variables that only the ranks' environment holds, so it is read there.
+TEST(Config, TcpAndEnvRendezvous) {
+  auto with_rendezvous = [](const std::string& url) {
+    return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake, rendezvous: '" +
+           url + "'}\nhook: {family: fixture_sum, name: sum}\n";
+  };
+  for (const char* good : {"tcp://10.0.0.1:29500", "tcp://[fd00::1]:29500", "env://"}) {
+    auto problems = problems_of(with_rendezvous(good));
+    EXPECT_TRUE(problems.empty()) << good << ": " << joined(problems);
+  }
+  EXPECT_ONE_PROBLEM(with_rendezvous("tcp://x"), "comm.rendezvous: 'tcp://x': no port");
+  EXPECT_ONE_PROBLEM(with_rendezvous("tcp://x:99999"),
+                     "comm.rendezvous: 'tcp://x:99999': port '99999' is not a number");
+}
+
 TEST(Config, BucketCheck) {
   auto job_with = [](const std::string& comm) {
     ConfigSource source;

@@ -49,8 +49,7 @@ auto decoding(const char* message, const std::string& body, Body&& read) {
 }  // namespace
 
 std::string Hello::who() const {
-  return "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + " on host " + host +
-         ")";
+  return "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + " on host " + host + ")";
 }
 
 std::string encode(const Hello& m) {
@@ -162,8 +161,8 @@ Request decode_request(const std::string& body) {
     m.op = Op(op);
     const uint64_t n = r.get(4, "key count");
     DDPH_CHECK(n <= r.left() / 4, DDPH_INVALID_ARGUMENT, n << " keys cannot fit");
-    DDPH_CHECK(m.op == kGet || n == 1, DDPH_INVALID_ARGUMENT, "op " << op << " with " << n
-                                                                    << " keys");
+    DDPH_CHECK(m.op == kGet || n == 1, DDPH_INVALID_ARGUMENT,
+               "op " << op << " with " << n << " keys");
     for (uint64_t i = 0; i < n; ++i) m.keys.push_back(get_string(r, "key"));
     if (m.op == kSet || m.op == kAdd) m.value = get_string(r, "value");
     return m;
@@ -231,8 +230,8 @@ std::string random_bytes(size_t n) {
   while (done < n) {
     const ssize_t got = getrandom(&out[done], n - done, 0);
     if (got < 0 && errno == EINTR) continue;
-    DDPH_CHECK(got > 0, DDPH_INTERNAL, "cannot draw random bytes (getrandom: " << strerror(errno)
-                                                                               << ")");
+    DDPH_CHECK(got > 0, DDPH_INTERNAL,
+               "cannot draw random bytes (getrandom: " << strerror(errno) << ")");
     done += size_t(got);
   }
   return out;

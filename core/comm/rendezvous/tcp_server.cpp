@@ -131,8 +131,8 @@ bool TcpServer::read_from(Conn& c) {
   }
   while (c.state != Conn::kClosing && c.in.size() >= 4) {
     const auto* p = reinterpret_cast<const unsigned char*>(c.in.data());
-    const uint32_t n = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
-                       uint32_t(p[3]) << 24;
+    const uint32_t n =
+        uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
     if (n > tcp::kMaxFrame) {
       note_refusal("closed the connection from " + c.peer + ": it sent a frame of " +
                    std::to_string(n) + " bytes (not a ddph rank)");

@@ -22,13 +22,13 @@ std::string host_port(const std::string& host, int port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-const char kSameSecret[] =
-    "give every rank the same comm.secret_file (or DDPH_JOB_SECRET_FILE)";
+constexpr std::chrono::milliseconds kLastLook(250);
+
+const char kSameSecret[] = "give every rank the same comm.secret_file (or DDPH_JOB_SECRET_FILE)";
 
 }  // namespace
 
-TcpStore::TcpStore(std::string host, int port, int rank, std::string url,
-                   const StoreAccess& access)
+TcpStore::TcpStore(std::string host, int port, int rank, std::string url, const StoreAccess& access)
     : host_(std::move(host)),
       url_(std::move(url)),
       name_("rank 0's tcp store at " + host_port(host_, port)),
@@ -82,10 +82,10 @@ void TcpStore::try_get_many(const std::vector<std::string>& keys, std::vector<st
   tcp::Request r;
   r.op = tcp::kGet;
   r.keys = keys;
-  tcp::Reply reply =
-      call(r, deadline,
-           keys.size() == 1 ? "get '" + keys[0] + "'" : "get " + std::to_string(keys.size()) +
-                                                            " keys from '" + keys[0] + "'");
+  tcp::Reply reply = call(
+      r, deadline,
+      keys.size() == 1 ? "get '" + keys[0] + "'"
+                       : "get " + std::to_string(keys.size()) + " keys from '" + keys[0] + "'");
   *values = std::move(reply.values);
   *found = std::move(reply.found);
 }
@@ -115,9 +115,13 @@ tcp::Reply TcpStore::call(const tcp::Request& r, Deadline deadline, const std::s
     if (!fd_.valid()) connect(deadline);
     // From here the server may hold what this request writes.
     if (r.op != tcp::kGet) wrote_ = true;
+    // A wait's last look comes at its deadline (KvStore::poll): the request
+    // gets the moment a server that is up needs to answer, so that a
+    // missing key is reported as missing, not as a silent rank 0.
+    const Deadline io_deadline = std::max(deadline, Clock::now() + kLastLook);
     std::string why, answer;
-    tcp::Io io = tcp::send_frame(fd_.get(), body, deadline, &why);
-    if (io == tcp::Io::kOk) io = tcp::recv_frame(fd_.get(), &answer, deadline, &why);
+    tcp::Io io = tcp::send_frame(fd_.get(), body, io_deadline, &why);
+    if (io == tcp::Io::kOk) io = tcp::recv_frame(fd_.get(), &answer, io_deadline, &why);
     if (io == tcp::Io::kOk) {
       tcp::Reply reply;
       try {
@@ -126,9 +130,9 @@ tcp::Reply TcpStore::call(const tcp::Request& r, Deadline deadline, const std::s
         fd_.reset();
         throw;
       }
-      DDPH_CHECK(reply.status == 0, DDPH_COMM_FAILURE,
-                 name_ << ", on rank " << rank_ << ": " << what
-                       << ": rank 0 answered: " << reply.error);
+      DDPH_CHECK(
+          reply.status == 0, DDPH_COMM_FAILURE,
+          name_ << ", on rank " << rank_ << ": " << what << ": rank 0 answered: " << reply.error);
       return reply;
     }
     // A reply that did not come in time would answer the next request:
@@ -169,13 +173,12 @@ void TcpStore::connect(Deadline deadline) {
     // The server that held this rank's keys is gone: no use waiting.
     if (wrote_) lost("reconnecting", why);
     const auto now = Clock::now();
-    DDPH_CHECK(
-        now < deadline, DDPH_TIMEOUT,
-        "rank " << rank_ << " cannot reach " << name_ << " (" << url_ << "): no answer for "
-                << std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()
-                << " ms (" << why
-                << "). Is rank 0 running, and do all ranks have the same MASTER_ADDR and "
-                   "MASTER_PORT (or tcp:// address)?");
+    DDPH_CHECK(now < deadline, DDPH_TIMEOUT,
+               "rank " << rank_ << " cannot reach " << name_ << " (" << url_ << "): no answer for "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()
+                       << " ms (" << why
+                       << "). Is rank 0 running, and do all ranks have the same MASTER_ADDR and "
+                          "MASTER_PORT (or tcp:// address)?");
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
     pause = std::min(pause * 2, std::chrono::milliseconds(200));
   }

@@ -65,7 +65,7 @@ class TcpStore : public KvStore {
   const std::string host_, url_, name_;
   const int port_, rank_;
   const StoreAccess access_;
-  std::shared_ptr<KvStore> keys_;     // rank 0: the keys it serves
+  std::shared_ptr<KvStore> keys_;      // rank 0: the keys it serves
   std::unique_ptr<TcpServer> server_;  // rank 0
 
   std::mutex mu_;
