@@ -74,31 +74,59 @@ RendezvousUrl parse_tcp(const std::string& head, const std::string& rest) {
   return parsed;
 }
 
+// A port from the environment variable `name`: a missing or malformed one
+// is named. `what` says what the variable is for.
+std::string env_port(const std::string& head, const char* name, const char* what) {
+  const char* port = std::getenv(name);
+  DDPH_CHECK(port != nullptr && *port != '\0', DDPH_INVALID_ARGUMENT,
+             head << ": the environment variable " << name << " is "
+                  << (port == nullptr ? "not set" : "empty") << " (" << what << ")");
+  DDPH_CHECK(parse_port(port) != 0, DDPH_INVALID_ARGUMENT,
+             head << ": the environment variable " << name << "='" << port
+                  << "' is not a port number in [1, 65535]");
+  return port;
+}
+
 // env://: MASTER_ADDR and MASTER_PORT, as torchrun, ddph lab and
-// init_process_group(init_method="env://") read them.
+// init_process_group(init_method="env://") read them. Under torchrun's
+// agent store (TORCHELASTIC_USE_AGENT_STORE=True, torchrun's default),
+// torchrun itself listens on MASTER_PORT, so rank 0 serves on the port
+// after it; DDPH_MASTER_PORT, when set, names the port instead.
 RendezvousUrl parse_env(const std::string& head, const std::string& url) {
   DDPH_CHECK(url == kEnvScheme, DDPH_INVALID_ARGUMENT,
              head << ": env:// takes nothing after it (it reads MASTER_ADDR and "
                      "MASTER_PORT)");
   const char* addr = std::getenv("MASTER_ADDR");
-  const char* port = std::getenv("MASTER_PORT");
   DDPH_CHECK(addr != nullptr && *addr != '\0', DDPH_INVALID_ARGUMENT,
              head << ": the environment variable MASTER_ADDR is "
                   << (addr == nullptr ? "not set" : "empty")
                   << " (rank 0's address: torchrun and ddph lab set it)");
-  DDPH_CHECK(port != nullptr && *port != '\0', DDPH_INVALID_ARGUMENT,
-             head << ": the environment variable MASTER_PORT is "
-                  << (port == nullptr ? "not set" : "empty")
-                  << " (the port rank 0 serves the store on: torchrun and ddph lab set it)");
-  DDPH_CHECK(parse_port(port) != 0, DDPH_INVALID_ARGUMENT,
-             head << ": the environment variable MASTER_PORT='" << port
-                  << "' is not a port number in [1, 65535]");
   const std::string addr_text = addr;
+  std::string port, from = "MASTER_ADDR=" + addr_text;
+  const char* own = std::getenv("DDPH_MASTER_PORT");
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (own != nullptr && *own != '\0') {
+    port = env_port(head, "DDPH_MASTER_PORT", "the port rank 0 serves the store on");
+    from += " DDPH_MASTER_PORT=" + port;
+  } else {
+    port = env_port(head, "MASTER_PORT",
+                    "the port rank 0 serves the store on: torchrun and ddph lab set it");
+    from += " MASTER_PORT=" + port;
+    if (agent != nullptr && std::string(agent) == "True") {
+      DDPH_CHECK(parse_port(port) != 65535, DDPH_INVALID_ARGUMENT,
+                 head << ": torchrun's agent serves MASTER_PORT=65535 itself, and there is no "
+                         "port after it for rank 0's store: set DDPH_MASTER_PORT");
+      port = std::to_string(parse_port(port) + 1);
+      from +=
+          " + 1 (torchrun's agent serves MASTER_PORT itself; DDPH_MASTER_PORT names "
+          "another port)";
+    }
+  }
   const bool v6 = addr_text.find(':') != std::string::npos && addr_text[0] != '[';
   const std::string tcp =
       std::string(kTcpScheme) + (v6 ? "[" + addr_text + "]" : addr_text) + ":" + port;
   RendezvousUrl parsed = parse_tcp(head + " (" + tcp + ")", tcp.substr(sizeof kTcpScheme - 1));
-  parsed.from_env = "MASTER_ADDR=" + addr_text + " MASTER_PORT=" + port;
+  parsed.from_env = from;
   return parsed;
 }
 

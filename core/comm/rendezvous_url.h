@@ -2,7 +2,8 @@
 // (a directory every rank can see), "redis://host[:port]",
 // "tcp://host:port" (rank 0 serves the store on port, every interface) or
 // "env://" (tcp://$MASTER_ADDR:$MASTER_PORT, as torchrun and ddph lab set
-// them).
+// them; under torchrun's agent store, which listens on MASTER_PORT itself,
+// the port after it; DDPH_MASTER_PORT, when set, names the port).
 #pragma once
 
 #include <string>
@@ -14,7 +15,8 @@ struct RendezvousUrl {
   std::string dir;   // kFile: the absolute directory
   std::string host;  // kRedis, kTcp (an IPv6 address without its brackets)
   int port = 0;      // kRedis: 6379 unless given; kTcp: always given
-  // kTcp from env://: "MASTER_ADDR=... MASTER_PORT=..." for messages; else "".
+  // kTcp from env://: the variables read ("MASTER_ADDR=... MASTER_PORT=...")
+  // for messages; else "".
   std::string from_env;
 };
 

@@ -378,6 +378,22 @@ TEST(TcpStore, EnvReadsMasterAddrAndMasterPort) {
     EXPECT_EQ(root->get("k", deadline_in(5s)), "v");
     EXPECT_EQ(root->describe(), "rank 0's tcp store at 127.0.0.1:" + std::to_string(port));
   }
+  // Under torchrun's agent store, torchrun listens on MASTER_PORT: rank 0
+  // serves on the port after it, unless DDPH_MASTER_PORT names one.
+  setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+  u = parse_rendezvous_url("env://");
+  EXPECT_EQ(u.port, port + 1);
+  EXPECT_TRUE(contains(u.from_env, "MASTER_PORT=" + std::to_string(port) + " + 1")) << u.from_env;
+  setenv("DDPH_MASTER_PORT", "4242", 1);
+  u = parse_rendezvous_url("env://");
+  EXPECT_EQ(u.port, 4242);
+  EXPECT_TRUE(contains(u.from_env, "DDPH_MASTER_PORT=4242")) << u.from_env;
+  setenv("DDPH_MASTER_PORT", "0", 1);
+  Thrown bad_own = thrown_by([] { parse_rendezvous_url("env://"); });
+  EXPECT_TRUE(contains(bad_own.message, "DDPH_MASTER_PORT='0' is not a port number"))
+      << bad_own.message;
+  unsetenv("DDPH_MASTER_PORT");
+  unsetenv("TORCHELASTIC_USE_AGENT_STORE");
   setenv("MASTER_PORT", "http", 1);
   Thrown bad_port = thrown_by([] { parse_rendezvous_url("env://"); });
   EXPECT_EQ(bad_port.code, DDPH_INVALID_ARGUMENT);

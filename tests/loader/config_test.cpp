@@ -237,8 +237,8 @@ TEST(Config, CommProblems) {
 // variables that only the ranks' environment holds, so it is read there.
 TEST(Config, TcpAndEnvRendezvous) {
   auto with_rendezvous = [](const std::string& url) {
-    return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake, rendezvous: '" +
-           url + "'}\nhook: {family: fixture_sum, name: sum}\n";
+    return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake, rendezvous: '" + url +
+           "'}\nhook: {family: fixture_sum, name: sum}\n";
   };
   for (const char* good : {"tcp://10.0.0.1:29500", "tcp://[fd00::1]:29500", "env://"}) {
     auto problems = problems_of(with_rendezvous(good));

@@ -42,6 +42,36 @@ def test_two_numpy_ranks_meet_over_env_as_torchrun_starts_them():
         assert "rank %d: ok (777 elements averaged over 2 ranks" % rank in out, out
 
 
+def free_port_pair():
+    """A port P with P + 1 free too: torchrun's agent serves P, rank 0 P + 1."""
+    for _ in range(50):
+        p = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    pytest.skip("no two free ports in a row on 127.0.0.1")
+
+
+def test_two_numpy_ranks_meet_over_env_under_torchrun():
+    """torchrun's agent serves its own store at MASTER_PORT: env:// serves on the
+    port after it (TORCHELASTIC_USE_AGENT_STORE=True), and both ranks meet."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (torchrun)")
+    if int(torch.__version__.split(".")[0]) < 2:
+        pytest.skip("torch %s: its torchrun fails on this Python; needs PyTorch 2"
+                    % torch.__version__)
+    port = free_port_pair()
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                        "--master-port", str(port), EXAMPLE, "--rendezvous", "env://"],
+                       capture_output=True, text=True, timeout=180)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for rank in range(2):
+        assert "rank %d: ok (1000 elements averaged over 2 ranks" % rank in out, out
+
+
 def test_env_without_master_port_is_named(monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.delenv("MASTER_PORT", raising=False)

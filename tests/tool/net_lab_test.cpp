@@ -113,10 +113,10 @@ TEST_F(Lab, GloosRawAllreduceOf25MbTakesAtMost115xItsWireBound) {
 // rendezvous there (no shared directory, no Redis). Each rank checks its
 // mean against NumPy's and says ok.
 TEST_F(Lab, NumpyRanksMeetOverEnvAtTheAddressTheLabSets) {
-  const Result r = ddph("lab --link 1gbit --world 2 --port 29612 -- env DDPH_LIBRARY=" +
-                        std::string(DDPH_LIB_DIR) + "/libddph.so /usr/bin/python3 " +
-                        std::string(DDPH_SOURCE_DIR) +
-                        "/examples/python/numpy_allreduce.py --rendezvous env:// --job lab-env");
+  const Result r = ddph(
+      "lab --link 1gbit --world 2 --port 29612 -- env DDPH_LIBRARY=" + std::string(DDPH_LIB_DIR) +
+      "/libddph.so /usr/bin/python3 " + std::string(DDPH_SOURCE_DIR) +
+      "/examples/python/numpy_allreduce.py --rendezvous env:// --job lab-env");
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("rank 0: ok (1000 elements averaged over 2 ranks"), std::string::npos)
       << describe(r);

@@ -195,7 +195,8 @@ Fd listen_on(int port, const std::string& url) {
   DDPH_CHECK(err != EADDRINUSE, DDPH_INVALID_ARGUMENT,
              url << ": port " << port
                  << " is in use (another job or process listens on it), so rank 0 cannot serve "
-                    "the rendezvous store there; choose another MASTER_PORT / port");
+                    "the rendezvous store there; choose another MASTER_PORT / port (or, "
+                    "for env://, DDPH_MASTER_PORT)");
   DDPH_CHECK(fd.valid(), DDPH_COMM_FAILURE,
              url << ": rank 0 cannot listen on port " << port << ": " << strerror(err));
   return fd;
