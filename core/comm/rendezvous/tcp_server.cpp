@@ -64,9 +64,9 @@ std::string TcpServer::refusals() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (refused_ == 0) return "";
   std::string text = name_ + " refused " + std::to_string(refused_) +
-                     (refused_ == 1 ? " connection" : " connections") +
-                     (refused_ > refusals_.size() ? " (the last " : " (") +
-                     std::to_string(refusals_.size()) + "): ";
+                     (refused_ == 1 ? " connection" : " connections");
+  if (refused_ > refusals_.size()) text += " (the last " + std::to_string(refusals_.size()) + ")";
+  text += ": ";
   for (size_t i = 0; i < refusals_.size(); ++i) text += (i ? "; " : "") + refusals_[i];
   return text;
 }
