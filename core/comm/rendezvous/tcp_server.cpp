@@ -119,13 +119,16 @@ void TcpServer::accept_all() {
 
 bool TcpServer::read_from(Conn& c) {
   char buf[65536];
+  // A client may send its last frame and close at once (a client that
+  // refuses this store says why, then goes): its frames are read first.
+  bool open = true;
   for (;;) {
     const ssize_t k = recv(c.fd.get(), buf, sizeof buf, 0);
-    if (k == 0) return false;
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (k <= 0) {
+      open = false;
+      break;
     }
     if (c.state != Conn::kClosing) c.in.append(buf, size_t(k));
   }
@@ -143,7 +146,7 @@ bool TcpServer::read_from(Conn& c) {
     c.in.erase(0, 4 + size_t(n));
     on_frame(c, body);
   }
-  return true;
+  return open;
 }
 
 bool TcpServer::write_to(Conn& c) {
