@@ -144,7 +144,10 @@ tcp::Reply TcpStore::call(const tcp::Request& r, Deadline deadline, const std::s
                         "overloaded?)");
     if (wrote_) lost(what, why);
     // Nothing of this rank's was there: a later run of rank 0's server
-    // (the job's next session) serves as well.
+    // (the job's next session) serves as well, if it comes in time.
+    DDPH_CHECK(Clock::now() < deadline, DDPH_TIMEOUT,
+               name_ << " (" << url_ << "), on rank " << rank_ << ": " << what << ": " << why
+                     << ", and rank 0 did not serve again in time");
   }
 }
 
