@@ -48,8 +48,8 @@ class KvStore {
   // Sets key to value, replacing any earlier value.
   virtual void set(const std::string& key, const std::string& value, Deadline deadline) = 0;
   // Sets key to value only if key is absent; false (and nothing written) if
-  // it exists. Atomic in the file and Redis stores; a host store has no such
-  // primitive and always sets (it serves one job: see host_store).
+  // it exists. Atomic in the file, Redis and tcp stores; a host store has no
+  // such primitive and always sets (it serves one job: see host_store).
   virtual bool add(const std::string& key, const std::string& value, Deadline deadline) = 0;
   // The value of key if it exists now.
   virtual bool try_get(const std::string& key, std::string* value, Deadline deadline) = 0;
