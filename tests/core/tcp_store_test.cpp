@@ -9,7 +9,9 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -341,6 +343,40 @@ TEST(TcpStore, WhenRankZeroGoesARankWithKeysThereFailsAtOnceNamingIt) {
   Thrown later = thrown_by([&] { one->get("k/mine", deadline_in(20s)); });
   EXPECT_EQ(later.code, DDPH_COMM_FAILURE) << later.message;
   EXPECT_LT(later.seconds, 10.0);
+}
+
+// A child that rank 0's process forks while it serves (a data loader's
+// workers) keeps neither the port nor the clients' connections: once rank
+// 0's store is gone, the next rank 0 can listen on the port and a client
+// hears at once that rank 0 went, however long the child lives.
+TEST(TcpStore, AChildForkedWhileRankZeroServesKeepsNeitherItsPortNorItsClients) {
+  const int port = ddph_test::free_port();
+  auto root = open(port, 0);
+  auto one = open(port, 1);
+  one->set("k/mine", "v", deadline_in(5s));
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    // fork has returned here: the child's fork handlers have run.
+    const char up = 1;
+    if (write(ready[1], &up, 1) != 1) _exit(1);
+    sleep(5);
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  char up = 0;
+  ASSERT_EQ(read(ready[0], &up, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  root.reset();
+  Thrown reopen = thrown_by([&] { root = open(port, 0); });
+  Thrown t = thrown_by([&] { one->get("k/yours", deadline_in(20s)); });
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(reopen.code, DDPH_OK) << reopen.message;
+  EXPECT_EQ(t.code, DDPH_COMM_FAILURE) << t.message;
+  EXPECT_LT(t.seconds, 2.5) << "the client heard of rank 0's end only when the child ended";
 }
 
 // A rank that opens the job's next session while rank 0 still serves the
