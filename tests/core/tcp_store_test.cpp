@@ -171,6 +171,26 @@ TEST(TcpStore, WithoutRankZeroAClientFailsAtItsDeadlineNamingTheAddress) {
   EXPECT_LT(t.seconds, 4 * Seconds(timeout).count()) << "the connect overran its deadline";
 }
 
+// Another program on the port that takes connections and never answers:
+// the client's wait ends at its deadline saying so.
+TEST(TcpStore, ASilentProgramOnThePortIsATimeoutNamingIt) {
+  const int port = ddph_test::free_port();
+  tcp::Fd silent(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  ASSERT_EQ(bind(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(silent.get(), 4), 0);  // the kernel accepts; nobody answers
+  auto one = open(port, 1);
+  const auto timeout = 400ms;
+  Thrown t = thrown_by([&] { one->get("k", deadline_in(timeout)); });
+  EXPECT_EQ(t.code, DDPH_TIMEOUT) << t.message;
+  EXPECT_TRUE(contains(t.message, "did not finish the handshake in time")) << t.message;
+  EXPECT_GE(t.seconds, Seconds(timeout).count());
+  EXPECT_LT(t.seconds, 4 * Seconds(timeout).count()) << "the handshake overran its deadline";
+}
+
 TEST(TcpStore, AClientWaitsForRankZeroToComeUp) {
   const int port = ddph_test::free_port();
   auto one = open(port, 1);
