@@ -1,76 +1,22 @@
 #include "core/comm/rendezvous/tcp_server.h"
 
 #include <poll.h>
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
-#include <set>
 
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "core/comm/rendezvous/tcp_fork.h"
 #include "core/comm/rendezvous/tcp_protocol.h"
 
 namespace ddph {
 namespace rendezvous {
-namespace {
-
-// The sockets of this process's servers. A child forked while a server
-// runs (a data loader's workers, multiprocessing) has no server thread; if
-// it kept them, it would hold rank 0's port after the server is gone (the
-// job's next rank 0 could not listen there) and keep the clients'
-// connections open (a rank would wait for its deadline instead of hearing
-// at once that rank 0 went). The child closes them (pthread_atfork; glibc
-// drops the handlers when this library is unloaded).
-std::mutex& fds_mu() {
-  static auto* mu = new std::mutex;  // never destroyed: a fork may come at exit
-  return *mu;
-}
-
-std::set<int>& fds() {
-  static auto* set = new std::set<int>;
-  return *set;
-}
-
-void close_in_child() {
-  for (int fd : fds()) close(fd);
-  fds().clear();
-  fds_mu().unlock();
-}
-
-// Once per process (the handlers lock the one mutex).
-void install_fork_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    pthread_atfork([] { fds_mu().lock(); }, [] { fds_mu().unlock(); }, &close_in_child);
-  });
-}
-
-// make() (a new descriptor, or an invalid one) runs under the lock, so that
-// no fork comes between a socket's birth and its registration.
-template <class Make>
-tcp::Fd owned(Make&& make) {
-  install_fork_handlers();
-  std::lock_guard<std::mutex> lock(fds_mu());
-  tcp::Fd fd = make();
-  if (fd.valid()) fds().insert(fd.get());
-  return fd;
-}
-
-void release(tcp::Fd& fd) {
-  std::lock_guard<std::mutex> lock(fds_mu());
-  if (fd.valid()) fds().erase(fd.get());
-  fd.reset();
-}
-
-}  // namespace
-
 struct TcpServer::Conn {
-  ~Conn() { release(fd); }
+  ~Conn() { tcp::release_server_socket(fd); }
   tcp::Fd fd;
   std::string peer;
   std::string in, out;
@@ -101,13 +47,13 @@ TcpServer::TcpServer(int port, std::string url, std::string name, const StoreAcc
       keys_(std::move(keys)),
       instance_(tcp::random_bytes(tcp::kNonceBytes)) {
   try {
-    listener_ = owned([&] { return tcp::listen_on(port, url_); });
-    wake_ = owned([] { return tcp::Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)); });
+    listener_ = tcp::server_socket([&] { return tcp::listen_on(port, url_); });
+    wake_ = tcp::server_socket([] { return tcp::Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)); });
     DDPH_CHECK(wake_.valid(), DDPH_COMM_FAILURE, name_ << ": eventfd: " << strerror(errno));
     thread_ = std::thread([this] { run(); });
   } catch (...) {
-    release(listener_);
-    release(wake_);
+    tcp::release_server_socket(listener_);
+    tcp::release_server_socket(wake_);
     throw;
   }
 }
@@ -119,8 +65,8 @@ TcpServer::~TcpServer() {
     // The loop also wakes within its poll period below.
   }
   thread_.join();
-  release(listener_);
-  release(wake_);
+  tcp::release_server_socket(listener_);
+  tcp::release_server_socket(wake_);
 }
 
 std::string TcpServer::refusals() const {
@@ -172,7 +118,7 @@ void TcpServer::run() {
 void TcpServer::accept_all() {
   for (;;) {
     auto c = std::make_unique<Conn>();
-    c->fd = owned([&] {
+    c->fd = tcp::server_socket([&] {
       return tcp::Fd(accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     });
     if (!c->fd.valid()) return;  // EAGAIN: none left; anything else: tried again next round
