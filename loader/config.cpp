@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/comm/rendezvous_url.h"
 #include "loader/job_id.h"
 #include "loader/registry.h"
 #include "loader/search_path.h"
@@ -456,9 +457,18 @@ class Parser {
         comm.rendezvous_at = at(v);
         if (!scalar(v, key, &comm.rendezvous)) continue;
         const std::string& r = comm.rendezvous;
-        if (r != "host" && r.rfind("file://", 0) != 0 && r.rfind("redis://", 0) != 0)
+        if (r != "host" && !is_rendezvous_url(r))
           problem(v, key,
-                  "'" + r + "' is not a rendezvous: use file:///dir, redis://host:port or host");
+                  "'" + r +
+                      "' is not a rendezvous: use file:///dir, redis://host:port, "
+                      "tcp://host:port, env:// or host");
+        else if (r.rfind("tcp://", 0) == 0)
+          // env:// is read where each rank runs; a tcp:// address is whole here.
+          try {
+            parse_rendezvous_url(r, "");
+          } catch (const Error& e) {
+            problem(v, key, e.what());
+          }
       } else if (name == "timeout") {
         std::string text;
         if (scalar(v, key, &text) &&

@@ -33,7 +33,8 @@ void check_comm_init(const ddph_comm_init_t* init, const char* who, Rendezvous r
     DDPH_CHECK(has_url, DDPH_INVALID_ARGUMENT,
                who << ": " << init->world_size
                    << " ranks need a rendezvous: set comm.rendezvous in the YAML "
-                      "(file:///dir or redis://host:port), or lend the host's store "
+                      "(file:///dir, redis://host:port, tcp://host:port or env://), or lend "
+                      "the host's store "
                       "(comm.rendezvous: host); neither init.rendezvous nor init.store is set");
   if (has_url) parse_rendezvous_url(init->rendezvous);
 }

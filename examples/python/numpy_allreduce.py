@@ -4,6 +4,12 @@
     python3 examples/python/numpy_allreduce.py                 # starts 2 ranks itself
     python3 examples/python/numpy_allreduce.py --rank 0 --world 2 --rendezvous file:///tmp/job --job demo &
     python3 examples/python/numpy_allreduce.py --rank 1 --world 2 --rendezvous file:///tmp/job --job demo
+    torchrun --nproc-per-node 2 examples/python/numpy_allreduce.py --rendezvous env://
+    ddph lab --world 2 -- python3 examples/python/numpy_allreduce.py --rendezvous env://
+
+With env:// rank 0 serves the rendezvous at MASTER_ADDR:MASTER_PORT, and
+without --rank the rank and world size come from RANK and WORLD_SIZE, as
+torchrun and ddph lab set them.
 
 Each rank fills element i with (rank + 1) * (i % 7); after session.run the
 array holds the mean over ranks, (world + 1) / 2 * (i % 7). --config picks
@@ -25,6 +31,8 @@ import ddphooks  # noqa: E402
 
 
 def run_rank(args):
+    if args.rank is None:  # a launcher's ranks: torchrun, ddph lab
+        args.rank, args.world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     data = ((args.rank + 1) * (np.arange(args.n) % 7)).astype(np.float32)
     with ddphooks.Session(args.config, rank=args.rank, world_size=args.world,
                           rendezvous=args.rendezvous, job=args.job) as session:
@@ -60,16 +68,21 @@ def main():
     p.add_argument("--config", default=os.path.join(ROOT, "configs", "allreduce.yaml"))
     p.add_argument("--rank", type=int)
     p.add_argument("--world", type=int, default=2)
-    p.add_argument("--rendezvous", help="file:///dir or redis://host:port (required with --rank)")
+    p.add_argument("--rendezvous", help="file:///dir, redis://host:port, tcp://host:port or "
+                   "env:// (required with --rank; without --rank, a launcher's ranks: RANK "
+                   "and WORLD_SIZE from the environment)")
     p.add_argument("--job", help="the job id (default: the YAML's, DDPH_JOB_ID, or 'default'; "
                                   "a launch without --rank makes a fresh one)")
     p.add_argument("--n", type=int, default=1000, help="elements")
     p.add_argument("--steps", type=int, default=3)
     args = p.parse_args()
-    if args.rank is None:
+    if args.rank is None and not args.rendezvous:
         return launch(args)
     if not args.rendezvous:
         p.error("--rendezvous is required with --rank")
+    if args.rank is None and not ("RANK" in os.environ and "WORLD_SIZE" in os.environ):
+        p.error("--rendezvous without --rank takes the rank from RANK and WORLD_SIZE, which "
+                "are not set (run it under torchrun or ddph lab, or give --rank and --world)")
     return run_rank(args)
 
 

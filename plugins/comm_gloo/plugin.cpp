@@ -91,7 +91,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
 const ddph_comm_factory_t kFactory = comm_factory(
     "gloo",
     "Gloo over TCP on CPU tensors (CUDA tensors staged through host memory); rendezvous via "
-    "file://, redis:// or the host's store",
+    "file://, redis://, tcp://, env:// or the host's store",
     kOptions, sizeof kOptions / sizeof kOptions[0], &create, &check);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};

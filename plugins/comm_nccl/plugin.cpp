@@ -61,7 +61,7 @@ ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
 const ddph_comm_factory_t kFactory = comm_factory(
     "nccl",
     "NCCL on CUDA tensors (enqueued on the bucket's stream); host tensors are staged through the "
-    "GPU; rendezvous via file://, redis:// or the host's store",
+    "GPU; rendezvous via file://, redis://, tcp://, env:// or the host's store",
     kOptions, sizeof kOptions / sizeof kOptions[0], &create);
 
 const ddph_comm_factory_t* const kComms[] = {&kFactory};

@@ -53,7 +53,9 @@ class Session:
     rank, world_size: this process's place; by default from the YAML, then
         DDPH_RANK/DDPH_WORLD_SIZE, then RANK/WORLD_SIZE, else 0 of 1.
     rendezvous: overrides the YAML's comm.rendezvous ("file:///dir",
-        "redis://host:port", or "host" for `store`).
+        "redis://host:port", "tcp://host:port" or "env://", where rank 0
+        serves the store at that address or at MASTER_ADDR:MASTER_PORT as
+        torchrun and ddph lab set them, or "host" for `store`).
     store: a host key-value store (e.g. a torch.distributed Store) used when
         the rendezvous is "host" or unset.
     job: the job id every store key lives under (1 to 64 of [A-Za-z0-9._-]);

@@ -1,5 +1,6 @@
-// Rendezvous through Redis, through a host-provided ddph_store_t, and two
-// sessions sharing one file store under different prefixes.
+// Rendezvous through Redis, rank 0's tcp:// store, a host-provided
+// ddph_store_t, and two sessions sharing one file store under different
+// prefixes.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -63,6 +64,29 @@ TEST(CommGlooRendezvous, Redis) {
   }
   kill(redis, SIGTERM);
   waitpid(redis, nullptr, 0);
+}
+
+// A communicator opened on its own (init.rendezvous, no session) at rank
+// 0's tcp:// store: rank 0 serves it, for as long as its communicator lives.
+TEST(CommGlooRendezvous, TcpRankZeroServes) {
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(ddph_test::free_port());
+  auto res = ddph_test::run_ranks(
+      3,
+      [&](int rank, int w, const std::string&) {
+        Connect c;
+        c.rank = rank;
+        c.world = w;
+        c.rendezvous = url;
+        c.prefix = "tcp-world";
+        Err err;
+        ddph_comm_t* comm = connect(c, &err);
+        DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+        int rc = sum_check(comm, rank, w);
+        comm->destroy(comm->ctx);
+        return rc;
+      },
+      30);
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
 TEST(CommGlooRendezvous, UnreachableRedisIsACommFailure) {

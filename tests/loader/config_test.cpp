@@ -219,18 +219,34 @@ TEST(Config, WrapMisuse) {
 TEST(Config, CommProblems) {
   auto problems = problems_of(
       "plugin_path: [" + fixture_dir("good") +
-      "]\ncomm: {backend: fake, timeout: soon, rendezvous: 'tcp://x', options: {fail_after: -5}}\n"
+      "]\ncomm: {backend: fake, timeout: soon, rendezvous: 'ftp://x', options: {fail_after: -5}}\n"
       "hook: {family: fixture_sum, name: sum}\n");
   std::string all = joined(problems);
   ASSERT_EQ(problems.size(), 3u) << all;
   EXPECT_NE(all.find("comm.timeout: 'soon' is not a timeout"), std::string::npos) << all;
-  EXPECT_NE(all.find("comm.rendezvous: 'tcp://x' is not a rendezvous"), std::string::npos) << all;
+  EXPECT_NE(all.find("comm.rendezvous: 'ftp://x' is not a rendezvous"), std::string::npos) << all;
   EXPECT_NE(all.find("comm.options.fail_after: is -5, outside its range"), std::string::npos)
       << all;
   EXPECT_ONE_PROBLEM(
       "plugin_path: [" + fixture_dir("good") +
           "]\ncomm: {backend: carrier_pigeon}\nhook: {family: fixture_sum, name: sum}\n",
       "comm.backend: plugin family 'comm_carrier_pigeon' not found");
+}
+
+// Rank 0's store: tcp://host:port is checked whole here; env:// names
+// variables that only the ranks' environment holds, so it is read there.
+TEST(Config, TcpAndEnvRendezvous) {
+  auto with_rendezvous = [](const std::string& url) {
+    return "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake, rendezvous: '" + url +
+           "'}\nhook: {family: fixture_sum, name: sum}\n";
+  };
+  for (const char* good : {"tcp://10.0.0.1:29500", "tcp://[fd00::1]:29500", "env://"}) {
+    auto problems = problems_of(with_rendezvous(good));
+    EXPECT_TRUE(problems.empty()) << good << ": " << joined(problems);
+  }
+  EXPECT_ONE_PROBLEM(with_rendezvous("tcp://x"), "comm.rendezvous: 'tcp://x': no port");
+  EXPECT_ONE_PROBLEM(with_rendezvous("tcp://x:99999"),
+                     "comm.rendezvous: 'tcp://x:99999': port '99999' is not a number");
 }
 
 TEST(Config, BucketCheck) {

@@ -110,6 +110,22 @@ TEST_F(Lab, GloosRawAllreduceOf25MbTakesAtMost115xItsWireBound) {
   EXPECT_EQ(rows[0]["link"], "\"1gbit\"") << describe(r);
 }
 
+// A host without PyTorch meets its peers as torchrun's ranks do: the lab
+// sets MASTER_ADDR and MASTER_PORT, and env:// makes rank 0 serve the
+// rendezvous there (no shared directory, no Redis). Each rank checks its
+// mean against NumPy's and says ok.
+TEST_F(Lab, NumpyRanksMeetOverEnvAtTheAddressTheLabSets) {
+  const Result r = ddph(
+      "lab --link 1gbit --world 2 --port 29612 -- env DDPH_LIBRARY=" + std::string(DDPH_LIB_DIR) +
+      "/libddph.so /usr/bin/python3 " + std::string(DDPH_SOURCE_DIR) +
+      "/examples/python/numpy_allreduce.py --rendezvous env:// --job lab-env");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("rank 0: ok (1000 elements averaged over 2 ranks"), std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.out.find("rank 1: ok (1000 elements averaged over 2 ranks"), std::string::npos)
+      << describe(r);
+}
+
 TEST_F(Lab, ALatencyIsAddedOrRefusedInOneLine) {
   const Result r = ddph("lab --link 1gbit,2ms -- true");
   if (r.code == 0) return;  // this kernel has netem

@@ -72,8 +72,9 @@ typedef enum ddph_code {
 typedef struct ddph_error ddph_error_t;
 
 /* ======================================================================
- * Store: a key-value rendezvous service (file, Redis, or the host's own,
- * e.g. PyTorch's c10d store). Communicators use it to exchange addresses.
+ * Store: a key-value rendezvous service (file, Redis, rank 0's process over
+ * TCP, or the host's own, e.g. PyTorch's c10d store). Communicators use it
+ * to exchange addresses.
  * ==================================================================== */
 
 /* Receives a value. `bytes` is borrowed for the duration of the call only. */
@@ -321,7 +322,8 @@ typedef struct ddph_comm_init {
   size_t struct_size;
   const ddph_host_t *host; /* outlives the communicator */
   int32_t rank, world_size;
-  const char *rendezvous;     /* "file:///dir", "redis://host:port", or NULL when store is set */
+  const char *rendezvous;     /* "file:///dir", "redis://host:port", "tcp://host:port",
+                                 "env://", or NULL when store is set */
   const ddph_store_t *store;  /* host store, or NULL; outlives the communicator */
   const char *prefix;         /* namespace for store keys, unique per session of a job */
   int64_t timeout_ms;         /* for rendezvous and for every collective */
@@ -561,7 +563,9 @@ typedef struct ddph_session_options {
   /* -1: take it from the YAML comm section, else from the environment
    * (DDPH_RANK/DDPH_WORLD_SIZE, then RANK/WORLD_SIZE), else 0 and 1. */
   int32_t rank, world_size;
-  /* Overrides the YAML's comm.rendezvous when non-NULL. */
+  /* Overrides the YAML's comm.rendezvous when non-NULL: "file:///dir",
+   * "redis://host:port", "tcp://host:port" (rank 0 serves the store on
+   * that port), "env://" (tcp://$MASTER_ADDR:$MASTER_PORT) or "host". */
   const char *rendezvous;
   /* The host's store, used when the YAML says `rendezvous: host` or gives
    * none. Borrowed; must outlive the session. */

@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/comm/rendezvous/file_store.h"
 #include "core/comm/rendezvous/redis_store.h"
+#include "core/comm/rendezvous/tcp_store.h"
 #include "core/comm/rendezvous_url.h"
 
 namespace ddph {
@@ -91,9 +92,14 @@ void KvStore::poll(const std::vector<std::string>& keys, size_t want,
 }
 
 std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank,
-                                        std::chrono::milliseconds key_ttl) {
+                                        std::chrono::milliseconds key_ttl,
+                                        const StoreAccess& access) {
   const RendezvousUrl parsed = parse_rendezvous_url(url);
   if (parsed.kind == RendezvousUrl::kFile) return std::make_unique<FileStore>(parsed.dir);
+  if (parsed.kind == RendezvousUrl::kTcp) {
+    const std::string shown = parsed.from_env.empty() ? url : url + " (" + parsed.from_env + ")";
+    return std::make_unique<TcpStore>(parsed.host, parsed.port, rank, shown, access);
+  }
   return std::make_unique<RedisStore>(parsed.host, parsed.port, rank, key_ttl);
 }
 

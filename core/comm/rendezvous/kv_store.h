@@ -1,5 +1,6 @@
 // The key-value stores ranks meet through: a directory (file://), a Redis
-// server (redis://) or the host's ddph_store_t. Every call is bounded by a
+// server (redis://), rank 0's process (tcp://, env://) or the host's
+// ddph_store_t. Every call is bounded by a
 // deadline, with millisecond resolution, so that a missing rank or a store
 // that never answers ends in DDPH_TIMEOUT instead of a hang.
 //
@@ -9,6 +10,7 @@
 #include <ddph/ddph.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,8 +48,8 @@ class KvStore {
   // Sets key to value, replacing any earlier value.
   virtual void set(const std::string& key, const std::string& value, Deadline deadline) = 0;
   // Sets key to value only if key is absent; false (and nothing written) if
-  // it exists. Atomic in the file and Redis stores; a host store has no such
-  // primitive and always sets (it serves one job: see host_store).
+  // it exists. Atomic in the file, Redis and tcp stores; a host store has no
+  // such primitive and always sets (it serves one job: see host_store).
   virtual bool add(const std::string& key, const std::string& value, Deadline deadline) = 0;
   // The value of key if it exists now.
   virtual bool try_get(const std::string& key, std::string* value, Deadline deadline) = 0;
@@ -105,16 +107,31 @@ class KvStore {
             std::vector<bool>* known, Deadline deadline);
 };
 
+// Who may use a store that checks it itself (tcp://, whose server is rank
+// 0): the job its ranks belong to and, when the job has a secret, the
+// HMAC-SHA256 under it (the loader's, loader/job_secret.h), so that the
+// secret itself stays with the loader. A communicator opened on its own
+// (init.rendezvous) has neither.
+struct StoreAccess {
+  std::string job;
+  std::function<std::string(const std::string& data)> sign;  // empty: no secret
+};
+
 // Opens the store a comm.rendezvous URL names ("file:///abs/dir",
-// "redis://host[:port]"). A file store's directory is created with mode
-// 0700 when missing and refused when another user owns it or others may
-// write to it. A Redis store connects at its first command; keys it sets
-// expire after key_ttl (0: never), so a crashed job's keys do not stay.
-// Throws DDPH_INVALID_ARGUMENT for a malformed URL or an unsafe directory;
-// the store's calls throw DDPH_COMM_FAILURE naming rank when it cannot be
-// reached and DDPH_TIMEOUT when it does not answer in time.
+// "redis://host[:port]", "tcp://host:port", "env://"). A file store's
+// directory is created with mode 0700 when missing and refused when another
+// user owns it or others may write to it. A Redis store connects at its
+// first command; keys it sets expire after key_ttl (0: never), so a crashed
+// job's keys do not stay. A tcp:// store (env://: tcp://$MASTER_ADDR:
+// $MASTER_PORT) is served by rank 0, which listens on the port before this
+// returns, and admits only ranks of access.job holding its secret (see
+// tcp_store.h). Throws DDPH_INVALID_ARGUMENT for a malformed URL, an unsafe
+// directory or, on rank 0, a port already taken; the store's calls throw
+// DDPH_COMM_FAILURE naming rank when it cannot be reached and DDPH_TIMEOUT
+// when it does not answer in time.
 std::unique_ptr<KvStore> open_url_store(const std::string& url, int rank,
-                                        std::chrono::milliseconds key_ttl);
+                                        std::chrono::milliseconds key_ttl,
+                                        const StoreAccess& access = {});
 
 // A host's ddph_store_t as a KvStore. store outlives the result.
 std::unique_ptr<KvStore> host_store(const ddph_store_t* store);

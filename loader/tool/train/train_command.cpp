@@ -236,7 +236,8 @@ void add_train_command(CLI::App& root, int* exit_code) {
   CLI::Option* rank = cmd->add_option("--rank", o->rank, "run only this rank of the job")
                           ->type_name("R")
                           ->check(whole_in(0, 1023));
-  cmd->add_option("--rendezvous", o->rendezvous, "with --rank: the job's rendezvous URL")
+  cmd->add_option("--rendezvous", o->rendezvous, "with --rank: the job's rendezvous URL (file:///dir, redis://host:port, "
+                  "tcp://host:port, env://)")
       ->type_name("URL")
       ->check(non_empty());
   cmd->add_option("--job", o->job, "the job id (overrides comm.job)")

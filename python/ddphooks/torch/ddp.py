@@ -387,7 +387,7 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
         store (prefixed "ddphooks/"), so torchrun and init_process_group
         scripts need nothing more.
     rendezvous: "host" (the store above); None keeps the YAML's
-        comm.rendezvous (file:// or redis://).
+        comm.rendezvous (file://, redis://, tcp:// or env://).
 
     A model on CUDA lends PyTorch's caching allocator (caching_allocator())
     for the scratch of its GPU buckets.
