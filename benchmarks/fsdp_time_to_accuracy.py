@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """FSDP2 on Fashion-MNIST with its own fp32 reduce-scatter and with ddph's
-quantized one (ddphooks.torch.fsdp.compress), each in turn on the same
-processes; PyTorch 2, one process per rank, run by `ddph lab`:
+quantized one (ddphooks.torch.fsdp.compress), and with quantized weight
+all-gathers too (runs ending in w8/w4: compress's weights=), each in turn on
+the same processes; PyTorch 2, one process per rank, run by `ddph lab`:
 
     ddph lab --link 1gbit --world 2 -- build/python-torch-latest \\
         benchmarks/fsdp_time_to_accuracy.py --runs own,ddph_q8 --out runs.jsonl
@@ -51,6 +52,17 @@ RUNS = {
         "options": {"protocol": "reduce_scatter", "bits": 4, "channel_size": 64,
                     "error_feedback": True}}}),
 }
+# Weight all-gathers (compress's weights=): per_channel_gather.
+WEIGHTS = {
+    8: {"comm": GLOO, "hook": {"family": "quantization", "name": "per_channel_gather",
+                               "options": {"bits": 8, "channel_size": 512}}},
+    4: {"comm": GLOO, "hook": {"family": "quantization", "name": "per_channel_gather",
+                               "options": {"bits": 4, "channel_size": 64}}},
+}
+RUNS["ddph_s8w8"] = ("ddph 8-bit grads (shard) + 8-bit weights", RUNS["ddph_s8"][1], WEIGHTS[8])
+RUNS["ddph_s8w4"] = ("ddph 8-bit grads (shard) + 4-bit weights", RUNS["ddph_s8"][1], WEIGHTS[4])
+RUNS["ddph_s4efw4"] = ("ddph 4-bit + EF grads (shard) + 4-bit weights", RUNS["ddph_s4ef"][1],
+                       WEIGHTS[4])
 
 
 class MLP(nn.Module):
@@ -77,7 +89,9 @@ def run(key, args, data, rank, world):
     for layer in model.layers:
         fully_shard(layer, reshard_after_forward=args.reshard)
     fully_shard(model, reshard_after_forward=args.reshard)
-    handle = ddphooks.torch.fsdp.compress(model, RUNS[key][1]) if RUNS[key][1] else None
+    weights = RUNS[key][2] if len(RUNS[key]) > 2 else None
+    handle = ddphooks.torch.fsdp.compress(model, RUNS[key][1],
+                                          weights=weights) if RUNS[key][1] else None
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     (x, y), (tx, ty) = data
     tx, ty = tx[:args.eval_images], ty[:args.eval_images]

@@ -34,6 +34,7 @@ S4EF = config("quantization", "per_channel", {"protocol": "shard", "bits": 4,
                                                "channel_size": 64, "error_feedback": True})
 Q4EF = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 4,
                                                "channel_size": 64, "error_feedback": True})
+W8 = config("quantization", "per_channel_gather", {"bits": 8})
 
 
 class MLP(nn.Module):
@@ -129,10 +130,97 @@ def checkpoint_case(rank, cfg, keep_state):
     return {"params": full_params(model)}
 
 
+def fake_quant(row, channel, bits):
+    """PyTorch's quint8 affine per-channel quantize-dequantize of a 1-D
+    float32 row (PerChannelMinMaxObserver's scale and zero point,
+    quantize_per_channel's rounding), written out in torch ops."""
+    qmax = float((1 << bits) - 1)
+    x = row.view(-1, channel)
+    min_neg = x.min(1).values.clamp(max=0)
+    max_pos = x.max(1).values.clamp(min=0)
+    scale = ((max_pos - min_neg) / qmax).clamp(min=torch.finfo(torch.float32).eps)
+    zp = (0 - torch.round(min_neg / scale)).clamp(0, qmax)
+    q = (torch.round(x / scale[:, None]) + zp[:, None]).clamp(0, qmax)
+    return (scale[:, None] * (q - zp[:, None])).reshape(-1)
+
+
+def gathered_linear(weight, bias, world, channel, bits):
+    """What every rank should compute with for a Linear under fully_shard
+    with the weight hook, from its full fp32 parameters: rank r's row is its
+    dim-0 chunk of the weight then of the bias, each zero-padded to the
+    first chunk's length (FSDP2's padded shard), zero-padded to whole
+    channels (compress), quantized on its own."""
+    out, cols = weight.shape
+    k = -(-out // world)
+    ws, bs = [], []
+    for r in range(world):
+        w = torch.zeros(k, cols)
+        b = torch.zeros(k)
+        w[:len(weight[r * k:(r + 1) * k])] = weight[r * k:(r + 1) * k]
+        b[:len(bias[r * k:(r + 1) * k])] = bias[r * k:(r + 1) * k]
+        row = torch.cat([w.reshape(-1), b])
+        padded = torch.zeros(-(-row.numel() // channel) * channel)
+        padded[:row.numel()] = row
+        q = fake_quant(padded, channel, bits)
+        ws.append(q[:k * cols].view(k, cols))
+        bs.append(q[k * cols:k * cols + k])
+    return torch.cat(ws)[:out], torch.cat(bs)[:out]
+
+
+def count_fsdp_all_gathers():
+    """Counts FSDP2's all-gathers, whatever serves them: a wrapper of the
+    function every FSDP param group's unshard calls."""
+    from torch.distributed.fsdp._fully_shard import _fsdp_param_group as pg
+    counter = {"n": 0}
+    original = pg.foreach_all_gather
+
+    def counted(*a, **kw):
+        counter["n"] += 1
+        return original(*a, **kw)
+    pg.foreach_all_gather = counted
+    return counter, lambda: setattr(pg, "foreach_all_gather", original)
+
+
+def gathered_weights(rank, world, grads, weights, bits=8, channel=512):
+    """The parity model with the weight hook: the weights each layer
+    computes with in the last step's forward (read in a forward pre-hook,
+    after FSDP's unshard), what they should be from the full fp32 parameters
+    before that step, and the all-gathers FSDP made against those the hook
+    served."""
+    model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
+    counter, restore = count_fsdp_all_gathers()
+    handle = ddphooks.torch.fsdp.compress(model, grads, weights=weights)
+    opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
+    seen, expected = [], []
+
+    def record(layer, args):
+        seen.append(torch.cat([layer.weight.detach().reshape(-1), layer.bias.detach()]))
+    batches = pr.batches(rank)
+    for i, (x, y) in enumerate(batches):
+        hooks = []
+        if i == len(batches) - 1:
+            for layer in model.layers:
+                w, b = gathered_linear(layer.weight.full_tensor(), layer.bias.full_tensor(),
+                                       world, channel, bits)
+                expected.append(torch.cat([w.reshape(-1), b]))
+                hooks.append(layer.register_forward_pre_hook(record))
+        nn.functional.mse_loss(model(x), y).backward()
+        for h in hooks:
+            h.remove()
+        opt.step()
+        opt.zero_grad()
+    restore()
+    out = {"params": full_params(model), "seen": seen, "expected": expected,
+           "fsdp_gathers": counter["n"], "hook_gathers": handle.gathers,
+           "weight_stats": handle.weight_stats(), "stats": handle.stats()}
+    handle.close()
+    return out
+
+
 MNIST_STEPS, MNIST_BATCH = 300, 32
 
 
-def fashion_mnist_accuracy(rank, world, cfg):
+def fashion_mnist_accuracy(rank, world, cfg, weights=None):
     """A 784-128-10 MLP, SGD with momentum, MNIST_STEPS steps of
     MNIST_BATCH images per rank (rank r takes every world-th batch), then
     the accuracy on the 10,000 test images."""
@@ -142,7 +230,7 @@ def fashion_mnist_accuracy(rank, world, cfg):
     tx, ty = (torch.from_numpy(a) for a in fashion_mnist.load("test"))
     x, tx = x.reshape(len(x), -1), tx.reshape(len(tx), -1)
     model = sharded([784, 128, 10])
-    handle = ddphooks.torch.fsdp.compress(model, cfg) if cfg else None
+    handle = ddphooks.torch.fsdp.compress(model, cfg, weights=weights) if cfg else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     for i in range(MNIST_STEPS):
         lo = (i * world + rank) * MNIST_BATCH % (len(y) - MNIST_BATCH)
@@ -169,7 +257,22 @@ def bf16_reduce():
     return ddphooks.torch.fsdp.compress(sharded([8, 8], mp), FP32)
 
 
+def bf16_weights():
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    return ddphooks.torch.fsdp.compress(sharded([8, 8], mp), FP32, weights=W8)
+
+
 CASES = {
+    "mnist_s8w8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), S8, W8),
+    "gather_w8": lambda r: gathered_weights(r, dist.get_world_size(), S8, W8),
+    "gather_w4": lambda r: gathered_weights(
+        r, dist.get_world_size(), FP32,
+        config("quantization", "per_channel_gather", {"bits": 4, "channel_size": 64}), 4, 64),
+    "refuse_weights_bf16": lambda r: refusal(bf16_weights),
+    "refuse_weights_not_gather": lambda r: refusal(lambda: ddphooks.torch.fsdp.compress(
+        sharded([8, 8]), FP32, weights=S8)),
+    "refuse_gather_for_grads": lambda r: refusal(lambda: ddphooks.torch.fsdp.compress(
+        sharded([8, 8]), W8)),
     "mnist_fp32": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), None),
     "mnist_q8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q8),
     "mnist_q4ef": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q4EF),
