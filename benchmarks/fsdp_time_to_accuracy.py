@@ -98,6 +98,17 @@ def run(key, args, data, rank, world):
     g = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(y), generator=g)[rank::world]
     curve, times, train_secs, sent = [], [], 0.0, 0
+    hook_secs = {"grads": 0.0, "weights": 0.0}
+
+    def take_hook_seconds(keep):
+        """The hooks' seconds since the last call (training steps; an
+        evaluation's all-gathers are dropped)."""
+        if handle is None:
+            return
+        for part, session in (("grads", handle.session), ("weights", handle.weights)):
+            if session is not None:
+                secs = sum(m.hook_seconds for m in session.metrics())
+                hook_secs[part] += secs if keep else 0.0
     dist.barrier()
     for step in range(1, args.steps + 1):
         idx = order[((step - 1) * args.batch) % (len(order) - args.batch):][:args.batch]
@@ -113,8 +124,10 @@ def run(key, args, data, rank, world):
         if b0 is not None and b1 is not None:
             sent += b1 - b0
         if step % args.eval_every == 0 or step == args.steps:
+            take_hook_seconds(keep=True)
             curve.append((step, train_secs, accuracy(model, tx, ty)))
             dist.barrier()
+            take_hook_seconds(keep=False)
     if handle is not None:
         handle.close()
     secs_to_target = None
@@ -129,7 +142,10 @@ def run(key, args, data, rank, world):
     dist.all_reduce(ms, op=dist.ReduceOp.MAX)
     return {"run": key, "label": RUNS[key][0], "ms_per_step": ms.item(),
             "secs_to_target": secs_to_target, "final_accuracy": curve[-1][2], "curve": curve,
-            "sent_mb_per_step": sent / args.steps / 1e6}
+            "sent_mb_per_step": sent / args.steps / 1e6,
+            # rank 0's hooks, ms per training step (the session's worker)
+            "grad_hook_ms_per_step": hook_secs["grads"] / args.steps * 1e3,
+            "weight_hook_ms_per_step": hook_secs["weights"] / args.steps * 1e3}
 
 
 def main():
