@@ -312,18 +312,20 @@ def _config_doc(config):
         return text
 
 
-def _families(config):
-    """The hook families a config names (hook, wraps, rules), best effort."""
+def _hooks(config):
+    """The (family, name) pairs a config names (hook, wraps, rules), best
+    effort; the name is None where the YAML could not be parsed."""
     doc = _config_doc(config)
     if isinstance(doc, str):
         import re
-        return set(re.findall(r"family\s*:\s*['\"]?(\w+)", doc))
+        return {(f, None) for f in re.findall(r"family\s*:\s*['\"]?(\w+)", doc)}
     found = set()
 
     def walk(hook):
         if isinstance(hook, dict):
             if isinstance(hook.get("family"), str):
-                found.add(hook["family"])
+                name = hook.get("name")
+                found.add((hook["family"], name if isinstance(name, str) else None))
             walk(hook.get("wrap"))
     if isinstance(doc, dict):
         walk(doc.get("hook"))
@@ -331,6 +333,11 @@ def _families(config):
             if isinstance(rule, dict):
                 walk(rule.get("hook"))
     return found
+
+
+def _families(config):
+    """The hook families a config names (hook, wraps, rules), best effort."""
+    return {family for family, _ in _hooks(config)}
 
 
 def hook_label(config):
@@ -396,6 +403,12 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
                                "ddphooks.torch: the mixed_precision family expects the host to "
                                "lend fp32 gradients in ddph_param_t.data; DDP lends parameters "
                                "there (and PyTorch 1.13's DDP has no mixed-precision buckets)")
+    if ("quantization", "per_channel_gather") in _hooks(config):
+        raise errors.DDPHError(errors.Code.UNSUPPORTED,
+                               "ddphooks.torch: quantization/per_channel_gather gathers rows and "
+                               "gives no mean, which a DDP gradient hook must; it serves FSDP2's "
+                               "weight all-gather (ddphooks.torch.fsdp.compress(model, config, "
+                               "weights=...)): use per_channel or per_tensor")
     if _compat.ddp_uses_python_reducer(ddp_model):
         raise errors.DDPHError(errors.Code.UNSUPPORTED, PYTHON_REDUCER_REFUSAL)
     pg = process_group if process_group is not None else getattr(ddp_model, "process_group",
