@@ -78,11 +78,11 @@ def train_random(rank, cfg, steps=pr.STEPS, resume=None):
     return out
 
 
-def profiled(rank, cfg, trace_dir):
+def profiled(rank, cfg, trace_dir, weights=None):
     """A few steps under torch.profiler: the ddph ranges it exported."""
     import json
     model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
-    handle = ddphooks.torch.fsdp.compress(model, cfg)
+    handle = ddphooks.torch.fsdp.compress(model, cfg, weights=weights)
     opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for x, y in pr.batches(rank)[:3]:
@@ -90,13 +90,14 @@ def profiled(rank, cfg, trace_dir):
             opt.step()
             opt.zero_grad()
     calls = handle.stats()["buckets"]
+    gathers = handle.gathers
     handle.close()
-    path = os.path.join(trace_dir, "trace.rank%d.json" % rank)
+    path = os.path.join(trace_dir, "trace%s.rank%d.json" % ("_w" if weights else "", rank))
     prof.export_chrome_trace(path)
     with open(path) as f:
         events = json.load(f)["traceEvents"]
     names = [e["name"] for e in events if e.get("ph") == "X" and e["name"].startswith("ddph ")]
-    return {"calls": calls, "ranges": names}
+    return {"calls": calls, "gathers": gathers, "ranges": names}
 
 
 def checkpoint_case(rank, cfg, keep_state):
@@ -285,6 +286,7 @@ CASES = {
     "ddph_s8": lambda r: train_random(r, S8),
     "ddph_s4ef": lambda r: train_random(r, S4EF),
     "profiled_s8": lambda r: profiled(r, S8, sys.argv[4]),
+    "profiled_s8w8": lambda r: profiled(r, S8, sys.argv[4], W8),
     "resume_q4ef": lambda r: checkpoint_case(r, Q4EF, keep_state=True),
     "resume_q4ef_without_state": lambda r: checkpoint_case(r, Q4EF, keep_state=False),
     "refuse_bf16_reduce": lambda r: refusal(bf16_reduce),

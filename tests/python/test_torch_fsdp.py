@@ -19,6 +19,7 @@ CASES = ["own_fp32", "ddph_fp32", "ddph_q8", "ddph_q4ef", "ddph_s8", "ddph_s4ef"
          "resume_q4ef_without_state", "profiled_s8", "refuse_bf16_reduce", "refuse_powersgd",
          "refuse_plain_model", "gather_w8", "gather_w4", "refuse_weights_bf16",
          "refuse_weights_not_gather", "refuse_gather_for_grads"]
+CASES += ["profiled_s8w8"]
 MNIST = ["mnist_fp32", "mnist_q8", "mnist_q4ef", "mnist_s8", "mnist_s4ef", "mnist_s8w8"]
 # ddph's mean divides each rank's value by the world size, then sums (as
 # PyTorch's DDP allreduce_hook); Gloo's reduce-scatter sums, then divides.
@@ -108,6 +109,16 @@ def test_every_reduce_scatter_is_a_range_in_torch_profilers_trace(world2):
         assert len(res["ranges"]) == res["calls"], res["ranges"]
         assert all(n.startswith("ddph quantization/per_channel reduce-scatter ")
                    for n in res["ranges"]), res["ranges"]
+
+
+def test_weights_every_all_gather_is_a_range_in_torch_profilers_trace(world2):
+    for res in world2("profiled_s8w8"):
+        assert res["gathers"] == 3 * 2 * 3, res["gathers"]  # 3 modules x fwd, bwd x 3 steps
+        gathers = [n for n in res["ranges"] if " all-gather " in n]
+        assert len(gathers) == res["gathers"], res["ranges"]
+        assert all(n.startswith("ddph quantization/per_channel_gather all-gather ")
+                   for n in gathers), gathers
+        assert len(res["ranges"]) == res["calls"] + res["gathers"], res["ranges"]
 
 
 @pytest.mark.parametrize("case,bits", [("gather_w8", 8), ("gather_w4", 4)])
