@@ -45,12 +45,14 @@ class GatherHook : public Hook {
     job.step = bucket.step;
     job.at = where_of(bucket);
     if (job.at.device.device_type == kDLCUDAHost) job.at.device = DLDevice{kDLCPU, 0};
-    const size_t w = size_t(job.world), unit = opts_.channel_size;
-    DDPH_CHECK(job.n % w == 0 && (job.n / w) % unit == 0, DDPH_INVALID_ARGUMENT,
+    // Equal rows; each row is quantized on its own, its last channel as
+    // long as what is left of it (so any row length works, as PyTorch's
+    // per-channel hook takes any bucket length).
+    const size_t w = size_t(job.world);
+    DDPH_CHECK(job.n % w == 0, DDPH_INVALID_ARGUMENT,
                "quantization/" << kName << ": bucket " << bucket.index << " has " << job.n
                                << " elements, not world size " << w
-                               << " rows of whole channels (option 'channel_size' " << unit
-                               << "); pad each rank's row to a multiple of channel_size");
+                               << " equal rows (one per rank, this rank's filled)");
     const size_t row = job.n / w;
     // This rank's input is its row (the other rows are where the gather
     // lands), as an fp32 all-gather would hand it to the collective.

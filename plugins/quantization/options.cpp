@@ -66,8 +66,8 @@ const ddph_option_spec_t* per_channel_gather_specs(size_t* count) {
   static const ddph_option_spec_t specs[] = {
       spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),
       spec_int("channel_size", "512",
-               "elements per channel, each with its own scale and zero point; each rank's "
-               "row must be whole channels",
+               "elements per channel, each with its own scale and zero point; a row's last "
+               "channel may be shorter",
                1, 1 << 30),
       spec_string("nonfinite", "propagate",
                   "a row with NaN/Inf on any rank: propagate (plain float32 all-gather of the "

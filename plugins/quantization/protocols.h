@@ -59,7 +59,9 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
 // the mean is not re-quantized.
 Outcome run_shard(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job, Workspace& ws);
 // per_channel_gather (FSDP2's weight all-gather, ZeRO++'s qwZ): the bucket
-// is world equal rows of whole channels, this rank's row filled. Each rank
+// is world equal rows, this rank's row filled; each row is a segment of
+// channels of o.channel_size (its last one shorter when the row is not
+// whole channels). Each rank
 // quantizes its own row (nearest, o.bits, o.channel_size), the codes are
 // all-gathered, and every row, this rank's too, becomes the decoded codes,
 // so every rank holds the same bits. Not a mean: a gradient hook's

@@ -133,24 +133,25 @@ def checkpoint_case(rank, cfg, keep_state):
 
 def fake_quant(row, channel, bits):
     """PyTorch's quint8 affine per-channel quantize-dequantize of a 1-D
-    float32 row (PerChannelMinMaxObserver's scale and zero point,
-    quantize_per_channel's rounding), written out in torch ops."""
+    float32 row in channels of `channel` elements, the last one shorter
+    where the row is not whole channels (PerChannelMinMaxObserver's scale
+    and zero point, quantize_per_channel's rounding), in torch ops."""
     qmax = float((1 << bits) - 1)
-    x = row.view(-1, channel)
-    min_neg = x.min(1).values.clamp(max=0)
-    max_pos = x.max(1).values.clamp(min=0)
-    scale = ((max_pos - min_neg) / qmax).clamp(min=torch.finfo(torch.float32).eps)
-    zp = (0 - torch.round(min_neg / scale)).clamp(0, qmax)
-    q = (torch.round(x / scale[:, None]) + zp[:, None]).clamp(0, qmax)
-    return (scale[:, None] * (q - zp[:, None])).reshape(-1)
+    out = []
+    for x in torch.split(row, channel):
+        min_neg, max_pos = x.min().clamp(max=0), x.max().clamp(min=0)
+        scale = ((max_pos - min_neg) / qmax).clamp(min=torch.finfo(torch.float32).eps)
+        zp = (0 - torch.round(min_neg / scale)).clamp(0, qmax)
+        q = (torch.round(x / scale) + zp).clamp(0, qmax)
+        out.append(scale * (q - zp))
+    return torch.cat(out)
 
 
 def gathered_linear(weight, bias, world, channel, bits):
     """What every rank should compute with for a Linear under fully_shard
     with the weight hook, from its full fp32 parameters: rank r's row is its
     dim-0 chunk of the weight then of the bias, each zero-padded to the
-    first chunk's length (FSDP2's padded shard), zero-padded to whole
-    channels (compress), quantized on its own."""
+    first chunk's length (FSDP2's padded shard), quantized on its own."""
     out, cols = weight.shape
     k = -(-out // world)
     ws, bs = [], []
@@ -159,12 +160,9 @@ def gathered_linear(weight, bias, world, channel, bits):
         b = torch.zeros(k)
         w[:len(weight[r * k:(r + 1) * k])] = weight[r * k:(r + 1) * k]
         b[:len(bias[r * k:(r + 1) * k])] = bias[r * k:(r + 1) * k]
-        row = torch.cat([w.reshape(-1), b])
-        padded = torch.zeros(-(-row.numel() // channel) * channel)
-        padded[:row.numel()] = row
-        q = fake_quant(padded, channel, bits)
+        q = fake_quant(torch.cat([w.reshape(-1), b]), channel, bits)
         ws.append(q[:k * cols].view(k, cols))
-        bs.append(q[k * cols:k * cols + k])
+        bs.append(q[k * cols:])
     return torch.cat(ws)[:out], torch.cat(bs)[:out]
 
 

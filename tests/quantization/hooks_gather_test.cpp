@@ -2,9 +2,10 @@
 // over Gloo: every rank ends with every row equal, bit for bit, to that
 // rank's row quantized and dequantized by PyTorch's per-channel formulas,
 // computed here independently of the codec; the rows it does not own are
-// never read; the wire carries the codes (stats); a row with NaN on one rank
-// falls back to a plain float32 gather or fails everywhere; buckets that are
-// not world rows of whole channels are refused.
+// never read; a row that is not whole channels ends in a shorter channel;
+// the wire carries the codes (stats); a row with NaN on one rank falls back
+// to a plain float32 gather or fails everywhere; a bucket that is not world
+// equal rows is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,11 +63,19 @@ std::vector<float> bucket_of(int rank, int world, size_t row) {
 
 TEST_P(Gather, EveryRankHoldsEveryRowAsItsRanksOwnQuantizationDecodes) {
   auto results = ddph_test::run_ranks(GetParam(), [&](int rank, int world, const std::string& dir) {
-    // 5 channels of 512 per row: [1024, 1536) is all negative (a clamped
-    // zero point), [2048, 2560) constant (the eps scale).
-    for (const auto& c : {std::pair<int, size_t>{8, 512}, {4, 512}, {4, 64}, {2, 512}}) {
-      const int bits = c.first;
-      const size_t channel = c.second, row = 5 * kChannel;
+    // Rows of 5 channels of 512: [1024, 1536) is all negative (a clamped
+    // zero point), [2048, 2560) constant (the eps scale); then rows of 5.2
+    // channels, whose last channel is 100 (or 36, 4) elements long.
+    struct Case {
+      int bits;
+      size_t channel, row;
+    };
+    for (const Case& c :
+         {Case{8, 512, 5 * kChannel}, Case{4, 512, 5 * kChannel}, Case{4, 64, 5 * kChannel},
+          Case{2, 512, 5 * kChannel}, Case{8, 512, 5 * kChannel + 100},
+          Case{4, 64, 5 * kChannel + 100}, Case{2, 512, 5 * kChannel + 3}}) {
+      const int bits = c.bits;
+      const size_t channel = c.channel, row = c.row;
       ddph_session_t* s = ddph_test::open_session(
           yaml("per_channel_gather", options(bits, channel)), rank, world, dir);
       DDPH_CHILD_CHECK(s != nullptr, "%d bits: open failed", bits);
@@ -79,8 +88,8 @@ TEST_P(Gather, EveryRankHoldsEveryRowAsItsRanksOwnQuantizationDecodes) {
         const float* got = x.data() + size_t(r) * row;
         for (size_t i = 0; i < row; ++i)
           DDPH_CHILD_CHECK(std::memcmp(&got[i], &want[i], sizeof(float)) == 0,
-                           "%d bits, channel %zu: row %d [%zu] = %.9g, PyTorch's %.9g", bits,
-                           channel, r, i, got[i], want[i]);
+                           "%d bits, channel %zu, row %zu: row %d [%zu] = %.9g, PyTorch's %.9g",
+                           bits, channel, row, r, i, got[i], want[i]);
         DDPH_CHILD_CHECK(!std::equal(got, got + row, inputs(r, 0, row).begin()),
                          "row %d is not quantized", r);
       }
@@ -88,10 +97,12 @@ TEST_P(Gather, EveryRankHoldsEveryRowAsItsRanksOwnQuantizationDecodes) {
       ddph_stats_t st{};
       st.struct_size = sizeof st;
       ddph_error_free(ddph_session_stats(s, &st));
-      const size_t channels = row / channel;
-      const size_t codes = row * size_t(bits) / 8, params = (channels * 8 + 7) / 8 * 8;
+      // A scale and a zero point (two floats) per channel, the codes
+      // bit-packed, the block padded to 8 bytes.
+      const size_t channels = (row + channel - 1) / channel;
+      const size_t codes = (row * size_t(bits) + 7) / 8;
       DDPH_CHILD_CHECK(st.bytes_in == row * 4, "bytes_in %llu", (unsigned long long)st.bytes_in);
-      DDPH_CHILD_CHECK(st.bytes_out == 8 + params + (codes + 7) / 8 * 8, "bytes_out %llu",
+      DDPH_CHILD_CHECK(st.bytes_out == 8 + channels * 8 + (codes + 7) / 8 * 8, "bytes_out %llu",
                        (unsigned long long)st.bytes_out);
       ddph_session_close(s);
     }
@@ -132,22 +143,22 @@ TEST_P(Gather, ARowWithNaNFallsBackToFloat32OrFailsOnEveryRank) {
   EXPECT_TRUE(ddph_test::all_passed(results)) << ddph_test::describe(results);
 }
 
-TEST_P(Gather, RefusesABucketThatIsNotWorldRowsOfWholeChannels) {
+TEST_P(Gather, RefusesABucketThatIsNotWorldEqualRows) {
   auto results = ddph_test::run_ranks(GetParam(), [&](int rank, int world, const std::string& dir) {
     ddph_session_t* s =
         ddph_test::open_session(yaml("per_channel_gather", options(8, 512)), rank, world, dir);
     DDPH_CHILD_CHECK(s != nullptr, "open failed");
-    // Not a multiple of the world size; then world rows of 1.5 channels.
-    for (size_t n : {size_t(world) * kChannel + 1, size_t(world) * (kChannel + kChannel / 2)}) {
+    for (size_t n : {size_t(world) * kChannel + 1, size_t(world) * 100 + size_t(world) - 1}) {
       std::vector<float> x(n, 1.0f);
       const std::vector<float> before = x;
       std::string msg;
       DDPH_CHILD_CHECK(run_bucket_msg(s, x, 0, 0, &msg) == DDPH_INVALID_ARGUMENT,
                        "%zu elements accepted", n);
-      DDPH_CHILD_CHECK(msg.find("per_channel_gather") != std::string::npos &&
-                           msg.find("whole channels") != std::string::npos &&
-                           msg.find("channel_size' 512") != std::string::npos,
-                       "message: %s", msg.c_str());
+      DDPH_CHILD_CHECK(
+          msg.find("per_channel_gather") != std::string::npos &&
+              msg.find(std::to_string(n) + " elements") != std::string::npos &&
+              msg.find("world size " + std::to_string(world) + " equal rows") != std::string::npos,
+          "message: %s", msg.c_str());
       DDPH_CHILD_CHECK(x == before, "the refused bucket changed");
     }
     ddph_session_close(s);

@@ -66,12 +66,9 @@ class FSDPCompressor:
 
     def __init__(self, session, group, modules, row_multiple=1):
         self.session = session
-        # weights=: the all-gather's session, its call count, its slots'
-        # padded copies and the rows' channel size.
+        # weights=: the all-gather's session and its call count.
         self.weights = None
         self.gathers = 0
-        self._gather_rows = {}
-        self._gather_multiple = 1
         self.weights_label = "ddph"
         self.group = group
         self.world, self.rank = group.size(), group.rank()
@@ -117,7 +114,9 @@ class FSDPCompressor:
 
     def _all_gather(self, index, output, input, group):
         """FSDP's all-gather: `input` is this rank's row of `output` (world
-        rows), already filled; every row becomes its rank's decoded codes."""
+        rows), already filled; every row becomes its rank's decoded codes.
+        The hook takes rows of any length (a row's last channel may be
+        shorter), so `output` is the bucket, without a copy."""
         if group.size() != self.world or group.rank() != self.rank:
             _refuse("the all-gather group (rank %d of %d) is not the one compress() joined "
                     "(rank %d of %d)" % (group.rank(), group.size(), self.rank, self.world))
@@ -127,26 +126,17 @@ class FSDPCompressor:
         if output.numel() != row * self.world:
             _refuse("the all-gather output holds %d elements, not world x input (%d x %d)" %
                     (output.numel(), self.world, row))
-        bucket = output
-        padded_row = -(-row // self._gather_multiple) * self._gather_multiple
-        if padded_row != row:
-            # Whole channels: this rank's row in a zero-padded copy (zeros
-            # never change a channel's scale, whose range always holds 0).
-            rows = self._gather_rows.get(index)
-            if rows is None or rows.shape != (self.world, padded_row):
-                rows = self._gather_rows[index] = output.new_zeros(self.world, padded_row)
-            rows[self.rank, :row].copy_(input)
-            bucket = rows.view(-1)
+        own = output.view(self.world, row)[self.rank]
+        if input.data_ptr() != own.data_ptr():  # FSDP fills it in place; else copy
+            own.copy_(input)
         profiled = contextlib.nullcontext()
         if torch.autograd._profiler_enabled():
             profiled = torch.autograd.profiler.record_function(
                 "%s all-gather %d" % (self.weights_label, index),
                 "call %d, %d bytes" % (self.gathers, row * output.element_size()))
         with profiled:
-            self.weights.run(bucket, index=index, is_last=True, step=self.gathers)
+            self.weights.run(output, index=index, is_last=True, step=self.gathers)
         self.gathers += 1
-        if bucket is not output:
-            output.view(self.world, row).copy_(bucket.view(self.world, -1)[:, :row])
         return None
 
     def stats(self):
@@ -204,8 +194,6 @@ def _check_weights_config(weights):
         _refuse("weights: the hook %s/%s%s does not serve FSDP's all-gather; use %s" % (
             family, name, " with rules or a wrap" if extra else "",
             ", ".join("%s/%s" % h for h in sorted(GATHER_HOOKS))))
-    options = _config_doc(weights)["hook"].get("options") or {}
-    return int(options.get("channel_size", 512)) or 1
 
 
 def _gather_dtype(fsdp_param):
@@ -281,7 +269,8 @@ def compress(model, config, *, weights=None, store=None, rendezvous="host"):
                 "compress(model, config, weights=...); the gradients need one of %s" %
                 (_outer_hook(config)[:2] + ("; ".join("%s (%s)" % kv
                                                       for kv in MEAN_FAMILIES.items()),)))
-    gather_multiple = _check_weights_config(weights) if weights is not None else 1
+    if weights is not None:
+        _check_weights_config(weights)
     wrong = sorted(families - set(MEAN_FAMILIES))
     if wrong or not families:
         _refuse("the hook family %s does not give the ranks' mean per element, which a "
@@ -334,7 +323,6 @@ def compress(model, config, *, weights=None, store=None, rendezvous="host"):
             session.close()
             raise
         handle.weights_label = hook_label(weights)
-        handle._gather_multiple = gather_multiple
 
     class _Slot(ReduceScatter):
         def __init__(self, index):
