@@ -211,7 +211,7 @@ def _check_weights_group(m, g):
         if hasattr(p._sharded_local_tensor, "fsdp_pre_all_gather"):
             _refuse("weights: %s's parameter %s all-gathers through its tensor subclass "
                     "(fsdp_pre_all_gather); the weight hook gathers float32 parameters" %
-                    (name, p._param_fqn or "?"))
+                    (name, p._param_fqn or p._module_info.param_name))
         if _gather_dtype(p) != torch.float32:
             _refuse("weights: %s all-gathers its parameters in %s (MixedPrecisionPolicy "
                     "param_dtype); the weight hook gathers float32: leave param_dtype unset "
