@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """FSDP2 on Fashion-MNIST with its own fp32 reduce-scatter and with ddph's
-quantized one (ddphooks.torch.fsdp.compress), each in turn on the same
-processes; PyTorch 2, one process per rank, run by `ddph lab`:
+quantized one (ddphooks.torch.fsdp.compress), and with quantized weight
+all-gathers too (runs ending in w8/w4: compress's weights=), each in turn on
+the same processes; PyTorch 2, one process per rank, run by `ddph lab`:
 
     ddph lab --link 1gbit --world 2 -- build/python-torch-latest \\
         benchmarks/fsdp_time_to_accuracy.py --runs own,ddph_q8 --out runs.jsonl
@@ -51,6 +52,17 @@ RUNS = {
         "options": {"protocol": "reduce_scatter", "bits": 4, "channel_size": 64,
                     "error_feedback": True}}}),
 }
+# Weight all-gathers (compress's weights=): per_channel_gather.
+WEIGHTS = {
+    8: {"comm": GLOO, "hook": {"family": "quantization", "name": "per_channel_gather",
+                               "options": {"bits": 8, "channel_size": 512}}},
+    4: {"comm": GLOO, "hook": {"family": "quantization", "name": "per_channel_gather",
+                               "options": {"bits": 4, "channel_size": 64}}},
+}
+RUNS["ddph_s8w8"] = ("ddph 8-bit grads (shard) + 8-bit weights", RUNS["ddph_s8"][1], WEIGHTS[8])
+RUNS["ddph_s8w4"] = ("ddph 8-bit grads (shard) + 4-bit weights", RUNS["ddph_s8"][1], WEIGHTS[4])
+RUNS["ddph_s4efw4"] = ("ddph 4-bit + EF grads (shard) + 4-bit weights", RUNS["ddph_s4ef"][1],
+                       WEIGHTS[4])
 
 
 class MLP(nn.Module):
@@ -77,13 +89,26 @@ def run(key, args, data, rank, world):
     for layer in model.layers:
         fully_shard(layer, reshard_after_forward=args.reshard)
     fully_shard(model, reshard_after_forward=args.reshard)
-    handle = ddphooks.torch.fsdp.compress(model, RUNS[key][1]) if RUNS[key][1] else None
+    weights = RUNS[key][2] if len(RUNS[key]) > 2 else None
+    handle = ddphooks.torch.fsdp.compress(model, RUNS[key][1],
+                                          weights=weights) if RUNS[key][1] else None
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     (x, y), (tx, ty) = data
     tx, ty = tx[:args.eval_images], ty[:args.eval_images]
     g = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(y), generator=g)[rank::world]
     curve, times, train_secs, sent = [], [], 0.0, 0
+    hook_secs = {"grads": 0.0, "weights": 0.0}
+
+    def take_hook_seconds(keep):
+        """The hooks' seconds since the last call (training steps; an
+        evaluation's all-gathers are dropped)."""
+        if handle is None:
+            return
+        for part, session in (("grads", handle.session), ("weights", handle.weights)):
+            if session is not None:
+                secs = sum(m.hook_seconds for m in session.metrics())
+                hook_secs[part] += secs if keep else 0.0
     dist.barrier()
     for step in range(1, args.steps + 1):
         idx = order[((step - 1) * args.batch) % (len(order) - args.batch):][:args.batch]
@@ -99,8 +124,10 @@ def run(key, args, data, rank, world):
         if b0 is not None and b1 is not None:
             sent += b1 - b0
         if step % args.eval_every == 0 or step == args.steps:
+            take_hook_seconds(keep=True)
             curve.append((step, train_secs, accuracy(model, tx, ty)))
             dist.barrier()
+            take_hook_seconds(keep=False)
     if handle is not None:
         handle.close()
     secs_to_target = None
@@ -115,7 +142,10 @@ def run(key, args, data, rank, world):
     dist.all_reduce(ms, op=dist.ReduceOp.MAX)
     return {"run": key, "label": RUNS[key][0], "ms_per_step": ms.item(),
             "secs_to_target": secs_to_target, "final_accuracy": curve[-1][2], "curve": curve,
-            "sent_mb_per_step": sent / args.steps / 1e6}
+            "sent_mb_per_step": sent / args.steps / 1e6,
+            # rank 0's hooks, ms per training step (the session's worker)
+            "grad_hook_ms_per_step": hook_secs["grads"] / args.steps * 1e3,
+            "weight_hook_ms_per_step": hook_secs["weights"] / args.steps * 1e3}
 
 
 def main():

@@ -8,6 +8,7 @@ namespace quantization {
 
 const ddph_hook_t& per_tensor_hook();
 const ddph_hook_t& per_channel_hook();
+const ddph_hook_t& per_channel_gather_hook();
 
 }  // namespace quantization
 }  // namespace ddph

@@ -62,6 +62,21 @@ const ddph_option_spec_t* per_channel_specs(size_t* count) {
 
 #undef DDPH_QUANT_COMMON_SPECS
 
+const ddph_option_spec_t* per_channel_gather_specs(size_t* count) {
+  static const ddph_option_spec_t specs[] = {
+      spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),
+      spec_int("channel_size", "512",
+               "elements per channel, each with its own scale and zero point; a row's last "
+               "channel may be shorter",
+               1, 1 << 30),
+      spec_string("nonfinite", "propagate",
+                  "a row with NaN/Inf on any rank: propagate (plain float32 all-gather of the "
+                  "rows) or error (DDPH_NONFINITE)",
+                  "propagate|error")};
+  *count = sizeof specs / sizeof specs[0];
+  return specs;
+}
+
 void check_options(OptionCheck& c, const char* hook, bool per_channel) {
   const Options& o = c.options;
   const int64_t bits = o.get_int("bits");
@@ -106,6 +121,15 @@ QuantOptions parse_options(const ddph_hook_init_t& init, bool per_channel) {
     q.channel_size = size_t(o.get_int("channel_size"));
     q.slices = size_t(o.get_int("slices"));
   }
+  return q;
+}
+
+QuantOptions parse_gather_options(const ddph_hook_init_t& init) {
+  Options o(init.options, init.num_options);
+  QuantOptions q;
+  q.bits = int(o.get_int("bits"));
+  q.channel_size = size_t(o.get_int("channel_size"));
+  q.nonfinite = o.get_string("nonfinite") == "error" ? NonFinite::kError : NonFinite::kPropagate;
   return q;
 }
 

@@ -36,6 +36,9 @@ struct QuantOptions {
 // Schemas; per_channel's adds channel_size to per_tensor's.
 const ddph_option_spec_t* per_tensor_specs(size_t* count);
 const ddph_option_spec_t* per_channel_specs(size_t* count);
+// per_channel_gather's: bits, channel_size and nonfinite only (a gather
+// averages nothing, so it has no protocol, rounding or error feedback).
+const ddph_option_spec_t* per_channel_gather_specs(size_t* count);
 
 // Both hooks' check_options, which create() runs before parse_options:
 // refuses what the schema cannot express (bits other than 8, 4 or 2) and a
@@ -44,6 +47,8 @@ void check_options(OptionCheck& c, const char* hook, bool per_channel);
 
 // Reads the values create() received (already checked by check_options).
 QuantOptions parse_options(const ddph_hook_init_t& init, bool per_channel);
+// per_channel_gather's values: nearest rounding, no error feedback.
+QuantOptions parse_gather_options(const ddph_hook_init_t& init);
 
 }  // namespace quantization
 }  // namespace ddph

@@ -6,7 +6,8 @@ namespace {
 
 using namespace ddph::quantization;
 
-const ddph_hook_t* const kHooks[] = {&per_tensor_hook(), &per_channel_hook()};
+const ddph_hook_t* const kHooks[] = {&per_tensor_hook(), &per_channel_hook(),
+                                     &per_channel_gather_hook()};
 
 }  // namespace
 

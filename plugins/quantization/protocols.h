@@ -58,6 +58,16 @@ Outcome run_reduce_scatter(ddph_comm_t* comm, const QuantOptions& o, const Bucke
 // of it; the bucket's other chunks are left as scratch. No owner residual:
 // the mean is not re-quantized.
 Outcome run_shard(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job, Workspace& ws);
+// per_channel_gather (FSDP2's weight all-gather, ZeRO++'s qwZ): the bucket
+// is world equal rows, this rank's row filled; each row is a segment of
+// channels of o.channel_size (its last one shorter when the row is not
+// whole channels). Each rank
+// quantizes its own row (nearest, o.bits, o.channel_size), the codes are
+// all-gathered, and every row, this rank's too, becomes the decoded codes,
+// so every rank holds the same bits. Not a mean: a gradient hook's
+// contract does not apply. When some row is not finite the bucket is left
+// as it was (the caller falls back or fails).
+Outcome run_gather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& job, Workspace& ws);
 
 }  // namespace quantization
 }  // namespace ddph

@@ -25,18 +25,20 @@ def config_doc(config):
         return text
 
 
-def families(config):
-    """The hook families a config names (hook, wraps, rules), best effort."""
+def hooks(config):
+    """The (family, name) pairs a config names (hook, wraps, rules), best
+    effort; the name is None where the YAML could not be parsed."""
     doc = config_doc(config)
     if isinstance(doc, str):
         import re
-        return set(re.findall(r"family\s*:\s*['\"]?(\w+)", doc))
+        return {(f, None) for f in re.findall(r"family\s*:\s*['\"]?(\w+)", doc)}
     found = set()
 
     def walk(hook):
         if isinstance(hook, dict):
             if isinstance(hook.get("family"), str):
-                found.add(hook["family"])
+                name = hook.get("name")
+                found.add((hook["family"], name if isinstance(name, str) else None))
             walk(hook.get("wrap"))
     if isinstance(doc, dict):
         walk(doc.get("hook"))
@@ -44,3 +46,8 @@ def families(config):
             if isinstance(rule, dict):
                 walk(rule.get("hook"))
     return found
+
+
+def families(config):
+    """The hook families a config names (hook, wraps, rules), best effort."""
+    return {family for family, _ in hooks(config)}

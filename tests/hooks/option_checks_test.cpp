@@ -141,6 +141,7 @@ TEST(OptionChecks, DefaultsAreAccepted) {
                                                        {"powersgd", "batched_powersgd"},
                                                        {"quantization", "per_tensor"},
                                                        {"quantization", "per_channel"},
+                                                       {"quantization", "per_channel_gather"},
                                                        {"default", "fp16_wrapper"},
                                                        {"default", "bf16_wrapper"},
                                                        {"optimizer_overlap", "hook_then_optimizer"},
@@ -166,7 +167,7 @@ TEST(OptionChecks, WrappersNameTheirInnerDtypeAndQuantizationRefuses16Bit) {
   EXPECT_EQ(bf16.inner.code, kDLBfloat);
   EXPECT_EQ(bf16.inner.bits, 16);
 
-  for (const char* name : {"per_tensor", "per_channel"}) {
+  for (const char* name : {"per_tensor", "per_channel", "per_channel_gather"}) {
     const ddph_hook_t* q = find_hook("quantization", name);
     const ddph::OptionList defaults = options_of(q, {});
     for (const DLDataType& low : {fp16.inner, bf16.inner}) {

@@ -36,6 +36,7 @@ S4EF = config("quantization", "per_channel", {"protocol": "shard", "bits": 4,
                                                "channel_size": 64, "error_feedback": True})
 Q4EF = config("quantization", "per_channel", {"protocol": "reduce_scatter", "bits": 4,
                                                "channel_size": 64, "error_feedback": True})
+W8 = config("quantization", "per_channel_gather", {"bits": 8})
 
 
 class MLP(nn.Module):
@@ -79,11 +80,11 @@ def train_random(rank, cfg, steps=pr.STEPS, resume=None):
     return out
 
 
-def profiled(rank, cfg, trace_dir):
+def profiled(rank, cfg, trace_dir, weights=None):
     """A few steps under torch.profiler: the ddph ranges it exported."""
     import json
     model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
-    handle = ddphooks.torch.fsdp.compress(model, cfg)
+    handle = ddphooks.torch.fsdp.compress(model, cfg, weights=weights)
     opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for x, y in pr.batches(rank)[:3]:
@@ -91,7 +92,8 @@ def profiled(rank, cfg, trace_dir):
             opt.step()
             opt.zero_grad()
     calls = handle.stats()["buckets"]
-    path = os.path.join(trace_dir, "trace.rank%d.json" % rank)
+    gathers = handle.gathers
+    path = os.path.join(trace_dir, "trace%s.rank%d.json" % ("_w" if weights else "", rank))
     # The narrowest clock mark (export aligns by it): how far the phases
     # may be placed off, in us, + the trace's 1 us rounding twice, + 20 us
     # for the profiler's clock rate against the wall clock's over the run.
@@ -103,7 +105,7 @@ def profiled(rank, cfg, trace_dir):
     xs = [e for e in events if e.get("ph") == "X"]
     names = [e["name"] for e in xs if e["name"].startswith("ddph ")]
     spans = lambda e: (float(e["ts"]), float(e["ts"]) + float(e["dur"]))  # noqa: E731
-    return {"calls": calls, "ranges": names, "slack_us": slack_us,
+    return {"calls": calls, "gathers": gathers, "ranges": names, "slack_us": slack_us,
             "range_times": sorted(spans(e) for e in xs if e["name"].startswith("ddph ")),
             "phases": [(e["name"], e["args"]["step"]) + spans(e) for e in xs
                        if e.get("cat") == "ddph" and e["name"].startswith("ddph/")]}
@@ -140,10 +142,95 @@ def checkpoint_case(rank, cfg, keep_state):
     return {"params": full_params(model)}
 
 
+def fake_quant(row, channel, bits):
+    """PyTorch's quint8 affine per-channel quantize-dequantize of a 1-D
+    float32 row in channels of `channel` elements, the last one shorter
+    where the row is not whole channels (PerChannelMinMaxObserver's scale
+    and zero point, quantize_per_channel's rounding), in torch ops."""
+    qmax = float((1 << bits) - 1)
+    out = []
+    for x in torch.split(row, channel):
+        min_neg, max_pos = x.min().clamp(max=0), x.max().clamp(min=0)
+        scale = ((max_pos - min_neg) / qmax).clamp(min=torch.finfo(torch.float32).eps)
+        zp = (0 - torch.round(min_neg / scale)).clamp(0, qmax)
+        q = (torch.round(x / scale) + zp).clamp(0, qmax)
+        out.append(scale * (q - zp))
+    return torch.cat(out)
+
+
+def gathered_linear(weight, bias, world, channel, bits):
+    """What every rank should compute with for a Linear under fully_shard
+    with the weight hook, from its full fp32 parameters: rank r's row is its
+    dim-0 chunk of the weight then of the bias, each zero-padded to the
+    first chunk's length (FSDP2's padded shard), quantized on its own."""
+    out, cols = weight.shape
+    k = -(-out // world)
+    ws, bs = [], []
+    for r in range(world):
+        w = torch.zeros(k, cols)
+        b = torch.zeros(k)
+        w[:len(weight[r * k:(r + 1) * k])] = weight[r * k:(r + 1) * k]
+        b[:len(bias[r * k:(r + 1) * k])] = bias[r * k:(r + 1) * k]
+        q = fake_quant(torch.cat([w.reshape(-1), b]), channel, bits)
+        ws.append(q[:k * cols].view(k, cols))
+        bs.append(q[k * cols:])
+    return torch.cat(ws)[:out], torch.cat(bs)[:out]
+
+
+def count_fsdp_all_gathers():
+    """Counts FSDP2's all-gathers, whatever serves them: a wrapper of the
+    function every FSDP param group's unshard calls."""
+    from torch.distributed.fsdp._fully_shard import _fsdp_param_group as pg
+    counter = {"n": 0}
+    original = pg.foreach_all_gather
+
+    def counted(*a, **kw):
+        counter["n"] += 1
+        return original(*a, **kw)
+    pg.foreach_all_gather = counted
+    return counter, lambda: setattr(pg, "foreach_all_gather", original)
+
+
+def gathered_weights(rank, world, grads, weights, bits=8, channel=512):
+    """The parity model with the weight hook: the weights each layer
+    computes with in the last step's forward (read in a forward pre-hook,
+    after FSDP's unshard), what they should be from the full fp32 parameters
+    before that step, and the all-gathers FSDP made against those the hook
+    served."""
+    model = sharded([pr.IN, pr.HIDDEN, pr.HIDDEN, pr.OUT])
+    counter, restore = count_fsdp_all_gathers()
+    handle = ddphooks.torch.fsdp.compress(model, grads, weights=weights)
+    opt = torch.optim.SGD(model.parameters(), lr=pr.LR)
+    seen, expected = [], []
+
+    def record(layer, args):
+        seen.append(torch.cat([layer.weight.detach().reshape(-1), layer.bias.detach()]))
+    batches = pr.batches(rank)
+    for i, (x, y) in enumerate(batches):
+        hooks = []
+        if i == len(batches) - 1:
+            for layer in model.layers:
+                w, b = gathered_linear(layer.weight.full_tensor(), layer.bias.full_tensor(),
+                                       world, channel, bits)
+                expected.append(torch.cat([w.reshape(-1), b]))
+                hooks.append(layer.register_forward_pre_hook(record))
+        nn.functional.mse_loss(model(x), y).backward()
+        for h in hooks:
+            h.remove()
+        opt.step()
+        opt.zero_grad()
+    restore()
+    out = {"params": full_params(model), "seen": seen, "expected": expected,
+           "fsdp_gathers": counter["n"], "hook_gathers": handle.gathers,
+           "weight_stats": handle.weight_stats(), "stats": handle.stats()}
+    handle.close()
+    return out
+
+
 MNIST_STEPS, MNIST_BATCH = 300, 32
 
 
-def fashion_mnist_accuracy(rank, world, cfg):
+def fashion_mnist_accuracy(rank, world, cfg, weights=None):
     """A 784-128-10 MLP, SGD with momentum, MNIST_STEPS steps of
     MNIST_BATCH images per rank (rank r takes every world-th batch), then
     the accuracy on the 10,000 test images."""
@@ -153,7 +240,7 @@ def fashion_mnist_accuracy(rank, world, cfg):
     tx, ty = (torch.from_numpy(a) for a in fashion_mnist.load("test"))
     x, tx = x.reshape(len(x), -1), tx.reshape(len(tx), -1)
     model = sharded([784, 128, 10])
-    handle = ddphooks.torch.fsdp.compress(model, cfg) if cfg else None
+    handle = ddphooks.torch.fsdp.compress(model, cfg, weights=weights) if cfg else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     for i in range(MNIST_STEPS):
         lo = (i * world + rank) * MNIST_BATCH % (len(y) - MNIST_BATCH)
@@ -180,7 +267,22 @@ def bf16_reduce():
     return ddphooks.torch.fsdp.compress(sharded([8, 8], mp), FP32)
 
 
+def bf16_weights():
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    return ddphooks.torch.fsdp.compress(sharded([8, 8], mp), FP32, weights=W8)
+
+
 CASES = {
+    "mnist_s8w8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), S8, W8),
+    "gather_w8": lambda r: gathered_weights(r, dist.get_world_size(), S8, W8),
+    "gather_w4": lambda r: gathered_weights(
+        r, dist.get_world_size(), FP32,
+        config("quantization", "per_channel_gather", {"bits": 4, "channel_size": 64}), 4, 64),
+    "refuse_weights_bf16": lambda r: refusal(bf16_weights),
+    "refuse_weights_not_gather": lambda r: refusal(lambda: ddphooks.torch.fsdp.compress(
+        sharded([8, 8]), FP32, weights=S8)),
+    "refuse_gather_for_grads": lambda r: refusal(lambda: ddphooks.torch.fsdp.compress(
+        sharded([8, 8]), W8)),
     "mnist_fp32": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), None),
     "mnist_q8": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q8),
     "mnist_q4ef": lambda r: fashion_mnist_accuracy(r, dist.get_world_size(), Q4EF),
@@ -193,6 +295,7 @@ CASES = {
     "ddph_s8": lambda r: train_random(r, S8),
     "ddph_s4ef": lambda r: train_random(r, S4EF),
     "profiled_s8": lambda r: profiled(r, S8, sys.argv[4]),
+    "profiled_s8w8": lambda r: profiled(r, S8, sys.argv[4], W8),
     "resume_q4ef": lambda r: checkpoint_case(r, Q4EF, keep_state=True),
     "resume_q4ef_without_state": lambda r: checkpoint_case(r, Q4EF, keep_state=False),
     "refuse_bf16_reduce": lambda r: refusal(bf16_reduce),

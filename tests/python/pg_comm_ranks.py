@@ -164,6 +164,15 @@ def main():
         raise AssertionError("mixed_precision was accepted")
     except errors.DDPHError as e:
         assert e.code == errors.Code.UNSUPPORTED and "mixed_precision" in e.message, e
+    # ... and quantization/per_channel_gather, which gathers rows (FSDP2's
+    # weights) and leaves no mean in a gradient bucket.
+    try:
+        ddphooks.torch.register(ddp, {"hook": {"family": "quantization",
+                                               "name": "per_channel_gather"}})
+        raise AssertionError("per_channel_gather was accepted as a DDP hook")
+    except errors.DDPHError as e:
+        assert e.code == errors.Code.UNSUPPORTED and "no mean" in e.message, e
+        assert "weights=" in e.message, e
     assert all(torch.equal(a, b) for a, b in zip(before, ddp.parameters()))
     dist.barrier()
     print("rank %d: ok" % rank)

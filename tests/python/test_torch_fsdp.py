@@ -17,8 +17,10 @@ import ranks  # noqa: E402
 
 CASES = ["own_fp32", "ddph_fp32", "ddph_q8", "ddph_q4ef", "ddph_s8", "ddph_s4ef", "resume_q4ef",
          "resume_q4ef_without_state", "profiled_s8", "refuse_bf16_reduce", "refuse_powersgd",
-         "refuse_plain_model"]
-MNIST = ["mnist_fp32", "mnist_q8", "mnist_q4ef", "mnist_s8", "mnist_s4ef"]
+         "refuse_plain_model", "gather_w8", "gather_w4", "refuse_weights_bf16",
+         "refuse_weights_not_gather", "refuse_gather_for_grads"]
+CASES += ["profiled_s8w8"]
+MNIST = ["mnist_fp32", "mnist_q8", "mnist_q4ef", "mnist_s8", "mnist_s4ef", "mnist_s8w8"]
 # 8-bit and 4-bit (channels of 64, error feedback) quantization of the
 # parity model's gradients, 20 steps at lr 0.05: 2e-4 and 6e-4 seen.
 QUANTIZED = dict(rtol=0, atol=3e-3)
@@ -89,7 +91,7 @@ def test_error_feedback_state_resumes_exactly_from_the_checkpoint(request, world
 def test_8_and_4_bit_train_fashion_mnist_to_fp32s_accuracy(world2):
     fp32 = world2("mnist_fp32")[0]["accuracy"]
     assert fp32 > 0.75, fp32
-    for case in ("mnist_q8", "mnist_q4ef", "mnist_s8", "mnist_s4ef"):
+    for case in ("mnist_q8", "mnist_q4ef", "mnist_s8", "mnist_s4ef", "mnist_s8w8"):
         acc = world2(case)[0]["accuracy"]
         # 81.0%, 80.3% and 80.3% seen after 300 steps of 32 images per rank.
         assert abs(acc - fp32) <= 0.015, (case, acc, fp32)
@@ -118,7 +120,52 @@ def test_every_reduce_scatters_phases_are_inside_its_range(world2):
                 assert start - slack <= ts <= te <= end + slack, (name, step, ts, te, start, end)
 
 
+def test_weights_every_all_gather_is_a_range_in_torch_profilers_trace(world2):
+    for res in world2("profiled_s8w8"):
+        assert res["gathers"] == 3 * 2 * 3, res["gathers"]  # 3 modules x fwd, bwd x 3 steps
+        gathers = [n for n in res["ranges"] if " all-gather " in n]
+        assert len(gathers) == res["gathers"], res["ranges"]
+        assert all(n.startswith("ddph quantization/per_channel_gather all-gather ")
+                   for n in gathers), gathers
+        assert len(res["ranges"]) == res["calls"] + res["gathers"], res["ranges"]
+
+
+@pytest.mark.parametrize("case,bits", [("gather_w8", 8), ("gather_w4", 4)])
+@pytest.mark.parametrize("world", ["world2", "world3"])
+def test_weights_every_rank_computes_with_each_shards_own_quantization(request, world, case,
+                                                                        bits):
+    """weights=: in the last step's forward every layer's unsharded weights
+    are, bit for bit on every rank, each rank's shard of the full fp32
+    parameters quantized on its own by PyTorch's per-channel formulas
+    (fsdp_ranks.gathered_linear): all ranks decode the same codes."""
+    runs = request.getfixturevalue(world)(case)
+    for res in runs:
+        assert len(res["seen"]) == len(res["expected"]) == 3
+        for seen, want, other in zip(res["seen"], res["expected"], runs[0]["seen"]):
+            assert torch.equal(seen, want), "max |diff| %g" % (seen - want).abs().max()
+            assert torch.equal(seen, other), "ranks compute with different weights"
+
+
+@pytest.mark.parametrize("world", ["world2", "world3"])
+def test_weights_every_all_gather_goes_through_the_hook(request, world):
+    for case in ("gather_w8", "gather_w4"):
+        for res in request.getfixturevalue(world)(case):
+            # 3 layers x 20 steps, forward and backward (reshard_after_forward).
+            assert res["fsdp_gathers"] == 3 * 2 * 20, res["fsdp_gathers"]
+            assert res["hook_gathers"] == res["fsdp_gathers"]
+            ws = res["weight_stats"]
+            assert ws["buckets"] == res["fsdp_gathers"], ws
+            # 8 bits: the codes are a quarter of the float32 rows, plus a scale
+            # and a zero point per channel (rows of 1056 and 726 elements).
+            limit = 0.3 if case == "gather_w8" else 0.2
+            assert ws["bytes_out"] < limit * ws["bytes_in"], ws
+
+
 @pytest.mark.parametrize("case,words", [
+    ("refuse_weights_bf16", ["weights", "torch.bfloat16", "param_dtype"]),
+    ("refuse_weights_not_gather", ["weights", "quantization/per_channel",
+                                   "quantization/per_channel_gather"]),
+    ("refuse_gather_for_grads", ["per_channel_gather", "no mean", "weights="]),
     ("refuse_bf16_reduce", ["torch.bfloat16", "reduce_dtype=torch.float32"]),
     ("refuse_powersgd", ["powersgd", "mean"]),
     ("refuse_plain_model", ["not a fully_shard model"]),

@@ -48,3 +48,14 @@ def fsdp2():
     except ImportError:
         return None
     return FSDPModule, ReduceScatter, HSDPMeshInfo
+
+
+def fsdp2_all_gather():
+    """FSDP2's AllGather slot class (FSDPModule.set_custom_all_gather), or
+    None where this PyTorch has no custom all-gather."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+        from torch.distributed.fsdp._fully_shard._fsdp_api import AllGather
+    except ImportError:
+        return None
+    return AllGather if hasattr(FSDPModule, "set_custom_all_gather") else None

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from .. import _abi, _tensors, checkpoint, errors
-from .._config import config_doc as _config_doc, families as _families
+from .._config import config_doc as _config_doc, families as _families, hooks as _hooks
 from . import _compat, _optim, profiler as _profiler
 from ..allocator import DeviceAllocator
 from ..session import Session
@@ -410,6 +410,12 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
                                "ddphooks.torch: the mixed_precision family expects the host to "
                                "lend fp32 gradients in ddph_param_t.data; DDP lends parameters "
                                "there (and PyTorch 1.13's DDP has no mixed-precision buckets)")
+    if ("quantization", "per_channel_gather") in _hooks(config):
+        raise errors.DDPHError(errors.Code.UNSUPPORTED,
+                               "ddphooks.torch: quantization/per_channel_gather gathers rows and "
+                               "gives no mean, which a DDP gradient hook must; it serves FSDP2's "
+                               "weight all-gather (ddphooks.torch.fsdp.compress(model, config, "
+                               "weights=...)): use per_channel or per_tensor")
     if _compat.ddp_uses_python_reducer(ddp_model):
         raise errors.DDPHError(errors.Code.UNSUPPORTED, PYTHON_REDUCER_REFUSAL)
     pg = process_group if process_group is not None else getattr(ddp_model, "process_group",

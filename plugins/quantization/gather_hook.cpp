@@ -1,0 +1,111 @@
+// per_channel_gather: the quantization family's all-gather hook, for
+// FSDP2's weight all-gather (ddphooks.torch.fsdp.compress's `weights`),
+// as ZeRO++'s qwZ quantizes the weights it gathers. A bucket is world
+// equal rows, this rank's row filled by the caller; the hook leaves every
+// row decoded from its rank's 8-bit (or 4- or 2-bit) per-channel codes,
+// the same bits on every rank. It averages nothing, so it is no gradient
+// hook: it keeps no state (nothing to checkpoint).
+#include <string>
+#include <vector>
+
+#include "core/base/tensor.h"
+#include "core/hook/comm_call.h"
+#include "core/hook/hook.h"
+#include "plugins/quantization/hooks.h"
+#include "plugins/quantization/options.h"
+#include "plugins/quantization/protocols.h"
+
+namespace ddph {
+namespace quantization {
+namespace {
+
+class GatherHook : public Hook {
+ public:
+  static constexpr uint32_t kFlags = 0;
+  static constexpr bool kRunsOnCuda = true;
+  static constexpr const char* kName = "per_channel_gather";
+  static void check_options(OptionCheck& c) { quantization::check_options(c, kName, true); }
+
+  explicit GatherHook(const ddph_hook_init_t& init)
+      : comm_(init.comm), opts_(parse_gather_options(init)) {}
+
+  void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
+    char text[32];
+    DDPH_CHECK(dtype == DType::F32, DDPH_UNSUPPORTED,
+               "quantization/" << kName << ": bucket dtype "
+                               << dl_dtype_text(bucket.buffer.dtype, text)
+                               << " is not supported (float32 only)");
+    require_cuda_build(where_of(bucket), "quantization/per_channel_gather");
+    BucketJob job;
+    job.data = static_cast<float*>(data_ptr(bucket.buffer));
+    job.n = size_t(bucket.buffer.shape[0]);
+    job.rank = comm_rank(comm_);
+    job.world = comm_size(comm_);
+    job.index = bucket.index;
+    job.step = bucket.step;
+    job.at = where_of(bucket);
+    if (job.at.device.device_type == kDLCUDAHost) job.at.device = DLDevice{kDLCPU, 0};
+    // Equal rows; each row is quantized on its own, its last channel as
+    // long as what is left of it (so any row length works, as PyTorch's
+    // per-channel hook takes any bucket length).
+    const size_t w = size_t(job.world);
+    DDPH_CHECK(job.n % w == 0, DDPH_INVALID_ARGUMENT,
+               "quantization/" << kName << ": bucket " << bucket.index << " has " << job.n
+                               << " elements, not world size " << w
+                               << " equal rows (one per rank, this rank's filled)");
+    const size_t row = job.n / w;
+    // This rank's input is its row (the other rows are where the gather
+    // lands), as an fp32 all-gather would hand it to the collective.
+    count_in(uint64_t(row) * sizeof(float));
+    if (job.n == 0) return done.ok();
+    const Outcome out = run_gather(comm_, opts_, job, ws_);
+    count_out(out.bytes);
+    if (!out.nonfinite_ranks.empty()) {
+      // Every rank saw the same headers, so every rank takes the same branch.
+      if (opts_.nonfinite == NonFinite::kPropagate) return gather_fp32(job, row, done);
+      return done.fail(Error(DDPH_NONFINITE, nonfinite_message(out.nonfinite_ranks, bucket)));
+    }
+    done.ok();
+  }
+
+ private:
+  // A row holds NaN or Inf: the rows as they are, so that they land on
+  // every rank where a plain all-gather puts them.
+  void gather_fp32(const BucketJob& job, size_t row, const Completion& done) {
+    FlatTensor send(job.data + size_t(job.rank) * row, DType::F32, int64_t(row), job.at.device);
+    FlatTensor recv(job.data, DType::F32, int64_t(job.n), job.at.device);
+    count_out(row * sizeof(float));
+    comm_allgather(comm_, send, recv, job.at.stream);
+    done.ok();
+  }
+
+  static std::string nonfinite_message(const std::vector<int>& bad, const ddph_bucket_t& bucket) {
+    std::string ranks;
+    for (int r : bad) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return std::string("quantization/") + kName + ": bucket " + std::to_string(bucket.index) +
+           " (step " + std::to_string(bucket.step) + ") holds NaN or Inf in the row of rank" +
+           (bad.size() > 1 ? "s " : " ") + ranks + "; option nonfinite is 'error'";
+  }
+
+  ddph_comm_t* comm_;
+  QuantOptions opts_;
+  Workspace ws_;
+};
+
+}  // namespace
+
+const ddph_hook_t& per_channel_gather_hook() {
+  static const ddph_hook_t table = [] {
+    size_t count = 0;
+    const ddph_option_spec_t* specs = per_channel_gather_specs(&count);
+    return hook_table<GatherHook>(
+        "per_channel_gather",
+        "uint8/4/2-bit all-gather of world rows, one scale per channel_size elements, every "
+        "row decoded on every rank (FSDP2's weight all-gather; ZeRO++'s qwZ)",
+        specs, count, /*keeps_state=*/false);
+  }();
+  return table;
+}
+
+}  // namespace quantization
+}  // namespace ddph
