@@ -63,7 +63,8 @@ class GatherHook : public Hook {
     if (!out.nonfinite_ranks.empty()) {
       // Every rank saw the same headers, so every rank takes the same branch.
       if (opts_.nonfinite == NonFinite::kPropagate) return gather_fp32(job, row, done);
-      return done.fail(Error(DDPH_NONFINITE, nonfinite_message(out.nonfinite_ranks, bucket)));
+      return done.fail(Error(
+          DDPH_NONFINITE, nonfinite_message(kName, "in the row of", out.nonfinite_ranks, bucket)));
     }
     done.ok();
   }
@@ -77,14 +78,6 @@ class GatherHook : public Hook {
     count_out(row * sizeof(float));
     comm_allgather(comm_, send, recv, job.at.stream);
     done.ok();
-  }
-
-  static std::string nonfinite_message(const std::vector<int>& bad, const ddph_bucket_t& bucket) {
-    std::string ranks;
-    for (int r : bad) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    return std::string("quantization/") + kName + ": bucket " + std::to_string(bucket.index) +
-           " (step " + std::to_string(bucket.step) + ") holds NaN or Inf in the row of rank" +
-           (bad.size() > 1 ? "s " : " ") + ranks + "; option nonfinite is 'error'";
   }
 
   ddph_comm_t* comm_;

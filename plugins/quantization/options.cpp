@@ -133,5 +133,14 @@ QuantOptions parse_gather_options(const ddph_hook_init_t& init) {
   return q;
 }
 
+std::string nonfinite_message(const char* hook, const char* where, const std::vector<int>& bad,
+                              const ddph_bucket_t& bucket) {
+  std::string ranks;
+  for (int r : bad) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return std::string("quantization/") + hook + ": bucket " + std::to_string(bucket.index) +
+         " (step " + std::to_string(bucket.step) + ") holds NaN or Inf " + where + " rank" +
+         (bad.size() > 1 ? "s " : " ") + ranks + "; option nonfinite is 'error'";
+}
+
 }  // namespace quantization
 }  // namespace ddph

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/base/option_check.h"
 
@@ -49,6 +51,12 @@ void check_options(OptionCheck& c, const char* hook, bool per_channel);
 QuantOptions parse_options(const ddph_hook_init_t& init, bool per_channel);
 // per_channel_gather's values: nearest rounding, no error feedback.
 QuantOptions parse_gather_options(const ddph_hook_init_t& init);
+
+// The DDPH_NONFINITE message under option nonfinite: error, when the ranks
+// in `bad` held NaN or Inf in the bucket ("on" a rank's bucket, or "in the
+// row of" a rank for a gather).
+std::string nonfinite_message(const char* hook, const char* where, const std::vector<int>& bad,
+                              const ddph_bucket_t& bucket);
 
 }  // namespace quantization
 }  // namespace ddph

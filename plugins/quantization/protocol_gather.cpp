@@ -18,25 +18,14 @@ Outcome run_gather(ddph_comm_t* comm, const QuantOptions& o, const BucketJob& jo
   const Segment seg{row, o.channel_size};
   const size_t block = kRankHeaderBytes + encoded_bytes(seg, o.bits);
   Codec codec(job.at, ws.scratch, o.bits, seg.n, segment_channels(seg), 1);
-  const ScratchBuffers::Lease recv_buf = ws.scratch.get(job.at, kGatherKey, world * block);
-  uint8_t* all = static_cast<uint8_t*>(recv_buf.data());
-  uint8_t* own = all + size_t(job.rank) * block;
   EncodeArgs args;
   args.bits = o.bits;
-  codec.encode(job.data + size_t(job.rank) * row, seg, args, own + kRankHeaderBytes);
-  codec.write_rank_header(own);
-
-  // In place: this rank's block of recv is the send buffer.
-  FlatTensor send(own, DType::U8, int64_t(block), job.at.device);
-  FlatTensor recv(all, DType::U8, int64_t(world * block), job.at.device);
-  comm_allgather(comm, send, recv, job.at.stream);
-  Outcome out;
-  out.bytes = block;
-  out.nonfinite_ranks = codec.nonfinite_senders(all, block, job.world);
-  if (!out.nonfinite_ranks.empty()) return out;
+  GatheredBlocks got =
+      gather_blocks(comm, codec, job, ws, block, seg, job.data + size_t(job.rank) * row, args);
+  if (!got.out.nonfinite_ranks.empty()) return got.out;
   for (size_t r = 0; r < world; ++r)
-    codec.decode_into(all + r * block + kRankHeaderBytes, seg, o.bits, job.data + r * row);
-  return out;
+    codec.decode_into(got.blocks + r * block + kRankHeaderBytes, seg, o.bits, job.data + r * row);
+  return got.out;
 }
 
 }  // namespace quantization

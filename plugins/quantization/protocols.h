@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/kernels/on_device.h"
+#include "core/quant/codec.h"
 #include "core/quant/scatter.h"
 #include "plugins/quantization/options.h"
 
@@ -43,6 +44,20 @@ struct Outcome {
   // not empty, the bucket and the owner residuals were left untouched.
   std::vector<int> nonfinite_ranks;
 };
+
+// The exchange both gathers make (protocol allgather, per_channel_gather):
+// codec encodes `src` (seg of it, with args) into this rank's block of a
+// world x block receive buffer, behind the rank header, one allgather
+// fills the other ranks' blocks, and every rank reads which ranks sent NaN
+// or Inf. `blocks` (rank r's block at r * block) is valid while it lives.
+struct GatheredBlocks {
+  ScratchBuffers::Lease lease;
+  const uint8_t* blocks;
+  Outcome out;
+};
+GatheredBlocks gather_blocks(ddph_comm_t* comm, Codec& codec, const BucketJob& job, Workspace& ws,
+                             size_t block, const Segment& seg, const float* src,
+                             const EncodeArgs& args);
 
 // How this rank quantizes its own data under o.
 inline OwnEncoding own_encoding(const QuantOptions& o) {

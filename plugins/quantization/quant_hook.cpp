@@ -80,7 +80,8 @@ class QuantHook : public Hook {
     if (!out.nonfinite_ranks.empty()) {
       // Every rank saw the same headers, so every rank takes the same branch.
       if (opts_.nonfinite == NonFinite::kPropagate) return allreduce(job, done);
-      return done.fail(Error(DDPH_NONFINITE, nonfinite_message(out.nonfinite_ranks, bucket)));
+      return done.fail(
+          Error(DDPH_NONFINITE, nonfinite_message(kName, "on", out.nonfinite_ranks, bucket)));
     }
     if (opts_.error_feedback) residuals_.keep_copy(bucket.index);
     done.ok();
@@ -117,14 +118,6 @@ class QuantHook : public Hook {
     count_out(job.n * sizeof(float));
     comm_allreduce(comm_, buf, DDPH_AVG, job.at.stream);
     done.ok();
-  }
-
-  static std::string nonfinite_message(const std::vector<int>& bad, const ddph_bucket_t& bucket) {
-    std::string ranks;
-    for (int r : bad) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    return std::string("quantization/") + kName + ": bucket " + std::to_string(bucket.index) +
-           " (step " + std::to_string(bucket.step) + ") holds NaN or Inf on rank" +
-           (bad.size() > 1 ? "s " : " ") + ranks + "; option nonfinite is 'error'";
   }
 
   ddph_comm_t* comm_;

@@ -63,22 +63,28 @@ class StepMetrics:
         return self.bytes_in / self.bytes_out if self.bytes_out else None
 
 
-def take_records(lib, handle):
-    """Every record the session holds, oldest first (they are then gone)."""
+def _take_all(take, handle, struct, convert, lib):
+    """Every record a ddph_session_take_* function holds, oldest first,
+    each through convert (they are then gone)."""
     out = []
-    rec = _abi.new(_abi.BucketMetrics)
+    rec = _abi.new(struct)
     taken = ctypes.c_int32(0)
     while True:
-        errors.check(lib, lib.ddph_session_take_metrics(handle, ctypes.byref(rec),
-                                                        ctypes.byref(taken)))
+        errors.check(lib, take(handle, ctypes.byref(rec), ctypes.byref(taken)))
         if not taken.value:
             return out
-        out.append(BucketMetrics(step=int(rec.step), bucket=int(rec.bucket),
-                                 is_last=bool(rec.is_last), bytes_in=int(rec.bytes_in),
-                                 bytes_out=int(rec.bytes_out), wire_bytes=int(rec.wire_bytes),
-                                 queue_seconds=float(rec.queue_seconds),
-                                 hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok),
-                                 start_ns=int(rec.start_ns)))
+        out.append(convert(rec))
+
+
+def take_records(lib, handle):
+    """Every record the session holds, oldest first (they are then gone)."""
+    def record(rec):
+        return BucketMetrics(
+            step=int(rec.step), bucket=int(rec.bucket), is_last=bool(rec.is_last),
+            bytes_in=int(rec.bytes_in), bytes_out=int(rec.bytes_out),
+            wire_bytes=int(rec.wire_bytes), queue_seconds=float(rec.queue_seconds),
+            hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok), start_ns=int(rec.start_ns))
+    return _take_all(lib.ddph_session_take_metrics, handle, _abi.BucketMetrics, record, lib)
 
 
 class StepAccumulator:
@@ -129,18 +135,12 @@ class PhaseSpan:
 def take_spans(lib, handle):
     """Every span the session holds, in the order the hooks reported them
     (they are then gone)."""
-    out = []
-    rec = _abi.new(_abi.Span)
-    taken = ctypes.c_int32(0)
-    while True:
-        errors.check(lib, lib.ddph_session_take_spans(handle, ctypes.byref(rec),
-                                                      ctypes.byref(taken)))
-        if not taken.value:
-            return out
+    def span(rec):
         phase = int(rec.phase)
         name = _abi.PHASES[phase] if 0 <= phase < len(_abi.PHASES) else "phase %d" % phase
-        out.append(PhaseSpan(phase=name, step=int(rec.step), bucket=int(rec.bucket),
-                             start_ns=int(rec.start_ns), end_ns=int(rec.end_ns)))
+        return PhaseSpan(phase=name, step=int(rec.step), bucket=int(rec.bucket),
+                         start_ns=int(rec.start_ns), end_ns=int(rec.end_ns))
+    return _take_all(lib.ddph_session_take_spans, handle, _abi.Span, span, lib)
 
 
 class MetricsWriter:
