@@ -54,8 +54,8 @@ def main():
     gather = median_ms(copy_in, args.repeat)
     adopt = median_ms(lambda: jax.dlpack.from_dlpack(buf[:numel]), args.repeat)
     copy_out = median_ms(lambda: jax.block_until_ready(jnp.asarray(buf[:numel])), args.repeat)
-    print("reduce() of %d float32 (%.1f MB) on a world of one: %.2f ms" %
-          (numel, numel * 4 / 1e6, whole))
+    print("reduce() of %d float32 (%.1f MiB) on a world of one: %.2f ms" %
+          (numel, numel * 4 / 2**20, whole))
     print("  copy of the leaves into the bucket:      %.2f ms (%.0f%% of reduce)" %
           (gather, 100 * gather / whole))
     print("  back to JAX through DLPack (no copy):    %.3f ms" % adopt)
