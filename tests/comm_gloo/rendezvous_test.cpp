@@ -38,6 +38,22 @@ int sum_check(ddph_comm_t* comm, int rank, int world) {
   return 0;
 }
 
+// Connects rank of world through the URL's store alone (no session),
+// checks a sum, and closes: what the Redis and tcp:// rendezvous tests do.
+int connect_by_url_and_sum(int rank, int world, const std::string& url, const std::string& prefix) {
+  Connect c;
+  c.rank = rank;
+  c.world = world;
+  c.rendezvous = url;
+  c.prefix = prefix;
+  Err err;
+  ddph_comm_t* comm = connect(c, &err);
+  DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+  int rc = sum_check(comm, rank, world);
+  comm->destroy(comm->ctx);
+  return rc;
+}
+
 TEST(CommGlooRendezvous, Redis) {
   const int port = ddph_test::free_port();
   const int redis = ddph_test::start_redis(port);
@@ -47,17 +63,7 @@ TEST(CommGlooRendezvous, Redis) {
     auto res = ddph_test::run_ranks(
         world,
         [&](int rank, int w, const std::string&) {
-          Connect c;
-          c.rank = rank;
-          c.world = w;
-          c.rendezvous = url;
-          c.prefix = "redis-world" + std::to_string(w);
-          Err err;
-          ddph_comm_t* comm = connect(c, &err);
-          DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
-          int rc = sum_check(comm, rank, w);
-          comm->destroy(comm->ctx);
-          return rc;
+          return connect_by_url_and_sum(rank, w, url, "redis-world" + std::to_string(w));
         },
         30);
     EXPECT_TRUE(ddph_test::all_passed(res)) << world << " ranks: " << ddph_test::describe(res);
@@ -73,17 +79,7 @@ TEST(CommGlooRendezvous, TcpRankZeroServes) {
   auto res = ddph_test::run_ranks(
       3,
       [&](int rank, int w, const std::string&) {
-        Connect c;
-        c.rank = rank;
-        c.world = w;
-        c.rendezvous = url;
-        c.prefix = "tcp-world";
-        Err err;
-        ddph_comm_t* comm = connect(c, &err);
-        DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
-        int rc = sum_check(comm, rank, w);
-        comm->destroy(comm->ctx);
-        return rc;
+        return connect_by_url_and_sum(rank, w, url, "tcp-world");
       },
       30);
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
