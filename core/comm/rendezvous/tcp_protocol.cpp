@@ -46,6 +46,13 @@ auto decoding(const char* message, const std::string& body, Body&& read) {
   }
 }
 
+// Every message starts with the store's magic: anything else on the port is
+// not a ddph tcp store.
+void read_magic(LeReader& r) {
+  DDPH_CHECK(get_fixed(r, sizeof kMagic, "magic") == std::string(kMagic, sizeof kMagic),
+             DDPH_INVALID_ARGUMENT, "wrong magic");
+}
+
 }  // namespace
 
 std::string Hello::who() const {
@@ -67,8 +74,7 @@ std::string encode(const Hello& m) {
 
 Hello decode_hello(const std::string& body) {
   return decoding("hello", body, [](LeReader& r) {
-    DDPH_CHECK(get_fixed(r, sizeof kMagic, "magic") == std::string(kMagic, sizeof kMagic),
-               DDPH_INVALID_ARGUMENT, "wrong magic");
+    read_magic(r);
     Hello m;
     m.version = uint32_t(r.get(4, "version"));
     DDPH_CHECK(m.version == kVersion, DDPH_INVALID_ARGUMENT,
@@ -98,8 +104,7 @@ std::string encode(const Greeting& m) {
 
 Greeting decode_greeting(const std::string& body) {
   return decoding("greeting", body, [](LeReader& r) {
-    DDPH_CHECK(get_fixed(r, sizeof kMagic, "magic") == std::string(kMagic, sizeof kMagic),
-               DDPH_INVALID_ARGUMENT, "wrong magic");
+    read_magic(r);
     Greeting m;
     m.verdict = Verdict(r.get(1, "verdict"));
     m.why = get_string(r, "why");
