@@ -1,64 +1,29 @@
 #include "core/base/device_allocator.h"
 
-#include <atomic>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
-
 #include "core/base/error.h"
+#include "core/base/thread_slot.h"
 
 namespace ddph {
 namespace {
 
-// Which allocator is current on which thread. Not a thread_local: in a
-// dlopen'ed plugin that is dynamic TLS, which LeakSanitizer's leak check
-// cannot walk once a plugin has been unloaded (its tracer crashes), and
-// initial-exec TLS would take static TLS from the host, which may have none
-// to spare. Every hook and collective call makes a scope, so while no host
-// lends an allocator (the usual case) the count of entries lets both sides
-// skip the lock: a thread's own entry is only ever added by that thread.
-struct CurrentByThread {
-  std::mutex mu;
-  std::unordered_map<std::thread::id, const ddph_device_allocator_t*> map;
-  std::atomic<size_t> entries{0};  // map.size(), readable without mu
-};
-
-CurrentByThread& current_by_thread() {
-  static CurrentByThread c;
-  return c;
-}
-
-const ddph_device_allocator_t* swap_current(const ddph_device_allocator_t* allocator) {
-  CurrentByThread& c = current_by_thread();
-  if (allocator == nullptr && c.entries.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard<std::mutex> lock(c.mu);
-  const auto id = std::this_thread::get_id();
-  const auto found = c.map.find(id);
-  const ddph_device_allocator_t* previous = found == c.map.end() ? nullptr : found->second;
-  if (allocator == nullptr) {
-    if (found != c.map.end()) c.map.erase(found);
-  } else {
-    c.map[id] = allocator;
-  }
-  c.entries.store(c.map.size(), std::memory_order_release);
-  return previous;
+// Which allocator is current on which thread (a ThreadSlot, not a
+// thread_local: this file goes into dlopen'ed plugins).
+ThreadSlot<const ddph_device_allocator_t>& current_by_thread() {
+  static ThreadSlot<const ddph_device_allocator_t> slot;
+  return slot;
 }
 
 }  // namespace
 
 const ddph_device_allocator_t* current_device_allocator() {
-  CurrentByThread& c = current_by_thread();
-  if (c.entries.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard<std::mutex> lock(c.mu);
-  const auto found = c.map.find(std::this_thread::get_id());
-  return found == c.map.end() ? nullptr : found->second;
+  return current_by_thread().get();
 }
 
 DeviceAllocatorScope::DeviceAllocatorScope(const ddph_device_allocator_t* allocator)
-    : previous_(swap_current(allocator)) {}
+    : previous_(current_by_thread().exchange(allocator)) {}
 
 DeviceAllocatorScope::~DeviceAllocatorScope() {
-  swap_current(previous_);
+  current_by_thread().exchange(previous_);
 }
 
 const ddph_device_allocator_t* checked_device_allocator(const ddph_device_allocator_t* allocator,

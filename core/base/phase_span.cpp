@@ -3,11 +3,17 @@
 #include <chrono>
 
 #include "core/base/host.h"
+#include "core/base/thread_slot.h"
 
 namespace ddph {
 namespace {
-thread_local DeferredSpans* t_deferred = nullptr;
+// The DeferredSpans collecting on each thread (a ThreadSlot, not a
+// thread_local: this file goes into dlopen'ed plugins).
+ThreadSlot<DeferredSpans>& deferred_by_thread() {
+  static ThreadSlot<DeferredSpans> slot;
+  return slot;
 }
+}  // namespace
 
 uint64_t monotonic_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -17,9 +23,9 @@ uint64_t monotonic_ns() {
 
 void report_span(const ddph_bucket_t* bucket, ddph_phase_t phase, uint64_t start_ns,
                  uint64_t end_ns) {
-  if (t_deferred != nullptr) {
+  if (DeferredSpans* deferred = deferred_by_thread().get()) {
     try {
-      t_deferred->keep({bucket, phase, start_ns, end_ns});
+      deferred->keep({bucket, phase, start_ns, end_ns});
     } catch (...) {
       // Out of memory for a trace record: the trace goes without it.
     }
@@ -31,11 +37,10 @@ void report_span(const ddph_bucket_t* bucket, ddph_phase_t phase, uint64_t start
     h->span(bucket, phase, start_ns, end_ns);
 }
 
-DeferredSpans::Collect::Collect(DeferredSpans& into) : outer_(t_deferred) {
-  t_deferred = &into;
-}
+DeferredSpans::Collect::Collect(DeferredSpans& into)
+    : outer_(deferred_by_thread().exchange(&into)) {}
 DeferredSpans::Collect::~Collect() {
-  t_deferred = outer_;
+  deferred_by_thread().exchange(outer_);  // erases or overwrites: cannot throw
 }
 
 void DeferredSpans::report() {
