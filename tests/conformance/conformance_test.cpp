@@ -1,5 +1,5 @@
 // The plugin contract on every libddph_*.so in the plugin directory: the
-// checks of `ddph validate-plugin` (loader/plugin_checks/plugin_checks.h),
+// checks of `ddph validate-plugin` (conformance/plugin_checks.h),
 // each in its own child process, must all pass or be skipped.
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/plugin_checks/plugin_checks.h"
+#include "conformance/plugin_checks.h"
 
 namespace {
 

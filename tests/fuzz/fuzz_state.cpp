@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/plugin_checks/lent_bucket.h"
+#include "conformance/lent_bucket.h"
 #include "tests/fuzz/fuzz_session.h"
 #include "tests/support/checkpoint_layout.h"
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "loader/plugin_checks/lent_bucket.h"
+#include "conformance/lent_bucket.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "loader/plugin_checks/lent_bucket.h"
+#include "conformance/lent_bucket.h"
 
 namespace {
 

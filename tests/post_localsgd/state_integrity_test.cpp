@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "conformance/lent_bucket.h"
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
-#include "loader/plugin_checks/lent_bucket.h"
 #include "plugins/post_localsgd/step_counter.h"
 #include "tests/support/checkpoint_layout.h"
 #include "tests/support/multiprocess.h"

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "loader/tool/output_file.h"
 #include "tests/support/multiprocess.h"
 #include "tests/tool/run_ddph.h"
+#include "tool/output_file.h"
 
 namespace {
 

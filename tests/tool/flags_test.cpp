@@ -1,5 +1,5 @@
 // Every number and value a `ddph` flag takes is checked at parse time, in one
-// place (loader/tool/cli.h): NaN, infinity, out-of-range, wrapped negative,
+// place (tool/cli.h): NaN, infinity, out-of-range, wrapped negative,
 // fractional and empty values are refused as usage errors (exit 2) with a
 // message naming the flag, before any rank starts.
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // The network lab of `ddph lab` and `ddph bench --link`
-// (loader/tool/lab/net_lab.h): its flag, and, where the kernel lets this process
+// (tool/lab/net_lab.h): its flag, and, where the kernel lets this process
 // make namespaces, the calibration issue 22 asks for: on a 1 Gbit/s link a
 // raw TCP stream reaches 0.9-1.0 Gbit/s, and Gloo's raw fp32 allreduce of
 // 25 MB at world 2 takes between 1x and 1.15x its wire bound.
-#include "loader/tool/lab/net_lab.h"
+#include "tool/lab/net_lab.h"
 
 #include <gtest/gtest.h>
 

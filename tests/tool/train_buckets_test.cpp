@@ -1,11 +1,11 @@
 // DDP-style bucketing: every parameter lands in exactly one bucket, in
 // reverse order, contiguously, and no bucket passes the cap unless a single
 // parameter alone does.
-#include "loader/tool/ranks/buckets.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
+
+#include "tool/ranks/buckets.h"
 
 namespace ddph::tool {
 namespace {

@@ -1,12 +1,12 @@
 // The training model's math: backward against finite differences, the
 // layer-by-layer order that lets buckets go out during backward, and the
 // determinism that keeps ranks bit-identical.
-#include "loader/tool/train/model.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
+
+#include "tool/train/model.h"
 
 namespace ddph::tool {
 namespace {
