@@ -88,13 +88,7 @@ case "$kind" in
     # Also left out: ToolFlags.AWideHiddenLayerDoesNotOutlastTheCommTimeout,
     # a --hidden 2048 training (24 s plain, past its 120 s under TSan); the
     # same evaluation runs under TSan in the ToolCli trainings.
-    # Also left out, for now: hierarchical.bench_machines, whose rank 0
-    # dies in about 4 runs of 10 under TSan since 2026-11-29 with
-    # "ThreadSanitizer failed to allocate 0x1ece00003f000 bytes at address
-    # 100000083000 (errno: 12)", a mapping of TSan's runtime, not a race
-    # report (with and without setarch -R); it passes in the plain and the
-    # ASan build. Its cause is not found yet.
-    run_ctest "$log.cpp" -E "$excluded|^python\.|\.train_converges\.|^ToolFlags\.AWideHiddenLayerDoesNotOutlastTheCommTimeout$|^hierarchical\.bench_machines$" || true
+    run_ctest "$log.cpp" -E "$excluded|^python\.|\.train_converges\.|^ToolFlags\.AWideHiddenLayerDoesNotOutlastTheCommTimeout$" || true
     logs=("$log.cpp")
     ;;
 esac
