@@ -194,18 +194,12 @@ int run_train(TrainOptions& o, bool rank_given) {
     // An MPI job under mpirun: this process is one rank, placed by the launcher.
     LauncherPlacement mpi;
     try {
-      mpi = mpi_launcher_placement(o.config);
+      mpi = mpi_launcher_placement({o.config}, o.link.rate_bits_per_s > 0);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddph train: %s\n", e.what());
-      return 2;
+      return kExitUsage;
     }
     if (!mpi.found) return launch_local(o);
-    if (o.link.rate_bits_per_s > 0) {
-      std::fprintf(stderr,
-                   "ddph train: --link runs local ranks; under an MPI launcher shape "
-                   "the links outside (see docs/lab.md)\n");
-      return 2;
-    }
     o.rank = mpi.rank;
     o.world = mpi.world;
   }
