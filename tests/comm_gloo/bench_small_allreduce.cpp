@@ -64,14 +64,8 @@ ddph_reduce_op_t parse_op(const std::string& op) {
 
 int run_ddph(const Args& a, int rank, int world, const std::string& dir) {
   using namespace comm_gloo_test;
-  Connect c;
-  c.rank = rank;
-  c.world = world;
-  c.rendezvous = file_url(dir + "/store");
-  c.timeout_ms = 60000;
-  Err err;
-  ddph_comm_t* comm = connect(c, &err);
-  DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+  ddph_comm_t* comm = must_connect(rank, world, dir, 60000);
+  if (comm == nullptr) return 1;
   for (int64_t bytes : a.sizes) {
     Tensor t(kF32, bytes / 4);
     for (int64_t i = 0; i < bytes / 4; ++i) t.as<float>()[i] = 1.0f;
@@ -97,14 +91,8 @@ int run_ddph(const Args& a, int rank, int world, const std::string& dir) {
 
 int run_metrics(const Args& a, int rank, int world, const std::string& dir) {
   using namespace comm_gloo_test;
-  Connect c;
-  c.rank = rank;
-  c.world = world;
-  c.rendezvous = file_url(dir + "/store");
-  c.timeout_ms = 60000;
-  Err err;
-  ddph_comm_t* comm = connect(c, &err);
-  DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+  ddph_comm_t* comm = must_connect(rank, world, dir, 60000);
+  if (comm == nullptr) return 1;
   DDPH_CHILD_CHECK(comm->bytes_sent != nullptr, "rank %d: comm_gloo counts no wire bytes", rank);
   for (int64_t bytes : a.sizes) {
     Tensor t(kF32, bytes / 4);

@@ -6,34 +6,8 @@
 
 namespace ddph::tool {
 
-const char* code_text(ddph_code_t code) {
-  switch (code) {
-    case DDPH_OK:
-      return "DDPH_OK";
-    case DDPH_INVALID_ARGUMENT:
-      return "DDPH_INVALID_ARGUMENT";
-    case DDPH_UNSUPPORTED:
-      return "DDPH_UNSUPPORTED";
-    case DDPH_NOT_FOUND:
-      return "DDPH_NOT_FOUND";
-    case DDPH_VERSION_MISMATCH:
-      return "DDPH_VERSION_MISMATCH";
-    case DDPH_COMM_FAILURE:
-      return "DDPH_COMM_FAILURE";
-    case DDPH_TIMEOUT:
-      return "DDPH_TIMEOUT";
-    case DDPH_OUT_OF_MEMORY:
-      return "DDPH_OUT_OF_MEMORY";
-    case DDPH_INTERNAL:
-      return "DDPH_INTERNAL";
-    case DDPH_NONFINITE:
-      return "DDPH_NONFINITE";
-  }
-  return "DDPH_UNKNOWN_CODE";
-}
-
 SessionError::SessionError(ddph_code_t code, const std::string& message)
-    : std::runtime_error(std::string(code_text(code)) + ": " + message), code_(code) {}
+    : std::runtime_error(std::string(ddph::code_name(code)) + ": " + message), code_(code) {}
 
 void check(ddph_error_t* error, const char* what) {
   if (error == nullptr) return;
