@@ -55,6 +55,14 @@ CLI::Validator real_in(double min, double max) {
       "in [" + bound_text(min) + ", " + bound_text(max) + "]");
 }
 
+CLI::Option* add_real(CLI::App* cmd, const std::string& flag, double* value,
+                      const std::string& help, const std::string& type_name, double min,
+                      double max) {
+  CLI::Option* o = cmd->add_option(flag, *value, help)->check(real_in(min, max));
+  if (!type_name.empty()) o->type_name(type_name);
+  return o->capture_default_str();
+}
+
 CLI::Validator whole_in(int64_t min, uint64_t max) {
   const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
   return CLI::Validator(

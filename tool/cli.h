@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ddph::tool {
@@ -26,6 +27,18 @@ std::string version_text();
 CLI::App* add_command(CLI::App& root, const std::string& name, const std::string& summary,
                       bool* json);
 
+// add_command with the command's --help footer, whose callback stores
+// run(*options) in *exit_code; Options has the `bool json` of --json.
+template <class Options, class Run>
+CLI::App* add_command(CLI::App& root, const std::string& name, const std::string& summary,
+                      const char* footer, std::shared_ptr<Options> options, Run run,
+                      int* exit_code) {
+  CLI::App* cmd = add_command(root, name, summary, &options->json);
+  cmd->footer(footer);
+  cmd->callback([options, run, exit_code] { *exit_code = run(*options); });
+  return cmd;
+}
+
 // The one check of every number a flag takes, so that no flag lets NaN,
 // infinity, a wrapped negative or a fraction through (CLI11's Range passes
 // NaN: every comparison with it is false; its unsigned conversion reads -1
@@ -37,6 +50,32 @@ CLI::Validator real_in(double min, double max);
 CLI::Validator whole_in(int64_t min, uint64_t max);
 // A string flag whose empty value would otherwise be silently ignored.
 CLI::Validator non_empty();
+
+// A flag of a whole number (whole_in) or a real one (real_in) in [min,
+// max], its default shown in --help; type_name names its value there ("N";
+// empty: CLI11's own).
+template <class T>
+CLI::Option* add_whole(CLI::App* cmd, const std::string& flag, T* value, const std::string& help,
+                       const std::string& type_name, int64_t min, uint64_t max) {
+  CLI::Option* o = cmd->add_option(flag, *value, help)->check(whole_in(min, max));
+  if (!type_name.empty()) o->type_name(type_name);
+  return o->capture_default_str();
+}
+CLI::Option* add_real(CLI::App* cmd, const std::string& flag, double* value,
+                      const std::string& help, const std::string& type_name, double min,
+                      double max);
+
+// The job files a command reads, given as positional arguments (named
+// positional) or as --config: bench takes lists, train one of each.
+template <class T>
+void add_config_files(CLI::App* cmd, const std::string& positional, T* positional_value,
+                      const std::string& positional_help, T* config,
+                      const std::string& config_help) {
+  cmd->add_option(positional, *positional_value, positional_help)
+      ->type_name("FILE.yaml")
+      ->check(non_empty());
+  cmd->add_option("--config", *config, config_help)->type_name("FILE.yaml")->check(non_empty());
+}
 
 // A size given as a number and a binary unit: "25MiB", "0.5MiB", "64KiB",
 // "4096B". Returns bytes, rounded to the byte (0.1MiB: 104858); throws

@@ -5,6 +5,14 @@
 //     Ranks (forked here) run --calls back-to-back allreduces of each size
 //     on comm_gloo (or, with --impl gloo, gloo::allreduce on a context of
 //     its own), --reps times; rank 0 prints the median time per call.
+//
+//   ddph_bench_small_allreduce metrics [--world 2] [--sizes ...] [--calls 2000]
+//       [--reps 5]
+//     The cost of a session's per-bucket metrics on comm_gloo: its wire
+//     count (bytes_sent, one TCP_INFO read per peer socket), read twice per
+//     bucket, against an allreduce of each size. Reps of --calls reads and
+//     reps of --calls allreduces alternate, so that the machine's load hits
+//     both; rank 0 prints the medians and their ratio.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
@@ -56,14 +64,8 @@ ddph_reduce_op_t parse_op(const std::string& op) {
 
 int run_ddph(const Args& a, int rank, int world, const std::string& dir) {
   using namespace comm_gloo_test;
-  Connect c;
-  c.rank = rank;
-  c.world = world;
-  c.rendezvous = file_url(dir + "/store");
-  c.timeout_ms = 60000;
-  Err err;
-  ddph_comm_t* comm = connect(c, &err);
-  DDPH_CHILD_CHECK(comm != nullptr, "rank %d: %s", rank, err.text().c_str());
+  ddph_comm_t* comm = must_connect(rank, world, dir, 60000);
+  if (comm == nullptr) return 1;
   for (int64_t bytes : a.sizes) {
     Tensor t(kF32, bytes / 4);
     for (int64_t i = 0; i < bytes / 4; ++i) t.as<float>()[i] = 1.0f;
@@ -80,6 +82,44 @@ int run_ddph(const Args& a, int rank, int world, const std::string& dir) {
                   a.op.c_str(), world, (long long)bytes, median(per_call));
       for (double d : per_call) std::printf(" %.1f", d);
       std::printf(")\n");
+      std::fflush(stdout);
+    }
+  }
+  comm->destroy(comm->ctx);
+  return 0;
+}
+
+int run_metrics(const Args& a, int rank, int world, const std::string& dir) {
+  using namespace comm_gloo_test;
+  ddph_comm_t* comm = must_connect(rank, world, dir, 60000);
+  if (comm == nullptr) return 1;
+  DDPH_CHILD_CHECK(comm->bytes_sent != nullptr, "rank %d: comm_gloo counts no wire bytes", rank);
+  for (int64_t bytes : a.sizes) {
+    Tensor t(kF32, bytes / 4);
+    for (int64_t i = 0; i < bytes / 4; ++i) t.as<float>()[i] = 1.0f;
+    std::vector<double> read_us, allreduce_us;
+    uint64_t sink = 0;
+    for (int rep = 0; rep < a.reps + 1; ++rep) {
+      Clock::time_point t0 = Clock::now();
+      for (int i = 0; i < a.calls; ++i) sink += comm->bytes_sent(comm->ctx);
+      const double read = us_since(t0) / a.calls;
+      CHILD_OK(comm->barrier(comm->ctx));
+      t0 = Clock::now();
+      for (int i = 0; i < a.calls; ++i)
+        CHILD_OK(comm->allreduce(comm->ctx, t.dl(), t.dl(), DDPH_SUM, nullptr));
+      if (rep == 0) continue;  // rep 0 warms up
+      read_us.push_back(read);
+      allreduce_us.push_back(us_since(t0) / a.calls);
+    }
+    if (rank == 0) {
+      // A bucket's record reads the count before and after it (loader/session.cpp).
+      const double per_bucket = 2 * median(read_us), op = median(allreduce_us);
+      std::printf(
+          "world %d, %8lld B: wire count read %.2f us, per bucket (2 reads) %.2f us, "
+          "allreduce %.1f us: %.2f%% of the allreduce (reads:",
+          world, (long long)bytes, median(read_us), per_bucket, op, 100 * per_bucket / op);
+      for (double d : read_us) std::printf(" %.2f", d);
+      std::printf(") [%llu]\n", (unsigned long long)(sink & 1));
       std::fflush(stdout);
     }
   }
@@ -132,10 +172,16 @@ int main(int argc, char** argv) {
   mode->add_option("--reps", a.reps)->check(CLI::Range(1, 1000))->capture_default_str();
   mode->add_option("--op", a.op)->check(CLI::IsMember({"sum", "avg", "max", "min"}));
   mode->add_option("--impl", a.impl)->check(CLI::IsMember({"ddph", "gloo"}));
+  CLI::App* metrics = app.add_subcommand("metrics", "the wire count a bucket's metrics read");
+  metrics->add_option("--world", a.world)->check(CLI::Range(1, 64))->capture_default_str();
+  metrics->add_option("--sizes", a.sizes, "bytes, comma-separated")->delimiter(',');
+  metrics->add_option("--calls", a.calls)->check(CLI::Range(1, 100000000))->capture_default_str();
+  metrics->add_option("--reps", a.reps)->check(CLI::Range(1, 1000))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto res = ddph_test::run_ranks(
       a.world,
       [&](int rank, int world, const std::string& dir) {
+        if (metrics->parsed()) return run_metrics(a, rank, world, dir);
         return a.impl == "gloo" ? run_gloo(a, rank, world, dir) : run_ddph(a, rank, world, dir);
       },
       600.0);

@@ -142,6 +142,32 @@ def test_bench_json():
     assert row["bucket_bytes"] == 256 * 1024, row
 
 
+def test_bench_pairs_alternate_hook_and_baseline():
+    """Each hook iteration is followed by its baseline allreduce, before the
+    next hook iteration starts (rank 0's clock), so that a burst of load on
+    the machine hits both; the ratio is the median of the pairs' ratios.
+    Before, --json had no "pairs" and the ratio was the ratio of the medians."""
+    iters = 5
+    r = ddph("bench", "--json", "--config", os.path.join(CONFIGS, "allreduce.yaml"), "--world",
+             "2", "--bucket-size", "64KiB", "--iters", str(iters), "--warmup", "1")
+    assert r.returncode == 0, r
+    row, = json_objects(r.stdout)
+    pairs = row["pairs"]
+    assert len(pairs) == iters, row
+    assert pairs[0]["hook_start_s"] == 0, row
+    ends = 0.0
+    for p in pairs:
+        assert p["hook_s"] > 0 and p["baseline_s"] > 0, p
+        # hook, then baseline, then the next pair's hook: no overlap, in order.
+        assert ends <= p["hook_start_s"], pairs
+        assert p["hook_start_s"] + p["hook_s"] <= p["baseline_start_s"], pairs
+        ends = p["baseline_start_s"] + p["baseline_s"]
+    ratios = sorted(p["hook_s"] / p["baseline_s"] for p in pairs)
+    assert row["ratio_to_baseline"] == pytest.approx(ratios[iters // 2], rel=1e-12), row
+    hooks = sorted(p["hook_s"] for p in pairs)
+    assert row["median_s"] == pytest.approx(hooks[iters // 2], rel=1e-12), row
+
+
 def test_train_json_and_metrics_csv(tmp_path):
     metrics = tmp_path / "m.csv"
     r = ddph("train", os.path.join(CONFIGS, "fp16.yaml"), "--json", "--steps", "40",

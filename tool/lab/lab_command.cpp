@@ -141,27 +141,18 @@ int run_lab(LabOptions& o) {
 
 void add_lab_command(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<LabOptions>();
-  CLI::App* cmd = add_command(
-      root, "lab", "run a command per rank, each on its own shaped network link", &o->json);
-  cmd->footer(kDescription);
+  CLI::App* cmd =
+      add_command(root, "lab", "run a command per rank, each on its own shaped network link",
+                  kDescription, o, run_lab, exit_code);
   cmd->add_option("--link", o->link, "each rank's link: RATE[,LATENCY], e.g. 1gbit,50us")
       ->type_name("RATE[,LATENCY]")
       ->check(non_empty());
-  cmd->add_option("--world", o->world, "ranks")
-      ->type_name("N")
-      ->check(whole_in(1, NetLab::kMaxWorld))
-      ->capture_default_str();
-  cmd->add_option("--port", o->port, "MASTER_PORT")
-      ->type_name("PORT")
-      ->check(whole_in(1024, 65535))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout_s, "seconds before running ranks are killed")
-      ->type_name("SECONDS")
-      ->check(real_in(1.0, 1e6))
-      ->capture_default_str();
+  add_whole(cmd, "--world", &o->world, "ranks", "N", 1, NetLab::kMaxWorld);
+  add_whole(cmd, "--port", &o->port, "MASTER_PORT", "PORT", 1024, 65535);
+  add_real(cmd, "--timeout", &o->timeout_s, "seconds before running ranks are killed", "SECONDS",
+           1.0, 1e6);
   cmd->add_option("command", o->command, "the command each rank runs, after --")
       ->type_name("COMMAND [ARGS...]");
-  cmd->callback([o, exit_code] { *exit_code = run_lab(*o); });
 }
 
 }  // namespace ddph::tool

@@ -187,12 +187,10 @@ int run_plugins(const PluginsOptions& o) {
 
 void add_plugins_command(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<PluginsOptions>();
-  CLI::App* cmd =
-      add_command(root, "plugins", "list plugin families, their hooks and options", &o->json);
-  cmd->footer(kDescription);
+  CLI::App* cmd = add_command(root, "plugins", "list plugin families, their hooks and options",
+                              kDescription, o, run_plugins, exit_code);
   cmd->add_option("--plugin-path", o->plugin_path, "a folder searched first (repeatable)")
       ->type_name("DIR");
-  cmd->callback([o, exit_code] { *exit_code = run_plugins(*o); });
 }
 
 }  // namespace ddph::tool

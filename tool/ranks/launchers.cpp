@@ -303,4 +303,21 @@ LauncherPlacement mpi_launcher_placement(const std::string& config_path) {
   return p;
 }
 
+LauncherPlacement mpi_launcher_placement(const std::vector<std::string>& configs, bool link) {
+  LauncherPlacement mpi;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    const LauncherPlacement p = mpi_launcher_placement(configs[c]);
+    if (c > 0 && p.found != mpi.found)
+      throw std::runtime_error(
+          "under an MPI launcher every --config must use comm.backend mpi, or none (" + configs[c] +
+          " differs from " + configs[0] + ")");
+    mpi = p;
+  }
+  if (mpi.found && link)
+    throw std::runtime_error(
+        "--link runs local ranks; under an MPI launcher shape the links outside (see "
+        "docs/lab.md)");
+  return mpi;
+}
+
 }  // namespace ddph::tool

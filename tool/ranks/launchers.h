@@ -60,6 +60,10 @@ struct LauncherPlacement {
 // config_path's comm.backend is "mpi". Throws std::runtime_error for a
 // variable that is set but malformed.
 LauncherPlacement mpi_launcher_placement(const std::string& config_path);
+// The same for the configs of one launch, which must all be placed by the
+// launcher or none; with link (--link, local ranks on shaped links) an MPI
+// placement is refused. Throws std::runtime_error naming the config or flag.
+LauncherPlacement mpi_launcher_placement(const std::vector<std::string>& configs, bool link);
 
 // A fresh private directory under $TMPDIR (or /tmp), for a file store.
 std::string make_temp_dir(const char* tag);

@@ -6,34 +6,8 @@
 
 namespace ddph::tool {
 
-const char* code_text(ddph_code_t code) {
-  switch (code) {
-    case DDPH_OK:
-      return "DDPH_OK";
-    case DDPH_INVALID_ARGUMENT:
-      return "DDPH_INVALID_ARGUMENT";
-    case DDPH_UNSUPPORTED:
-      return "DDPH_UNSUPPORTED";
-    case DDPH_NOT_FOUND:
-      return "DDPH_NOT_FOUND";
-    case DDPH_VERSION_MISMATCH:
-      return "DDPH_VERSION_MISMATCH";
-    case DDPH_COMM_FAILURE:
-      return "DDPH_COMM_FAILURE";
-    case DDPH_TIMEOUT:
-      return "DDPH_TIMEOUT";
-    case DDPH_OUT_OF_MEMORY:
-      return "DDPH_OUT_OF_MEMORY";
-    case DDPH_INTERNAL:
-      return "DDPH_INTERNAL";
-    case DDPH_NONFINITE:
-      return "DDPH_NONFINITE";
-  }
-  return "DDPH_UNKNOWN_CODE";
-}
-
 SessionError::SessionError(ddph_code_t code, const std::string& message)
-    : std::runtime_error(std::string(code_text(code)) + ": " + message), code_(code) {}
+    : std::runtime_error(std::string(ddph::code_name(code)) + ": " + message), code_(code) {}
 
 void check(ddph_error_t* error, const char* what) {
   if (error == nullptr) return;
@@ -86,28 +60,31 @@ uint64_t Session::state_bytes() {
   return n;
 }
 
-std::vector<ddph_span_t> Session::take_spans() {
-  std::vector<ddph_span_t> out;
+namespace {
+
+// Every record a ddph_session_take_* call has (oldest first), until it says
+// none is left.
+template <class Record, class Take>
+std::vector<Record> take_all(ddph_session_t* s, Take take, const char* what) {
+  std::vector<Record> out;
   for (;;) {
-    ddph_span_t sp{};
-    sp.struct_size = sizeof(sp);
+    Record r{};
+    r.struct_size = sizeof(r);
     int32_t taken = 0;
-    check(ddph_session_take_spans(s_, &sp, &taken), "reading phase spans");
+    check(take(s, &r, &taken), what);
     if (!taken) return out;
-    out.push_back(sp);
+    out.push_back(r);
   }
 }
 
+}  // namespace
+
+std::vector<ddph_span_t> Session::take_spans() {
+  return take_all<ddph_span_t>(s_, ddph_session_take_spans, "reading phase spans");
+}
+
 std::vector<ddph_bucket_metrics_t> Session::take_metrics() {
-  std::vector<ddph_bucket_metrics_t> out;
-  for (;;) {
-    ddph_bucket_metrics_t m{};
-    m.struct_size = sizeof(m);
-    int32_t taken = 0;
-    check(ddph_session_take_metrics(s_, &m, &taken), "reading metrics");
-    if (!taken) return out;
-    out.push_back(m);
-  }
+  return take_all<ddph_bucket_metrics_t>(s_, ddph_session_take_metrics, "reading metrics");
 }
 
 ddph_comm_t* Session::comm() {

@@ -62,7 +62,4 @@ class Session {
   ddph_session_t* s_ = nullptr;
 };
 
-// "DDPH_TIMEOUT" etc.
-const char* code_text(ddph_code_t code);
-
 }  // namespace ddph::tool

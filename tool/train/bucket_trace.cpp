@@ -1,7 +1,6 @@
 #include "tool/train/bucket_trace.h"
 
 #include <algorithm>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "tool/ranks/session.h"
@@ -9,8 +8,8 @@
 namespace ddph::tool {
 namespace {
 
-constexpr int kFields = 6;       // step, bucket, submit, queue, hook, ok
-constexpr int kPhaseFields = 6;  // step, bucket, phase + 1 (0: an empty row), start, duration, 0
+constexpr int kFields = 6;       // a span's: BucketTrace::Span::row()
+constexpr int kPhaseFields = 6;  // a phase's: BucketTrace::Phase::row()
 
 // ddph_phase_t's names; a newer plugin's phase shows by number.
 std::string phase_name(int32_t phase) {
@@ -19,21 +18,33 @@ std::string phase_name(int32_t phase) {
   return "phase " + std::to_string(phase);
 }
 
-// Each rank's rows of `fields` doubles, as long as the longest rank's list,
-// in one allreduce: every rank fills its own rows, the rest zero.
-std::vector<double> gather_rows(Session& session, int rank, int world, size_t mine, int fields,
-                                const std::function<void(size_t, double*)>& fill, size_t* rows) {
-  double longest = static_cast<double>(mine);
+// Each rank's rows (Item::row()), as many as the longest rank's list, in
+// one allreduce: every rank fills its own rows, the rest zero.
+template <class Item>
+std::vector<double> gather_rows(Session& session, int rank, int world,
+                                const std::vector<Item>& mine, size_t* rows) {
+  constexpr size_t fields = kFields;
+  double longest = static_cast<double>(mine.size());
   session.allreduce(&longest, 1, DDPH_MAX);
   *rows = static_cast<size_t>(longest);
-  std::vector<double> table(static_cast<size_t>(world) * *rows * size_t(fields), 0.0);
-  for (size_t i = 0; i < mine; ++i)
-    fill(i, &table[(static_cast<size_t>(rank) * *rows + i) * size_t(fields)]);
+  std::vector<double> table(static_cast<size_t>(world) * *rows * fields, 0.0);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto row = mine[i].row();
+    std::copy(row.begin(), row.end(), &table[(static_cast<size_t>(rank) * *rows + i) * fields]);
+  }
   if (!table.empty()) session.allreduce(table.data(), int64_t(table.size()), DDPH_SUM);
   return table;
 }
 
 }  // namespace
+
+BucketTrace::Row BucketTrace::Span::row() const {
+  return {double(step), double(bucket), submit_us, queue_us, hook_us, ok ? 1.0 : 2.0};
+}
+
+BucketTrace::Row BucketTrace::Phase::row() const {
+  return {double(step), double(bucket), double(phase) + 1, start_us, dur_us, 0};
+}
 
 void BucketTrace::submitted(uint64_t step, uint32_t bucket) {
   if (on_) submitted_.insert({step, bucket});
@@ -78,29 +89,8 @@ void BucketTrace::match_phases() {
 std::string BucketTrace::gather_json(Session& session, int rank, int world,
                                      const std::string& hook) const {
   size_t rows = 0, phase_rows = 0;
-  const std::vector<double> table = gather_rows(
-      session, rank, world, spans_.size(), kFields,
-      [&](size_t i, double* row) {
-        const Span& s = spans_[i];
-        row[0] = double(s.step);
-        row[1] = double(s.bucket);
-        row[2] = s.submit_us;
-        row[3] = s.queue_us;
-        row[4] = s.hook_us;
-        row[5] = s.ok ? 1 : 2;  // 0: an empty row
-      },
-      &rows);
-  const std::vector<double> phase_table = gather_rows(
-      session, rank, world, phases_.size(), kPhaseFields,
-      [&](size_t i, double* row) {
-        const Phase& p = phases_[i];
-        row[0] = double(p.step);
-        row[1] = double(p.bucket);
-        row[2] = double(p.phase) + 1;  // 0: an empty row
-        row[3] = p.start_us;
-        row[4] = p.dur_us;
-      },
-      &phase_rows);
+  const std::vector<double> table = gather_rows(session, rank, world, spans_, &rows);
+  const std::vector<double> phase_table = gather_rows(session, rank, world, phases_, &phase_rows);
   if (rank != 0) return "";
 
   double start = 0;

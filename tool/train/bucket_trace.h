@@ -10,6 +10,7 @@
 
 #include <ddph/ddph.h>
 
+#include <array>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -40,6 +41,9 @@ class BucketTrace {
   std::string gather_json(Session& session, int rank, int world, const std::string& hook) const;
 
  private:
+  // A span or phase as the ranks exchange it: six numbers, all zero for a
+  // row a rank does not fill.
+  using Row = std::array<double, 6>;
   struct Span {
     uint64_t step;
     uint32_t bucket;
@@ -47,12 +51,14 @@ class BucketTrace {
     // which every process of one machine shares: a local launch's ranks line up.
     double submit_us, queue_us, hook_us;
     bool ok;
+    Row row() const;  // step, bucket, submit, queue, hook, ok (1; 2: failed)
   };
   struct Phase {
     uint64_t step;
     uint32_t bucket;
     int32_t phase;
     double start_us, dur_us;  // start on the monotonic clock, as submit_us
+    Row row() const;          // step, bucket, phase + 1, start, duration, 0
   };
   // Moves the waiting phases of completed buckets into phases_.
   void match_phases();

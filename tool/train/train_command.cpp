@@ -194,18 +194,12 @@ int run_train(TrainOptions& o, bool rank_given) {
     // An MPI job under mpirun: this process is one rank, placed by the launcher.
     LauncherPlacement mpi;
     try {
-      mpi = mpi_launcher_placement(o.config);
+      mpi = mpi_launcher_placement({o.config}, o.link.rate_bits_per_s > 0);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddph train: %s\n", e.what());
-      return 2;
+      return kExitUsage;
     }
     if (!mpi.found) return launch_local(o);
-    if (o.link.rate_bits_per_s > 0) {
-      std::fprintf(stderr,
-                   "ddph train: --link runs local ranks; under an MPI launcher shape "
-                   "the links outside (see docs/lab.md)\n");
-      return 2;
-    }
     o.rank = mpi.rank;
     o.world = mpi.world;
   }
@@ -223,16 +217,9 @@ void add_train_command(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* cmd = add_command(root, "train", "run the data-parallel training demo job", &o->json);
   cmd->footer(kDescription);
-  cmd->add_option("config_file", o->config_arg, "the YAML job file (the same as --config)")
-      ->type_name("FILE.yaml")
-      ->check(non_empty());
-  cmd->add_option("--config", o->config, "the YAML job file")
-      ->type_name("FILE.yaml")
-      ->check(non_empty());
-  cmd->add_option("--world", o->world, "ranks")
-      ->type_name("N")
-      ->check(whole_in(1, 1024))
-      ->capture_default_str();
+  add_config_files(cmd, "config_file", &o->config_arg, "the YAML job file (the same as --config)",
+                   &o->config, "the YAML job file");
+  add_whole(cmd, "--world", &o->world, "ranks", "N", 1, 1024);
   CLI::Option* rank = cmd->add_option("--rank", o->rank, "run only this rank of the job")
                           ->type_name("R")
                           ->check(whole_in(0, 1023));
@@ -244,42 +231,23 @@ void add_train_command(CLI::App& root, int* exit_code) {
   cmd->add_option("--job", o->job, "the job id (overrides comm.job)")
       ->type_name("ID")
       ->check(non_empty());
-  cmd->add_option("--steps", o->steps, "training steps")
-      ->type_name("S")
-      ->check(whole_in(1, 100000000))
-      ->capture_default_str();
+  add_whole(cmd, "--steps", &o->steps, "training steps", "S", 1, 100000000);
   cmd->add_option("--bucket-size", o->bucket_size, "gradient bucket cap, e.g. 4KiB, 25MiB")
       ->type_name("SIZE")
       ->capture_default_str();
-  cmd->add_option("--log-every", o->log_every, "print every K steps")
-      ->type_name("K")
-      ->check(whole_in(1, 100000000))
-      ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "data, model and sampling seed")
-      ->check(whole_in(0, UINT64_MAX))
-      ->capture_default_str();
-  cmd->add_option("--batch", o->batch, "examples per rank per step")
-      ->check(whole_in(1, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--lr", o->lr, "learning rate (cosine-annealed)")
-      ->check(real_in(0.0, 100.0))
-      ->capture_default_str();
-  cmd->add_option("--momentum", o->momentum, "SGD momentum")
-      ->check(real_in(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--hidden", o->hidden, "width of both hidden layers")
-      ->type_name("H")
-      ->check(whole_in(1, 1 << 14))
-      ->capture_default_str();
+  add_whole(cmd, "--log-every", &o->log_every, "print every K steps", "K", 1, 100000000);
+  add_whole(cmd, "--seed", &o->seed, "data, model and sampling seed", "", 0, UINT64_MAX);
+  add_whole(cmd, "--batch", &o->batch, "examples per rank per step", "", 1, 1 << 20);
+  add_real(cmd, "--lr", &o->lr, "learning rate (cosine-annealed)", "", 0.0, 100.0);
+  add_real(cmd, "--momentum", &o->momentum, "SGD momentum", "", 0.0, 1.0);
+  add_whole(cmd, "--hidden", &o->hidden, "width of both hidden layers", "H", 1, 1 << 14);
   cmd->add_option("--dtype", o->dtype, "the gradient buckets' dtype")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
       ->capture_default_str();
   cmd->add_flag("--final-average", o->final_average,
                 "average the parameters over the ranks after the last step");
-  cmd->add_option("--timeout", o->timeout_s, "seconds before the local ranks are killed")
-      ->type_name("SECONDS")
-      ->check(real_in(1.0, 1e6))
-      ->capture_default_str();
+  add_real(cmd, "--timeout", &o->timeout_s, "seconds before the local ranks are killed", "SECONDS",
+           1.0, 1e6);
   cmd->add_option("--link", o->link_text, "each local rank on its own link, e.g. 1gbit")
       ->type_name("RATE[,LATENCY]")
       ->check(non_empty());

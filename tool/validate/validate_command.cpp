@@ -88,15 +88,13 @@ int run_validate(const ValidateOptions& o) {
 
 void add_validate_command(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<ValidateOptions>();
-  CLI::App* cmd =
-      add_command(root, "validate", "check YAML job files without connecting", &o->json);
-  cmd->footer(kDescription);
+  CLI::App* cmd = add_command(root, "validate", "check YAML job files without connecting",
+                              kDescription, o, run_validate, exit_code);
   cmd->add_option("files", o->files, "YAML job files")->type_name("FILE.yaml");
   cmd->add_option("--config", o->configs, "a YAML job file (repeatable; same as a FILE)")
       ->type_name("FILE.yaml");
   cmd->add_flag("--load-plugins", o->load_plugins,
                 "load families from plugin_path and DDPH_PLUGIN_PATH too (runs their code)");
-  cmd->callback([o, exit_code] { *exit_code = run_validate(*o); });
 }
 
 }  // namespace ddph::tool

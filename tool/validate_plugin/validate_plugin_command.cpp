@@ -92,17 +92,13 @@ int run_validate_plugin(const PluginCheckOptions& o) {
 
 void add_validate_plugin_command(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<PluginCheckOptions>();
-  CLI::App* cmd =
-      add_command(root, "validate-plugin", "check a plugin .so against the contract", &o->json);
-  cmd->footer(kDescription);
+  CLI::App* cmd = add_command(root, "validate-plugin", "check a plugin .so against the contract",
+                              kDescription, o, run_validate_plugin, exit_code);
   // Checked in run_validate_plugin, so that a misspelt flag is named first.
   cmd->add_option("plugins", o->files, "plugin shared objects")->type_name("LIB.so");
-  cmd->add_option("--timeout", o->timeout_s, "seconds per check before it counts as hung")
-      ->type_name("SECONDS")
-      ->check(real_in(0.001, 86400.0))
-      ->capture_default_str();
+  add_real(cmd, "--timeout", &o->timeout_s, "seconds per check before it counts as hung", "SECONDS",
+           0.001, 86400.0);
   cmd->add_flag("--verbose", o->verbose, "let the plugin's own output through (stderr)");
-  cmd->callback([o, exit_code] { *exit_code = run_validate_plugin(*o); });
 }
 
 }  // namespace ddph::tool
