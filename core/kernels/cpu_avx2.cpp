@@ -69,21 +69,11 @@ namespace ddph {
 namespace kernels {
 
 // Outside the target region: only the table's functions need AVX2.
-const CpuTable* cpu_table_avx2() {
+const CpuTable& cpu_table_avx2() {
   static const CpuTable table = make_simd_table<VecAvx2>();
-  return &table;
+  return table;
 }
 
-}  // namespace kernels
-}  // namespace ddph
-
-#else
-
-namespace ddph {
-namespace kernels {
-const CpuTable* cpu_table_avx2() {
-  return nullptr;
-}
 }  // namespace kernels
 }  // namespace ddph
 

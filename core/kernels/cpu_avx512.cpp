@@ -27,21 +27,11 @@ namespace {
 namespace ddph {
 namespace kernels {
 
-const CpuTable* cpu_table_avx512() {
+const CpuTable& cpu_table_avx512() {
   static const CpuTable table = make_simd_table<VecAvx512>();
-  return &table;
+  return table;
 }
 
-}  // namespace kernels
-}  // namespace ddph
-
-#else
-
-namespace ddph {
-namespace kernels {
-const CpuTable* cpu_table_avx512() {
-  return nullptr;
-}
 }  // namespace kernels
 }  // namespace ddph
 

@@ -39,21 +39,11 @@ struct VecAvx512Bf16 : VecAvx512 {
 namespace ddph {
 namespace kernels {
 
-const CpuTable* cpu_table_avx512bf16() {
+const CpuTable& cpu_table_avx512bf16() {
   static const CpuTable table = make_simd_table<VecAvx512Bf16>();
-  return &table;
+  return table;
 }
 
-}  // namespace kernels
-}  // namespace ddph
-
-#else
-
-namespace ddph {
-namespace kernels {
-const CpuTable* cpu_table_avx512bf16() {
-  return nullptr;
-}
 }  // namespace kernels
 }  // namespace ddph
 

@@ -13,19 +13,13 @@ namespace quantization {
 namespace {
 
 const QuantTable& table() {
-  const QuantTable* t = nullptr;
-  switch (isa_active()) {
-    case Isa::kAvx512Bf16:  // nothing here needs BF16
-    case Isa::kAvx512:
-      t = quant_table_avx512();
-      break;
-    case Isa::kAvx2:
-      t = quant_table_avx2();
-      break;
-    case Isa::kScalar:
-      break;
-  }
-  return t != nullptr ? *t : quant_table_scalar();
+#if defined(__x86_64__)
+  // Nothing here needs AVX-512 BF16: that level uses the AVX-512 table.
+  static const QuantTable& (*const kLevels[])() = {&quant_table_avx2, &quant_table_avx512};
+  return active_table(quant_table_scalar(), kLevels);
+#else
+  return quant_table_scalar();
+#endif
 }
 
 size_t resolve(size_t n, size_t channel) {
