@@ -19,20 +19,13 @@ namespace {
 #include "core/kernels/simd_lowp.inc"
 
 }  // namespace
-}  // namespace kernels
-}  // namespace ddph
-
-#pragma GCC pop_options
-
-namespace ddph {
-namespace kernels {
 
 const CpuTable& cpu_table_avx512() {
-  static const CpuTable table = make_simd_table<VecAvx512>();
-  return table;
+  return simd_table<VecAvx512>();
 }
 
 }  // namespace kernels
 }  // namespace ddph
 
+#pragma GCC pop_options
 #endif

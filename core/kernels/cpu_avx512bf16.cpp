@@ -31,20 +31,13 @@ struct VecAvx512Bf16 : VecAvx512 {
 #include "core/kernels/simd_lowp.inc"
 
 }  // namespace
-}  // namespace kernels
-}  // namespace ddph
-
-#pragma GCC pop_options
-
-namespace ddph {
-namespace kernels {
 
 const CpuTable& cpu_table_avx512bf16() {
-  static const CpuTable table = make_simd_table<VecAvx512Bf16>();
-  return table;
+  return simd_table<VecAvx512Bf16>();
 }
 
 }  // namespace kernels
 }  // namespace ddph
 
+#pragma GCC pop_options
 #endif

@@ -15,8 +15,8 @@ struct VecScalar {
   static constexpr size_t W = 1;
   using F = float;
   using H = uint16_t;
-  static F load_f(const float* p) { return *p; }
-  static void store_f(float* p, F v) { *p = v; }
+  static F load(const float* p) { return *p; }
+  static void store(float* p, F v) { *p = v; }
   static H load_h(const uint16_t* p) { return *p; }
   static void store_h(uint16_t* p, H v) { *p = v; }
   static H to_h(F v) { return f32_to_f16_bits(v); }
@@ -24,8 +24,6 @@ struct VecScalar {
   static H to_b(F v) { return f32_to_bf16_bits(v); }
   static F from_b(H h) { return bf16_bits_to_f32(h); }
   static F set1(float w) { return w; }
-  static F add(F a, F b) { return a + b; }
-  static F div(F a, F b) { return a / b; }
   static F max(F a, F b) { return OpMax{}(a, b); }
   static F min(F a, F b) { return OpMin{}(a, b); }
 };
@@ -35,8 +33,7 @@ struct VecScalar {
 }  // namespace
 
 const CpuTable& cpu_table_scalar() {
-  static const CpuTable table = make_simd_table<VecScalar>();
-  return table;
+  return simd_table<VecScalar>();
 }
 
 const CpuTable& cpu_table() {

@@ -19,17 +19,12 @@ namespace ddph {
 namespace quantization {
 namespace {
 
+#include "core/kernels/simd_avx2.inc"
 #include "core/quant/kernels/quant_loops.inc"
 
-struct Avx2 {
-  static constexpr size_t W = 8;
-  using F = __m256;
+struct Avx2 : FloatsAvx2 {
   using I = __m256i;
 
-  static F load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
-  static F set1(float v) { return _mm256_set1_ps(v); }
-  static F zero() { return _mm256_setzero_ps(); }
   static F min(F a, F b) { return _mm256_min_ps(a, b); }
   static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static F round_nearest(F v) {
@@ -175,20 +170,12 @@ void unpack_avx2(const uint8_t* in, size_t n, int bits, uint8_t* q) {
   Avx2::unpack(in, n, bits, q);
 }
 
-}  // namespace quantization
-}  // namespace ddph
-
-#pragma GCC pop_options
-
-namespace ddph {
-namespace quantization {
-
 const QuantTable& quant_table_avx2() {
-  static const QuantTable table = make_quant_table<SimdSpans<Avx2>>();
-  return table;
+  return simd_quant_table<Avx2>();
 }
 
 }  // namespace quantization
 }  // namespace ddph
 
+#pragma GCC pop_options
 #endif

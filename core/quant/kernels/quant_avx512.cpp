@@ -25,17 +25,12 @@ namespace ddph {
 namespace quantization {
 namespace {
 
+#include "core/kernels/simd_avx512.inc"
 #include "core/quant/kernels/quant_loops.inc"
 
-struct Avx512 {
-  static constexpr size_t W = 16;
-  using F = __m512;
+struct Avx512 : FloatsAvx512 {
   using I = __m512i;
 
-  static F load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
-  static F set1(float v) { return _mm512_set1_ps(v); }
-  static F zero() { return _mm512_setzero_ps(); }
   static F min(F a, F b) { return _mm512_min_ps(a, b); }
   static F max(F a, F b) { return _mm512_max_ps(a, b); }
   static F round_nearest(F v) {
@@ -93,20 +88,13 @@ struct Avx512 {
 #include "core/quant/kernels/quant_simd.inc"
 
 }  // namespace
-}  // namespace quantization
-}  // namespace ddph
-
-#pragma GCC pop_options
-
-namespace ddph {
-namespace quantization {
 
 const QuantTable& quant_table_avx512() {
-  static const QuantTable table = make_quant_table<SimdSpans<Avx512>>();
-  return table;
+  return simd_quant_table<Avx512>();
 }
 
 }  // namespace quantization
 }  // namespace ddph
 
+#pragma GCC pop_options
 #endif
