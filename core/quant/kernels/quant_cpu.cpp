@@ -26,6 +26,16 @@ size_t resolve(size_t n, size_t channel) {
   return channel == 0 ? n : channel;
 }
 
+// pack or unpack: 8 bits is a copy, 4 and 2 bits the level's kernel.
+void repack(void (*kernel)(const uint8_t*, size_t, int, uint8_t*), const uint8_t* in, size_t n,
+            int bits, uint8_t* out) {
+  if (n == 0) return;
+  if (bits == 8)
+    std::memcpy(out, in, n);
+  else
+    kernel(in, n, bits, out);
+}
+
 }  // namespace
 
 size_t num_channels(size_t n, size_t channel) {
@@ -58,19 +68,11 @@ size_t packed_bytes(size_t n, int bits) {
 }
 
 void pack(const uint8_t* q, size_t n, int bits, uint8_t* out) {
-  if (n == 0) return;
-  if (bits == 8)
-    std::memcpy(out, q, n);
-  else
-    table().pack(q, n, bits, out);
+  repack(table().pack, q, n, bits, out);
 }
 
 void unpack(const uint8_t* in, size_t n, int bits, uint8_t* q) {
-  if (n == 0) return;
-  if (bits == 8)
-    std::memcpy(q, in, n);
-  else
-    table().unpack(in, n, bits, q);
+  repack(table().unpack, in, n, bits, q);
 }
 
 bool all_finite(const float* x, size_t n) {
