@@ -33,6 +33,66 @@ CommBuf check_comm_tensor(const DLTensor* t, const char* collective, const char*
   return CommBuf{data_ptr(*t), dtype, size_t(t->shape[0]), t->device};
 }
 
+CommBuf check_comm_tensor(const DLTensor* t, const char* collective, const char* arg,
+                          const CommReach& reach) {
+  CommBuf b = check_comm_tensor(t, collective, arg, reach.backend, reach.memory);
+  DDPH_CHECK(!b.on_cuda() || reach.cuda_device < 0 || b.device.device_id == reach.cuda_device,
+             DDPH_INVALID_ARGUMENT,
+             collective << ": " << arg << " is on CUDA device " << b.device.device_id
+                        << " but this communicator uses device " << reach.cuda_device);
+  return b;
+}
+
+namespace {
+
+CommPair check_pair(const DLTensor* send, const DLTensor* recv, const char* collective,
+                    const CommReach& reach) {
+  CommPair p{check_comm_tensor(send, collective, "send", reach),
+             check_comm_tensor(recv, collective, "recv", reach)};
+  check_same_dtype(p.send, p.recv, collective);
+  return p;
+}
+
+}  // namespace
+
+CommPair check_allreduce_args(const DLTensor* send, const DLTensor* recv, ddph_reduce_op_t op,
+                              const CommReach& reach) {
+  const char* what = "allreduce";
+  check_op(op, what);
+  CommPair p = check_pair(send, recv, what, reach);
+  check_numel(p.recv, p.send.numel, what, "recv", "send numel");
+  return p;
+}
+
+CommPair check_reduce_scatter_args(const DLTensor* send, const DLTensor* recv, ddph_reduce_op_t op,
+                                   int size, const CommReach& reach) {
+  const char* what = "reduce_scatter";
+  check_op(op, what);
+  CommPair p = check_pair(send, recv, what, reach);
+  check_numel(p.send, size_t(size) * p.recv.numel, what, "send", "size() * recv numel");
+  return p;
+}
+
+CommPair check_allgather_args(const DLTensor* send, const DLTensor* recv, int size,
+                              const CommReach& reach) {
+  const char* what = "allgather";
+  CommPair p = check_pair(send, recv, what, reach);
+  check_numel(p.recv, size_t(size) * p.send.numel, what, "recv", "size() * send numel");
+  return p;
+}
+
+CommBuf check_p2p_args(const DLTensor* buf, int peer, int rank, int size, const char* collective,
+                       const CommReach& reach) {
+  CommBuf b = check_comm_tensor(buf, collective, "buf", reach);
+  check_peer(peer, rank, size, collective);
+  return b;
+}
+
+void check_root(int root, int size, const char* collective) {
+  DDPH_CHECK(root >= 0 && root < size, DDPH_INVALID_ARGUMENT,
+             collective << ": root " << root << " is outside [0, " << size << ")");
+}
+
 void check_same_dtype(const CommBuf& send, const CommBuf& recv, const char* collective) {
   DDPH_CHECK(send.dtype == recv.dtype, DDPH_INVALID_ARGUMENT,
              collective << ": recv dtype " << dtype_name(recv.dtype) << " differs from send dtype "
@@ -88,9 +148,12 @@ void check_peer(int peer, int rank, int size, const char* collective) {
              collective << ": peer " << peer << " is this rank itself");
 }
 
-void check_alltoallv_counts(const CommBuf& send, const int64_t* send_counts, const CommBuf& recv,
-                            const int64_t* recv_counts, int size) {
+CommPair check_alltoallv_args(const DLTensor* send_t, const int64_t* send_counts,
+                              const DLTensor* recv_t, const int64_t* recv_counts, int rank,
+                              int size, const CommReach& reach) {
   const char* what = "alltoallv";
+  const CommPair pair = check_pair(send_t, recv_t, what, reach);
+  const CommBuf &send = pair.send, &recv = pair.recv;
   DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
              what << ": send_counts or recv_counts is NULL");
   DDPH_CHECK(send.numel == 0 || recv.numel == 0 || !overlaps(send, recv), DDPH_INVALID_ARGUMENT,
@@ -104,6 +167,10 @@ void check_alltoallv_counts(const CommBuf& send, const int64_t* send_counts, con
   }
   check_numel(send, size_t(send_total), what, "send", "the sum of send_counts");
   check_numel(recv, size_t(recv_total), what, "recv", "the sum of recv_counts");
+  DDPH_CHECK(send_counts[rank] == recv_counts[rank], DDPH_INVALID_ARGUMENT,
+             what << ": rank " << rank << " sends itself " << send_counts[rank]
+                  << " elements but expects " << recv_counts[rank]);
+  return pair;
 }
 
 }  // namespace ddph

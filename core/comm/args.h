@@ -33,6 +33,36 @@ struct CommBuf {
 CommBuf check_comm_tensor(const DLTensor* t, const char* collective, const char* arg,
                           const char* backend, CommMemory memory);
 
+// What a backend reaches, for the checks of whole calls below.
+struct CommReach {
+  const char* backend;  // names the communicator in messages ("gloo")
+  CommMemory memory;
+  int cuda_device = -1;  // where >= 0, CUDA tensors must be on this device
+};
+
+// check_comm_tensor with reach's backend and memory, and its device.
+CommBuf check_comm_tensor(const DLTensor* t, const char* collective, const char* arg,
+                          const CommReach& reach);
+
+// A call's checked send and recv.
+struct CommPair {
+  CommBuf send, recv;
+};
+// allreduce's: a reduction op; recv has send's dtype, device and numel.
+CommPair check_allreduce_args(const DLTensor* send, const DLTensor* recv, ddph_reduce_op_t op,
+                              const CommReach& reach);
+// reduce_scatter's: a reduction op; send has `size` times recv's numel.
+CommPair check_reduce_scatter_args(const DLTensor* send, const DLTensor* recv, ddph_reduce_op_t op,
+                                   int size, const CommReach& reach);
+// allgather's: recv has `size` times send's numel.
+CommPair check_allgather_args(const DLTensor* send, const DLTensor* recv, int size,
+                              const CommReach& reach);
+// send's and recv's buffer and peer (check_peer).
+CommBuf check_p2p_args(const DLTensor* buf, int peer, int rank, int size, const char* collective,
+                       const CommReach& reach);
+// broadcast's root must be in [0, size).
+void check_root(int root, int size, const char* collective);
+
 // recv must have send's dtype and live on the same device.
 void check_same_dtype(const CommBuf& send, const CommBuf& recv, const char* collective);
 
@@ -56,8 +86,11 @@ void check_op(ddph_reduce_op_t op, const char* collective);
 // peer must be in [0, size) and not this rank.
 void check_peer(int peer, int rank, int size, const char* collective);
 
-// alltoallv's counts: size entries, >= 0, summing to send's and recv's numel.
-void check_alltoallv_counts(const CommBuf& send, const int64_t* send_counts, const CommBuf& recv,
-                            const int64_t* recv_counts, int size);
+// alltoallv's: send and recv of one dtype and apart; counts of size
+// entries, >= 0, summing to send's and recv's numel, and this rank's own
+// block as long in both.
+CommPair check_alltoallv_args(const DLTensor* send, const int64_t* send_counts,
+                              const DLTensor* recv, const int64_t* recv_counts, int rank, int size,
+                              const CommReach& reach);
 
 }  // namespace ddph

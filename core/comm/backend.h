@@ -43,6 +43,22 @@ class CommBackend {
   virtual uint64_t bytes_sent_to(int /*peer*/) { return 0; }
 };
 
+// The collectives of CommBackend, declared in a backend's class body as
+// overrides (their contracts are above and in ddph.h).
+#define DDPH_COMM_BACKEND_COLLECTIVES                                                          \
+  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream)      \
+      override;                                                                                \
+  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;                 \
+  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) \
+      override;                                                                                \
+  void broadcast(DLTensor* buf, int root, void* stream) override;                              \
+  void barrier() override;                                                                     \
+  void send(const DLTensor* buf, int peer, void* stream) override;                             \
+  void recv(DLTensor* buf, int peer, void* stream) override;                                   \
+  void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,             \
+                 const int64_t* recv_counts, void* stream) override;                           \
+  std::unique_ptr<CommBackend> split(int color, int key) override
+
 // A table owning backend; its destroy frees both. Every call through the
 // table runs with `allocator` (the host's, ABI 1.3, or NULL) current
 // (core/base/device_allocator.h); sub-communicators from split inherit it.

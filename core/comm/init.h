@@ -4,7 +4,21 @@
 
 #include <ddph/ddph.h>
 
+#include <chrono>
+
 namespace ddph {
+
+// A rank's place in a communicator: the base of a backend's configuration.
+struct CommPlace {
+  int rank = 0;
+  int world = 1;
+  std::chrono::milliseconds timeout{0};
+};
+
+// Sets place to what init gives (after check_comm_init).
+inline void set_place(CommPlace& place, const ddph_comm_init_t& init) {
+  place = CommPlace{init.rank, init.world_size, std::chrono::milliseconds(init.timeout_ms)};
+}
 
 enum class Rendezvous {
   kRequired,  // above one rank, init.store or a file:// / redis:// init.rendezvous (Gloo, NCCL)

@@ -19,30 +19,13 @@ namespace {
 #include "core/kernels/simd_lowp.inc"
 
 }  // namespace
+
+const CpuTable& cpu_table_avx512() {
+  return simd_table<VecAvx512>();
+}
+
 }  // namespace kernels
 }  // namespace ddph
 
 #pragma GCC pop_options
-
-namespace ddph {
-namespace kernels {
-
-const CpuTable* cpu_table_avx512() {
-  static const CpuTable table = make_simd_table<VecAvx512>();
-  return &table;
-}
-
-}  // namespace kernels
-}  // namespace ddph
-
-#else
-
-namespace ddph {
-namespace kernels {
-const CpuTable* cpu_table_avx512() {
-  return nullptr;
-}
-}  // namespace kernels
-}  // namespace ddph
-
 #endif

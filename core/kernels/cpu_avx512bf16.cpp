@@ -31,30 +31,13 @@ struct VecAvx512Bf16 : VecAvx512 {
 #include "core/kernels/simd_lowp.inc"
 
 }  // namespace
+
+const CpuTable& cpu_table_avx512bf16() {
+  return simd_table<VecAvx512Bf16>();
+}
+
 }  // namespace kernels
 }  // namespace ddph
 
 #pragma GCC pop_options
-
-namespace ddph {
-namespace kernels {
-
-const CpuTable* cpu_table_avx512bf16() {
-  static const CpuTable table = make_simd_table<VecAvx512Bf16>();
-  return &table;
-}
-
-}  // namespace kernels
-}  // namespace ddph
-
-#else
-
-namespace ddph {
-namespace kernels {
-const CpuTable* cpu_table_avx512bf16() {
-  return nullptr;
-}
-}  // namespace kernels
-}  // namespace ddph
-
 #endif

@@ -37,11 +37,11 @@ struct CpuTable {
 };
 
 const CpuTable& cpu_table_scalar();
-// NULL when this build has no such path (a non-x86 target). Call only when
-// isa_supported() reaches the level: the functions use its instructions.
-const CpuTable* cpu_table_avx2();
-const CpuTable* cpu_table_avx512();
-const CpuTable* cpu_table_avx512bf16();
+// x86-64 only. Call only when isa_supported() reaches the level: the
+// functions use its instructions.
+const CpuTable& cpu_table_avx2();
+const CpuTable& cpu_table_avx512();
+const CpuTable& cpu_table_avx512bf16();
 
 // The table for isa_active().
 const CpuTable& cpu_table();

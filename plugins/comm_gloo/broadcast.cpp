@@ -16,9 +16,8 @@ namespace comm_gloo {
 
 void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   const char* what = "broadcast";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
-  DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
-             what << ": root " << root << " is outside [0, " << size() << ")");
+  const CommBuf buf = check_comm_tensor(buf_t, what, "buf", kReach);
+  check_root(root, size(), what);
   drain_sends(what);
   check_not_broken(what);
   const int world = size();
@@ -51,15 +50,7 @@ void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
       ub->send(absolute(relative + mask), slot);
       children.push_back(absolute(relative + mask));
     }
-    const size_t sends = children.size();
-    for (size_t i = 0; i < sends; ++i) {
-      awaiting(false, children);
-      int done = -1;
-      DDPH_CHECK(ub->waitSend(&done, config_.timeout), DDPH_COMM_FAILURE,
-                 what << ": a send to a child in the tree was aborted");
-      const auto it = std::find(children.begin(), children.end(), done);
-      children.erase(it != children.end() ? it : children.begin());
-    }
+    await_peers(*ub, false, std::move(children), what, "a send to a child in the tree");
   });
 }
 

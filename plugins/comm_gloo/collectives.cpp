@@ -27,27 +27,25 @@ constexpr size_t kMaxPendingSends = 64;
 
 }  // namespace
 
+void Communicator::wait_oldest_send() {
+  PendingSend& s = *pending_sends_.front();
+  awaiting(false, {s.peer});
+  DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
+             "an earlier send to peer " << s.peer << " was aborted");
+  pending_sends_.pop_front();
+}
+
 void Communicator::drain_sends(const char* what) {
   if (pending_sends_.empty()) return;
   run(what, [&] {
-    while (!pending_sends_.empty()) {
-      PendingSend& s = *pending_sends_.front();
-      awaiting(false, {s.peer});
-      DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
-                 "an earlier send to peer " << s.peer << " was aborted");
-      pending_sends_.pop_front();
-    }
+    while (!pending_sends_.empty()) wait_oldest_send();
   });
 }
 
 void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
                              void* /*stream: host memory only*/) {
   const char* what = "allreduce";
-  check_op(op, what);
-  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_numel(recv, send.numel, what, "recv", "recv has send's numel");
+  const auto [send, recv] = check_allreduce_args(send_t, recv_t, op, kReach);
   check_allreduce_buffers(send, recv, what);
   drain_sends(what);
   check_not_broken(what);
@@ -58,11 +56,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
 void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
                                   void* /*stream*/) {
   const char* what = "reduce_scatter";
-  check_op(op, what);
-  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_numel(send, size_t(size()) * recv.numel, what, "send", "size() * recv numel");
+  const auto [send, recv] = check_reduce_scatter_args(send_t, recv_t, op, size(), kReach);
   drain_sends(what);
   check_not_broken(what);
   if (recv.numel == 0) return;
@@ -101,19 +95,12 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
 
 void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "send";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
-  check_peer(peer, rank(), size(), what);
+  const CommBuf buf = check_p2p_args(buf_t, peer, rank(), size(), what, kReach);
   check_not_broken(what);
   if (buf.numel == 0) return;
   if (pending_sends_.size() >= kMaxPendingSends) {
     // Wait for the oldest only: that keeps the order and bounds memory.
-    run(what, [&] {
-      PendingSend& s = *pending_sends_.front();
-      awaiting(false, {s.peer});
-      DDPH_CHECK(s.buffer->waitSend(config_.timeout), DDPH_COMM_FAILURE,
-                 "an earlier send to peer " << s.peer << " was aborted");
-      pending_sends_.pop_front();
-    });
+    run(what, [&] { wait_oldest_send(); });
   }
   const uint64_t slot = p2p_slot(rank(), send_seq_[size_t(peer)]++, buf.bytes());
   auto pending = std::make_unique<PendingSend>();
@@ -129,8 +116,7 @@ void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
 
 void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "recv";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "gloo", CommMemory::kHost);
-  check_peer(peer, rank(), size(), what);
+  const CommBuf buf = check_p2p_args(buf_t, peer, rank(), size(), what, kReach);
   check_not_broken(what);
   if (buf.numel == 0) return;
   const uint64_t slot = p2p_slot(peer, recv_seq_[size_t(peer)]++, buf.bytes());

@@ -41,10 +41,7 @@ class Device;
 namespace ddph {
 namespace comm_gloo {
 
-struct CommConfig {
-  int rank = 0;
-  int world = 1;
-  std::chrono::milliseconds timeout{0};
+struct CommConfig : CommPlace {
   std::string prefix;    // store namespace of this session
   std::string hostname;  // address to listen on
   std::string iface;     // overrides hostname when non-empty
@@ -72,24 +69,14 @@ class Communicator : public CommBackend {
 
   // Collectives of ddph_comm_t; [serialized] per communicator.
   // Host memory only: `stream` is ignored.
-  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) override;
-  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
-  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
-                      void* stream) override;
-  void broadcast(DLTensor* buf, int root, void* stream) override;
-  void barrier() override;
   // send copies buf and returns once gloo has the message: gloo only puts
   // it on the wire after the peer posts the matching recv, so a blocking
   // send would deadlock a ring where every rank sends first. Delivery is
   // awaited by the next collective or barrier (drain_sends), which reports
   // a failed send.
-  void send(const DLTensor* buf, int peer, void* stream) override;
-  void recv(DLTensor* buf, int peer, void* stream) override;
-  void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
-                 const int64_t* recv_counts, void* stream) override;
-  // Collective: a communicator of the ranks that pass the same color,
-  // ordered by (key, rank), or NULL for a negative color (split.cpp).
-  std::unique_ptr<CommBackend> split(int color, int key) override;
+  // split is collective: a communicator of the ranks that pass the same
+  // color, ordered by (key, rank), or NULL for a negative color (split.cpp).
+  DDPH_COMM_BACKEND_COLLECTIVES;
 
   // [thread-safe]
   bool counts_bytes() const override { return true; }
@@ -100,6 +87,8 @@ class Communicator : public CommBackend {
   uint64_t bytes_sent_to(int peer) override;
 
  private:
+  static constexpr CommReach kReach{"gloo", CommMemory::kHost};
+
   // Runs a gloo call for collective `what`: fails fast when broken, turns
   // gloo's exceptions into ddph::Error, and breaks the communicator on a
   // communication failure or timeout. fn may take a PostedBuffers& for the
@@ -137,6 +126,13 @@ class Communicator : public CommBackend {
                 const CommBuf& out, const std::vector<Span>& recvs);
   // Waits (within the timeout) until every buffered send is on the wire.
   void drain_sends(const char* what);
+  // Waits for the oldest buffered send, inside run().
+  void wait_oldest_send();
+  // Inside run(): waits for ub's message from (recv) or to each of peers, in
+  // whatever order they complete; each wait names the peers still
+  // outstanding, should it time out. `failure` says what was aborted.
+  void await_peers(::gloo::transport::UnboundBuffer& ub, bool recv, std::vector<int> peers,
+                   const char* what, const char* failure);
   // Learns which tracked socket leads to which rank: every rank publishes
   // its sockets' ends through the store (endpoints.cpp). Collective.
   void attribute_sockets(const std::vector<SocketEnds>& ends);

@@ -50,32 +50,27 @@ void Communicator::exchange(const char* what, const CommBuf& in, const std::vect
       in_buf->send(to, slot_for(s.bytes), s.offset, s.bytes);
       to_peers.push_back(to);
     }
-    // Each wait names the peers still outstanding, should it time out.
-    while (!from_peers.empty()) {
-      awaiting(true, from_peers);
-      int done = -1;
-      DDPH_CHECK(out_buf->waitRecv(&done, config_.timeout), DDPH_COMM_FAILURE,
-                 what << ": a receive was aborted");
-      const auto it = std::find(from_peers.begin(), from_peers.end(), done);
-      from_peers.erase(it != from_peers.end() ? it : from_peers.begin());
-    }
-    while (!to_peers.empty()) {
-      awaiting(false, to_peers);
-      int done = -1;
-      DDPH_CHECK(in_buf->waitSend(&done, config_.timeout), DDPH_COMM_FAILURE,
-                 what << ": a send was aborted");
-      const auto it = std::find(to_peers.begin(), to_peers.end(), done);
-      to_peers.erase(it != to_peers.end() ? it : to_peers.begin());
-    }
+    await_peers(*out_buf, true, std::move(from_peers), what, "a receive");
+    await_peers(*in_buf, false, std::move(to_peers), what, "a send");
   });
+}
+
+void Communicator::await_peers(::gloo::transport::UnboundBuffer& ub, bool recv,
+                               std::vector<int> peers, const char* what, const char* failure) {
+  while (!peers.empty()) {
+    awaiting(recv, peers);
+    int done = -1;
+    const bool ok =
+        recv ? ub.waitRecv(&done, config_.timeout) : ub.waitSend(&done, config_.timeout);
+    DDPH_CHECK(ok, DDPH_COMM_FAILURE, what << ": " << failure << " was aborted");
+    const auto it = std::find(peers.begin(), peers.end(), done);
+    peers.erase(it != peers.end() ? it : peers.begin());
+  }
 }
 
 void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*stream*/) {
   const char* what = "allgather";
-  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_numel(recv, size_t(size()) * send.numel, what, "recv", "size() * send numel");
+  const auto [send, recv] = check_allgather_args(send_t, recv_t, size(), kReach);
   const bool in_place = check_allgather_buffers(send, recv, rank(), what);
   char* own = static_cast<char*>(recv.data) + size_t(rank()) * send.bytes();
   drain_sends(what);
@@ -92,10 +87,8 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*s
 void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
                              const int64_t* recv_counts, void* /*stream*/) {
   const char* what = "alltoallv";
-  CommBuf send = check_comm_tensor(send_t, what, "send", "gloo", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "gloo", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_alltoallv_counts(send, send_counts, recv, recv_counts, size());
+  const auto [send, recv] =
+      check_alltoallv_args(send_t, send_counts, recv_t, recv_counts, rank(), size(), kReach);
   const size_t world = size_t(size()), me = size_t(rank()), es = dtype_size(send.dtype);
   std::vector<Span> sends(world), recvs(world);
   size_t send_total = 0, recv_total = 0;
@@ -105,9 +98,6 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
     send_total += size_t(send_counts[p]);
     recv_total += size_t(recv_counts[p]);
   }
-  DDPH_CHECK(send_counts[me] == recv_counts[me], DDPH_INVALID_ARGUMENT,
-             what << ": rank " << me << " sends itself " << send_counts[me]
-                  << " elements but expects " << recv_counts[me]);
   drain_sends(what);
   check_not_broken(what);
   std::memcpy(static_cast<char*>(recv.data) + recvs[me].offset,

@@ -40,11 +40,7 @@ void copy_divided(DType dtype, char* dst, const void* src, size_t numel, int div
 void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
                              void* /*stream: host memory only*/) {
   const char* what = "allreduce";
-  check_op(op, what);
-  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_numel(recv, send.numel, what, "recv", "recv has send's numel");
+  const auto [send, recv] = check_allreduce_args(send_t, recv_t, op, kReach);
   check_mpi_count(send.numel, what, "send numel");
   check_allreduce_buffers(send, recv, what);
   reap_sends(what);
@@ -70,11 +66,7 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
 void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
                                   void* /*stream*/) {
   const char* what = "reduce_scatter";
-  check_op(op, what);
-  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_numel(send, size_t(size_) * recv.numel, what, "send", "size() * recv numel");
+  const auto [send, recv] = check_reduce_scatter_args(send_t, recv_t, op, size_, kReach);
   check_mpi_count(recv.numel, what, "recv numel");
   reap_sends(what);
   check_not_broken(what);
@@ -98,10 +90,7 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
 
 void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*stream*/) {
   const char* what = "allgather";
-  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  check_numel(recv, size_t(size_) * send.numel, what, "recv", "size() * send numel");
+  const auto [send, recv] = check_allgather_args(send_t, recv_t, size_, kReach);
   check_mpi_count(send.numel, what, "send numel");
   reap_sends(what);
   check_not_broken(what);
@@ -124,9 +113,8 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* /*s
 
 void Communicator::broadcast(DLTensor* buf_t, int root, void* /*stream*/) {
   const char* what = "broadcast";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "MPI", CommMemory::kHost);
-  DDPH_CHECK(root >= 0 && root < size_, DDPH_INVALID_ARGUMENT,
-             what << ": root " << root << " is outside [0, " << size_ << ")");
+  const CommBuf buf = check_comm_tensor(buf_t, what, "buf", kReach);
+  check_root(root, size_, what);
   check_mpi_count(buf.numel, what, "buf numel");
   reap_sends(what);
   check_not_broken(what);

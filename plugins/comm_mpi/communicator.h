@@ -60,22 +60,12 @@ class Communicator : public CommBackend {
 
   // Collectives of ddph_comm_t; [serialized] per communicator.
   // Host memory only: `stream` is ignored.
-  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) override;
-  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
-  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
-                      void* stream) override;
-  void broadcast(DLTensor* buf, int root, void* stream) override;
-  void barrier() override;
   // send copies buf, posts it and returns: a blocking send would deadlock a
   // ring where every rank sends first. Collectives release the sends that
   // have completed; destroy waits (within the timeout) for the rest.
-  void send(const DLTensor* buf, int peer, void* stream) override;
-  void recv(DLTensor* buf, int peer, void* stream) override;
-  void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
-                 const int64_t* recv_counts, void* stream) override;
-  // Collective: MPI_Comm_split of the ranks that pass the same color,
-  // ordered by (key, rank); NULL for a negative color (MPI_UNDEFINED).
-  std::unique_ptr<CommBackend> split(int color, int key) override;
+  // split is collective: MPI_Comm_split of the ranks that pass the same
+  // color, ordered by (key, rank); NULL for a negative color (MPI_UNDEFINED).
+  DDPH_COMM_BACKEND_COLLECTIVES;
 
   // Payload bytes this rank sent, counted per call by the algorithm-level
   // model in docs/mpi.md (MPI does not say what it put on the wire).
@@ -84,6 +74,10 @@ class Communicator : public CommBackend {
   uint64_t bytes_sent() override { return bytes_->load(std::memory_order_relaxed); }
 
  private:
+  static constexpr CommReach kReach{"MPI", CommMemory::kHost};
+
+  // send's and recv's checks, before anything is posted.
+  CommBuf check_p2p(const DLTensor* buf, int peer, const char* what);
   // Waits for req within the timeout. On timeout or an MPI error the
   // communicator breaks; on timeout the given staging buffers are abandoned.
   // status, when given, receives the completed operation's status.

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "core/base/error.h"
+#include "core/comm/backend_types.h"
 #include "core/kernels/reduce.h"
 #include "plugins/comm_mpi/mpi_check.h"
 
@@ -57,39 +58,17 @@ bool is_half(DType d) {
 }  // namespace
 
 MPI_Datatype mpi_datatype(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return MPI_FLOAT;
-    case DType::F64:
-      return MPI_DOUBLE;
-    case DType::F16:
-    case DType::BF16:
-      return MPI_UINT16_T;
-    case DType::I32:
-      return MPI_INT32_T;
-    case DType::I64:
-      return MPI_INT64_T;
-    case DType::U8:
-      return MPI_UINT8_T;
-  }
-  DDPH_FAIL(DDPH_INTERNAL, "comm_mpi: no MPI datatype for dtype " << int(dtype));
+  // float16 and bfloat16 travel as their bits (mpi_types.h).
+  static const MPI_Datatype kTypes[] = {MPI_FLOAT,   MPI_DOUBLE,  MPI_UINT16_T, MPI_UINT16_T,
+                                        MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T};
+  return backend_dtype(kTypes, dtype, "comm_mpi");
 }
 
 MPI_Op mpi_op(DType dtype, ddph_reduce_op_t op) {
   const ddph_reduce_op_t base = op == DDPH_AVG ? DDPH_SUM : op;
   if (is_half(dtype) || (is_native_float(dtype) && base != DDPH_SUM))
-    return user_ops().ops[int(dtype)][base];
-  switch (base) {
-    case DDPH_SUM:
-      return MPI_SUM;
-    case DDPH_MAX:
-      return MPI_MAX;
-    case DDPH_MIN:
-      return MPI_MIN;
-    default:
-      break;
-  }
-  DDPH_FAIL(DDPH_INVALID_ARGUMENT, "comm_mpi: op " << int(op) << " is not a reduction");
+    return user_ops().ops[int(dtype)][backend_op(base, DDPH_SUM, DDPH_MAX, DDPH_MIN, "comm_mpi")];
+  return backend_op(op, MPI_SUM, MPI_MAX, MPI_MIN, "comm_mpi");
 }
 
 }  // namespace comm_mpi

@@ -1,20 +1,16 @@
 // libddph_comm_mpi.so: the MPI communicator, for jobs launched with mpirun
 // (or any MPI launcher). MPI finds the peers itself: no rendezvous.
-#include "core/base/plugin.h"
-
 #include <ddph/ddph.h>
 #include <mpi.h>
 
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <thread>
 
 #include "core/base/error.h"
-#include "core/base/host.h"
 #include "core/base/options.h"
+#include "core/comm/comm_plugin.h"
 #include "core/comm/host_staging.h"
-#include "core/comm/init.h"
 #include "plugins/comm_mpi/communicator.h"
 #include "plugins/comm_mpi/mpi_check.h"
 #include "plugins/comm_mpi/mpi_runtime.h"
@@ -22,21 +18,6 @@
 namespace ddph {
 namespace comm_mpi {
 namespace {
-
-const ddph_option_spec_t kOptions[] = {
-    spec_bool("staging", "true",
-              "copy through the communicator's own buffers, so that a timed-out collective "
-              "never writes into the caller's memory; false saves two copies per call"),
-};
-
-// The option, or its default when the caller passed no options at all.
-bool staging_option(const ddph_comm_init_t& init) {
-  Options options(init.options, init.num_options);
-  for (size_t i = 0; i < init.num_options; ++i)
-    if (init.options[i].name != nullptr && std::strcmp(init.options[i].name, "staging") == 0)
-      return options.get_bool("staging");
-  return true;
-}
 
 // The loader's rank and world must be MPI's: ddphooks has no other way to
 // learn them, and a mismatch would pair the wrong ranks' buckets.
@@ -54,17 +35,14 @@ void check_placement(const ddph_comm_init_t& init) {
                     "ddph_session_options.rank/world_size or DDPH_RANK/DDPH_WORLD_SIZE)");
 }
 
-std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
-  ensure_mpi();
-  check_placement(init);
-  const std::chrono::milliseconds timeout(init.timeout_ms);
-  const bool staging = staging_option(init);
-  // A private copy of MPI_COMM_WORLD: ddphooks' messages never match the
-  // host's. MPI_Comm_idup, so that a missing rank is a timeout, not a hang.
+// A private copy of MPI_COMM_WORLD: ddphooks' messages never match the
+// host's. MPI_Comm_idup, so that a missing rank is a timeout, not a hang.
+MPI_Comm dup_world(const ddph_comm_init_t& init) {
   MPI_Comm dup = MPI_COMM_NULL;
   MPI_Request req = MPI_REQUEST_NULL;
   MPICHECK(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req), "comm_mpi create");
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(init.timeout_ms);
   for (int done = 0; !done; std::this_thread::yield()) {
     MPICHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "comm_mpi create");
     DDPH_CHECK(done || std::chrono::steady_clock::now() < deadline, DDPH_TIMEOUT,
@@ -73,32 +51,45 @@ std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
                                           << " ranks of MPI_COMM_WORLD to create the "
                                              "communicator (a rank did not open the session)");
   }
-  std::unique_ptr<Communicator> comm;
-  try {
-    comm = std::make_unique<Communicator>(dup, timeout, staging);
-  } catch (...) {
-    MPI_Comm_free(&dup);
-    throw;
-  }
-  return stage_cuda_through_host(std::move(comm), "mpi");
+  return dup;
 }
-
-ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
-  // init.rendezvous and init.store may be unset and are not used: MPI's
-  // launcher wired the ranks up before the process started.
-  return create_comm(init, out, "comm_mpi create", Rendezvous::kNone, &connect);
-}
-
-const ddph_comm_factory_t kFactory = comm_factory(
-    "mpi",
-    "MPI (e.g. Open MPI under mpirun) on CPU tensors (CUDA tensors staged through host "
-    "memory); ranks come from the MPI launcher, no rendezvous",
-    kOptions, sizeof kOptions / sizeof kOptions[0], &create);
-
-const ddph_comm_factory_t* const kComms[] = {&kFactory};
 
 }  // namespace
+
+struct MpiPlugin {
+  // No rendezvous: init.rendezvous and init.store may be unset and are not
+  // used, as MPI's launcher wired the ranks up before the process started.
+  static constexpr CommPluginInfo kInfo{
+      "comm_mpi", "mpi",
+      "MPI (e.g. Open MPI under mpirun) on CPU tensors (CUDA tensors staged through host "
+      "memory); ranks come from the MPI launcher, no rendezvous",
+      Rendezvous::kNone};
+  static inline const ddph_option_spec_t kOptions[] = {
+      spec_bool("staging", "true",
+                "copy through the communicator's own buffers, so that a timed-out collective "
+                "never writes into the caller's memory; false saves two copies per call"),
+  };
+
+  static std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
+    ensure_mpi();
+    check_placement(init);
+    // The option, or its default when the caller passed no options at all.
+    const Options options(init.options, init.num_options);
+    const bool staging = options.has("staging") ? options.get_bool("staging") : true;
+    MPI_Comm dup = dup_world(init);
+    std::unique_ptr<Communicator> comm;
+    try {
+      comm =
+          std::make_unique<Communicator>(dup, std::chrono::milliseconds(init.timeout_ms), staging);
+    } catch (...) {
+      MPI_Comm_free(&dup);
+      throw;
+    }
+    return stage_cuda_through_host(std::move(comm), "mpi");
+  }
+};
+
 }  // namespace comm_mpi
 }  // namespace ddph
 
-DDPH_DEFINE_PLUGIN("comm_mpi", "0.1.0", nullptr, 0, ::ddph::comm_mpi::kComms, 1)
+DDPH_DEFINE_COMM_PLUGIN(::ddph::comm_mpi::MpiPlugin)

@@ -20,12 +20,16 @@ constexpr size_t kMaxPendingSends = 64;
 
 }  // namespace
 
-void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
-  const char* what = "send";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "MPI", CommMemory::kHost);
-  check_peer(peer, rank_, size_, what);
+CommBuf Communicator::check_p2p(const DLTensor* buf_t, int peer, const char* what) {
+  const CommBuf buf = check_p2p_args(buf_t, peer, rank_, size_, what, kReach);
   check_mpi_count(buf.numel, what, "buf numel");
   check_not_broken(what);
+  return buf;
+}
+
+void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
+  const char* what = "send";
+  const CommBuf buf = check_p2p(buf_t, peer, what);
   if (buf.numel == 0) return;
   reap_sends(what);
   if (pending_sends_.size() >= kMaxPendingSends) {
@@ -47,10 +51,7 @@ void Communicator::send(const DLTensor* buf_t, int peer, void* /*stream*/) {
 
 void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
   const char* what = "recv";
-  CommBuf buf = check_comm_tensor(buf_t, what, "buf", "MPI", CommMemory::kHost);
-  check_peer(peer, rank_, size_, what);
-  check_mpi_count(buf.numel, what, "buf numel");
-  check_not_broken(what);
+  const CommBuf buf = check_p2p(buf_t, peer, what);
   if (buf.numel == 0) return;
   reap_sends(what);
   char* work = staging_ ? recv_stage_.get(buf.bytes()) : static_cast<char*>(buf.data);
@@ -72,19 +73,12 @@ void Communicator::recv(DLTensor* buf_t, int peer, void* /*stream*/) {
 void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
                              const int64_t* recv_counts, void* /*stream*/) {
   const char* what = "alltoallv";
-  CommBuf send = check_comm_tensor(send_t, what, "send", "MPI", CommMemory::kHost);
-  CommBuf recv = check_comm_tensor(recv_t, what, "recv", "MPI", CommMemory::kHost);
-  check_same_dtype(send, recv, what);
-  DDPH_CHECK(send_counts != nullptr && recv_counts != nullptr, DDPH_INVALID_ARGUMENT,
-             what << ": send_counts and recv_counts must both be set");
-  DDPH_CHECK(!overlaps(send, recv), DDPH_INVALID_ARGUMENT, what << ": send and recv overlap");
+  const auto [send, recv] =
+      check_alltoallv_args(send_t, send_counts, recv_t, recv_counts, rank_, size_, kReach);
   const size_t world = size_t(size_);
   std::vector<int> scounts(world), sdispls(world), rcounts(world), rdispls(world);
   int64_t send_total = 0, recv_total = 0;
   for (size_t p = 0; p < world; ++p) {
-    DDPH_CHECK(send_counts[p] >= 0 && recv_counts[p] >= 0, DDPH_INVALID_ARGUMENT,
-               what << ": counts for rank " << p << " are negative (send " << send_counts[p]
-                    << ", recv " << recv_counts[p] << ")");
     // Offsets are MPI ints too: check the running totals before each block.
     check_mpi_count(size_t(send_total), what, "a send offset");
     check_mpi_count(size_t(recv_total), what, "a recv offset");
@@ -97,16 +91,6 @@ void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts,
     send_total += send_counts[p];
     recv_total += recv_counts[p];
   }
-  DDPH_CHECK(size_t(send_total) == send.numel, DDPH_INVALID_ARGUMENT,
-             what << ": send_counts sum to " << send_total << ", but send has " << send.numel
-                  << " elements");
-  DDPH_CHECK(size_t(recv_total) == recv.numel, DDPH_INVALID_ARGUMENT,
-             what << ": recv_counts sum to " << recv_total << ", but recv has " << recv.numel
-                  << " elements");
-  DDPH_CHECK(send_counts[size_t(rank_)] == recv_counts[size_t(rank_)], DDPH_INVALID_ARGUMENT,
-             what << ": this rank's own block is " << send_counts[size_t(rank_)]
-                  << " elements in send_counts but " << recv_counts[size_t(rank_)]
-                  << " in recv_counts");
   reap_sends(what);
   check_not_broken(what);
   agree({int64_t(CallKind::kAlltoallv), int64_t(send.dtype), -1, -1, -1}, what, send_counts,

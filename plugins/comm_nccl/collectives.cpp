@@ -87,10 +87,8 @@ void Communicator::run(const char* what, std::initializer_list<Arg> args, void* 
 void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
                              void* stream) {
   const char* what = "allreduce";
-  check_op(op, what);
-  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
-  check_same_dtype(send, recv, what);
-  check_numel(recv, send.numel, what, "recv", "send numel");
+  CommPair args = check_allreduce_args(send_t, recv_t, op, reach());
+  CommBuf &send = args.send, &recv = args.recv;
   if (send.numel == 0) return;
   const bool in_place = check_allreduce_buffers(send, recv, what);
   const int world = size();
@@ -119,9 +117,8 @@ void Communicator::allreduce(const DLTensor* send_t, DLTensor* recv_t, ddph_redu
 
 void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* stream) {
   const char* what = "allgather";
-  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
-  check_same_dtype(send, recv, what);
-  check_numel(recv, send.numel * size_t(size()), what, "recv", "size() * send numel");
+  CommPair args = check_allgather_args(send_t, recv_t, size(), reach());
+  CommBuf &send = args.send, &recv = args.recv;
   if (send.numel == 0) return;
   // In place (as ddph.h allows and NCCL supports) is how the quantization
   // protocols gather.
@@ -135,10 +132,8 @@ void Communicator::allgather(const DLTensor* send_t, DLTensor* recv_t, void* str
 void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph_reduce_op_t op,
                                   void* stream) {
   const char* what = "reduce_scatter";
-  check_op(op, what);
-  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
-  check_same_dtype(send, recv, what);
-  check_numel(send, recv.numel * size_t(size()), what, "send", "size() * recv numel");
+  CommPair args = check_reduce_scatter_args(send_t, recv_t, op, size(), reach());
+  CommBuf &send = args.send, &recv = args.recv;
   if (recv.numel == 0) return;
   const int world = size();
   // send is copied when DDPH_AVG divides it, or when it overlaps recv
@@ -176,9 +171,8 @@ void Communicator::reduce_scatter(const DLTensor* send_t, DLTensor* recv_t, ddph
 
 void Communicator::broadcast(DLTensor* buf_t, int root, void* stream) {
   const char* what = "broadcast";
-  CommBuf buf = check(buf_t, what, "buf");
-  DDPH_CHECK(root >= 0 && root < size(), DDPH_INVALID_ARGUMENT,
-             what << ": root " << root << " is outside [0, " << size() << ")");
+  CommBuf buf = check_comm_tensor(buf_t, what, "buf", reach());
+  check_root(root, size(), what);
   if (buf.numel == 0) return;
   run(what, {{&buf, true, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
     return ncclBroadcast(buf.data, buf.data, buf.numel, nccl_type(buf.dtype), root, c, s);
@@ -200,8 +194,7 @@ void Communicator::barrier() {
 
 void Communicator::send(const DLTensor* buf_t, int peer, void* stream) {
   const char* what = "send";
-  CommBuf buf = check(buf_t, what, "buf");
-  check_peer(peer, rank(), size(), what);
+  CommBuf buf = check_p2p_args(buf_t, peer, rank(), size(), what, reach());
   run(what, {{&buf, true, false}}, stream, [&](ncclComm_t c, cudaStream_t s) {
     return ncclSend(buf.data, buf.numel, nccl_type(buf.dtype), peer, c, s);
   });
@@ -209,8 +202,7 @@ void Communicator::send(const DLTensor* buf_t, int peer, void* stream) {
 
 void Communicator::recv(DLTensor* buf_t, int peer, void* stream) {
   const char* what = "recv";
-  CommBuf buf = check(buf_t, what, "buf");
-  check_peer(peer, rank(), size(), what);
+  CommBuf buf = check_p2p_args(buf_t, peer, rank(), size(), what, reach());
   run(what, {{&buf, false, true}}, stream, [&](ncclComm_t c, cudaStream_t s) {
     return ncclRecv(buf.data, buf.numel, nccl_type(buf.dtype), peer, c, s);
   });
@@ -219,13 +211,10 @@ void Communicator::recv(DLTensor* buf_t, int peer, void* stream) {
 void Communicator::alltoallv(const DLTensor* send_t, const int64_t* send_counts, DLTensor* recv_t,
                              const int64_t* recv_counts, void* stream) {
   const char* what = "alltoallv";
-  CommBuf send = check(send_t, what, "send"), recv = check(recv_t, what, "recv");
-  check_same_dtype(send, recv, what);
-  check_alltoallv_counts(send, send_counts, recv, recv_counts, size());
   const int me = rank();
-  DDPH_CHECK(send_counts[me] == recv_counts[me], DDPH_INVALID_ARGUMENT,
-             what << ": rank " << me << " sends itself " << send_counts[me]
-                  << " elements but expects " << recv_counts[me]);
+  CommPair args =
+      check_alltoallv_args(send_t, send_counts, recv_t, recv_counts, me, size(), reach());
+  CommBuf &send = args.send, &recv = args.recv;
   const size_t es = dtype_size(send.dtype);
   run(what, {{&send, true, false}, {&recv, false, true}}, stream,
       [&](ncclComm_t c, cudaStream_t s) {

@@ -104,14 +104,6 @@ std::chrono::steady_clock::time_point Communicator::deadline() const {
   return std::chrono::steady_clock::now() + config_.timeout;
 }
 
-CommBuf Communicator::check(const DLTensor* t, const char* what, const char* arg) const {
-  CommBuf b = check_comm_tensor(t, what, arg, "nccl", CommMemory::kHostOrDevice);
-  DDPH_CHECK(!b.on_cuda() || b.device.device_id == config_.device, DDPH_INVALID_ARGUMENT,
-             what << ": " << arg << " is on CUDA device " << b.device.device_id
-                  << " but this communicator uses device " << config_.device);
-  return b;
-}
-
 void Communicator::wait_staging(const char* what) {
   const auto until = deadline();
   for (;;) {

@@ -20,10 +20,8 @@
 namespace ddph {
 namespace comm_nccl {
 
-struct NcclConfig {
-  int rank = 0, world = 1;
+struct NcclConfig : CommPlace {
   int device = 0;  // the CUDA device this rank uses
-  std::chrono::milliseconds timeout{30000};
 };
 
 class Communicator : public CommBackend {
@@ -37,17 +35,7 @@ class Communicator : public CommBackend {
 
   int rank() const override { return config_.rank; }
   int size() const override { return config_.world; }
-  void allreduce(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op, void* stream) override;
-  void allgather(const DLTensor* send, DLTensor* recv, void* stream) override;
-  void reduce_scatter(const DLTensor* send, DLTensor* recv, ddph_reduce_op_t op,
-                      void* stream) override;
-  void broadcast(DLTensor* buf, int root, void* stream) override;
-  void barrier() override;
-  void send(const DLTensor* buf, int peer, void* stream) override;
-  void recv(DLTensor* buf, int peer, void* stream) override;
-  void alltoallv(const DLTensor* send, const int64_t* send_counts, DLTensor* recv,
-                 const int64_t* recv_counts, void* stream) override;
-  std::unique_ptr<CommBackend> split(int color, int key) override;
+  DDPH_COMM_BACKEND_COLLECTIVES;
 
  private:
   Communicator(const NcclConfig& config, ncclComm_t comm);
@@ -75,7 +63,8 @@ class Communicator : public CommBackend {
   // Waits for the staging stream up to the timeout, aborting on expiry.
   void wait_staging(const char* what);
   std::chrono::steady_clock::time_point deadline() const;
-  CommBuf check(const DLTensor* t, const char* what, const char* arg) const;
+  // Host memory, or CUDA memory on this communicator's device.
+  CommReach reach() const { return {"nccl", CommMemory::kHostOrDevice, config_.device}; }
 
   NcclConfig config_;
   std::shared_ptr<GuardedComm> comm_;

@@ -1,41 +1,18 @@
 #include "plugins/comm_nccl/nccl_types.h"
 
-#include "core/base/error.h"
+#include "core/comm/backend_types.h"
 
 namespace ddph {
 namespace comm_nccl {
 
 ncclDataType_t nccl_type(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return ncclFloat32;
-    case DType::F64:
-      return ncclFloat64;
-    case DType::F16:
-      return ncclFloat16;
-    case DType::BF16:
-      return ncclBfloat16;
-    case DType::I32:
-      return ncclInt32;
-    case DType::I64:
-      return ncclInt64;
-    case DType::U8:
-      return ncclUint8;
-  }
-  DDPH_FAIL(DDPH_UNSUPPORTED, "comm_nccl: dtype " << int(dtype) << " has no NCCL type");
+  static constexpr ncclDataType_t kTypes[] = {ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16,
+                                              ncclInt32,   ncclInt64,   ncclUint8};
+  return backend_dtype(kTypes, dtype, "comm_nccl");
 }
 
 ncclRedOp_t nccl_op(ddph_reduce_op_t op) {
-  switch (op) {
-    case DDPH_SUM:
-    case DDPH_AVG:
-      return ncclSum;
-    case DDPH_MAX:
-      return ncclMax;
-    case DDPH_MIN:
-      return ncclMin;
-  }
-  DDPH_FAIL(DDPH_INVALID_ARGUMENT, "comm_nccl: reduce op " << int(op) << " is unknown");
+  return backend_op(op, ncclSum, ncclMax, ncclMin, "comm_nccl");
 }
 
 }  // namespace comm_nccl

@@ -1,14 +1,12 @@
 // libddph_comm_nccl.so: the GPU communicator (NCCL from the CUDA toolkit).
-#include "core/base/plugin.h"
-
 #include <cuda_runtime_api.h>
+
 #include <cstdlib>
 #include <memory>
 
 #include "core/base/error.h"
-#include "core/base/host.h"
 #include "core/base/options.h"
-#include "core/comm/init.h"
+#include "core/comm/comm_plugin.h"
 #include "core/comm/rendezvous/gloo_store.h"
 #include "plugins/comm_nccl/communicator.h"
 #include "plugins/comm_nccl/nccl_check.h"
@@ -16,13 +14,6 @@
 namespace ddph {
 namespace comm_nccl {
 namespace {
-
-const ddph_option_spec_t kOptions[] = {
-    spec_int("device", "-1",
-             "CUDA device of this rank; -1 takes LOCAL_RANK (torchrun), then "
-             "OMPI_COMM_WORLD_LOCAL_RANK (mpirun), then rank modulo the device count",
-             -1, 1023),
-};
 
 // The device a rank uses when the YAML does not name one: the launcher's
 // local rank where it gives one, as PyTorch scripts do.
@@ -42,32 +33,33 @@ int pick_device(int64_t option, int rank) {
   return device;
 }
 
-std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
-  Options options(init.options, init.num_options);
-  NcclConfig config;
-  config.rank = init.rank;
-  config.world = init.world_size;
-  config.timeout = std::chrono::milliseconds(init.timeout_ms);
-  config.device = pick_device(init.num_options > 0 ? options.get_int("device") : -1, init.rank);
-  rendezvous::GlooStore scoped(rendezvous::open_init_store(init),
-                               init.prefix != nullptr ? init.prefix : "", config.timeout);
-  return Communicator::connect(config, scoped);
-}
-
-ddph_error_t* create(const ddph_comm_init_t* init, ddph_comm_t** out) {
-  return create_comm(init, out, "comm_nccl create", Rendezvous::kRequired, &connect);
-}
-
-const ddph_comm_factory_t kFactory = comm_factory(
-    "nccl",
-    "NCCL on CUDA tensors (enqueued on the bucket's stream); host tensors are staged through the "
-    "GPU; rendezvous via file://, redis://, tcp://, env:// or the host's store",
-    kOptions, sizeof kOptions / sizeof kOptions[0], &create);
-
-const ddph_comm_factory_t* const kComms[] = {&kFactory};
-
 }  // namespace
+
+struct NcclPlugin {
+  static constexpr CommPluginInfo kInfo{
+      "comm_nccl", "nccl",
+      "NCCL on CUDA tensors (enqueued on the bucket's stream); host tensors are staged through "
+      "the GPU; rendezvous via file://, redis://, tcp://, env:// or the host's store",
+      Rendezvous::kRequired};
+  static inline const ddph_option_spec_t kOptions[] = {
+      spec_int("device", "-1",
+               "CUDA device of this rank; -1 takes LOCAL_RANK (torchrun), then "
+               "OMPI_COMM_WORLD_LOCAL_RANK (mpirun), then rank modulo the device count",
+               -1, 1023),
+  };
+
+  static std::unique_ptr<CommBackend> connect(const ddph_comm_init_t& init) {
+    Options options(init.options, init.num_options);
+    NcclConfig config;
+    set_place(config, init);
+    config.device = pick_device(init.num_options > 0 ? options.get_int("device") : -1, init.rank);
+    rendezvous::GlooStore scoped(rendezvous::open_init_store(init),
+                                 init.prefix != nullptr ? init.prefix : "", config.timeout);
+    return Communicator::connect(config, scoped);
+  }
+};
+
 }  // namespace comm_nccl
 }  // namespace ddph
 
-DDPH_DEFINE_PLUGIN("comm_nccl", "0.1.0", nullptr, 0, ::ddph::comm_nccl::kComms, 1)
+DDPH_DEFINE_COMM_PLUGIN(::ddph::comm_nccl::NcclPlugin)

@@ -267,6 +267,12 @@ TEST_F(CollectiveMisuse, Alltoallv) {
              "alltoallv: send and recv overlap");
   EXPECT_ERR(c_->alltoallv(nullptr, a.dl(), four, b.dl(), four, nullptr), DDPH_INVALID_ARGUMENT,
              "alltoallv: ctx is NULL");
+  // Counts that add up on each side but give this rank's own block two
+  // lengths (check_alltoallv_args, shared by every backend).
+  Tensor five(kI32, 5);
+  const int64_t five_count[1] = {5};
+  EXPECT_ERR(c_->alltoallv(c_->ctx, a.dl(), four, five.dl(), five_count, nullptr),
+             DDPH_INVALID_ARGUMENT, "alltoallv: rank 0 sends itself 4 elements but expects 5");
   // World 1: the own block is copied.
   for (int i = 0; i < 4; ++i) a.as<int32_t>()[i] = 7 * i + 1;
   EXPECT_TRUE(take(c_->alltoallv(c_->ctx, a.dl(), four, b.dl(), four, nullptr)).ok());

@@ -89,7 +89,7 @@ TEST_F(PeerFixture, AlltoallvWithUnevenCounts) {
   Tensor send(kI32, ns + 1), recv(kI32, nr);
   Err bad = take(comm->alltoallv(comm->ctx, send.dl(), sc.data(), recv.dl(), rc.data(), nullptr));
   EXPECT_EQ(bad.code, DDPH_INVALID_ARGUMENT);
-  EXPECT_NE(bad.message.find("send_counts sum to"), std::string::npos) << bad.message;
+  EXPECT_NE(bad.message.find("the sum of send_counts"), std::string::npos) << bad.message;
 }
 
 using Split = PeerFixture;

@@ -52,6 +52,31 @@ std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
   return b;
 }
 
+// active_table: the active level's table, or the nearest level below it that
+// the kit has one for (the quantization kit has none for avx512bf16).
+struct FakeTable {
+  int level;
+};
+const FakeTable& fake_avx2() {
+  static const FakeTable t{1};
+  return t;
+}
+const FakeTable& fake_avx512() {
+  static const FakeTable t{2};
+  return t;
+}
+
+TEST(KernelDispatch, ActiveTableFallsBackToTheNearestLevelBelow) {
+  static const FakeTable scalar{0};
+  static const FakeTable& (*const kLevels[])() = {&fake_avx2, &fake_avx512};
+  for (Isa cap : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    IsaCap limit(cap);
+    const int active = int(ddph::isa_active());
+    const int want = active < 2 ? active : 2;
+    EXPECT_EQ(ddph::active_table(scalar, kLevels).level, want) << ddph::isa_name(cap);
+  }
+}
+
 TEST(KernelDispatch, ReportsLevels) {
   std::printf("CPU kernel level: %s (active %s)\n", ddph::isa_name(ddph::isa_supported()),
               ddph::isa_name(ddph::isa_active()));

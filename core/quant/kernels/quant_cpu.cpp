@@ -13,23 +13,27 @@ namespace quantization {
 namespace {
 
 const QuantTable& table() {
-  const QuantTable* t = nullptr;
-  switch (isa_active()) {
-    case Isa::kAvx512Bf16:  // nothing here needs BF16
-    case Isa::kAvx512:
-      t = quant_table_avx512();
-      break;
-    case Isa::kAvx2:
-      t = quant_table_avx2();
-      break;
-    case Isa::kScalar:
-      break;
-  }
-  return t != nullptr ? *t : quant_table_scalar();
+#if defined(__x86_64__)
+  // Nothing here needs AVX-512 BF16: that level uses the AVX-512 table.
+  static const QuantTable& (*const kLevels[])() = {&quant_table_avx2, &quant_table_avx512};
+  return active_table(quant_table_scalar(), kLevels);
+#else
+  return quant_table_scalar();
+#endif
 }
 
 size_t resolve(size_t n, size_t channel) {
   return channel == 0 ? n : channel;
+}
+
+// pack or unpack: 8 bits is a copy, 4 and 2 bits the level's kernel.
+void repack(void (*kernel)(const uint8_t*, size_t, int, uint8_t*), const uint8_t* in, size_t n,
+            int bits, uint8_t* out) {
+  if (n == 0) return;
+  if (bits == 8)
+    std::memcpy(out, in, n);
+  else
+    kernel(in, n, bits, out);
 }
 
 }  // namespace
@@ -64,19 +68,11 @@ size_t packed_bytes(size_t n, int bits) {
 }
 
 void pack(const uint8_t* q, size_t n, int bits, uint8_t* out) {
-  if (n == 0) return;
-  if (bits == 8)
-    std::memcpy(out, q, n);
-  else
-    table().pack(q, n, bits, out);
+  repack(table().pack, q, n, bits, out);
 }
 
 void unpack(const uint8_t* in, size_t n, int bits, uint8_t* q) {
-  if (n == 0) return;
-  if (bits == 8)
-    std::memcpy(q, in, n);
-  else
-    table().unpack(in, n, bits, q);
+  repack(table().unpack, in, n, bits, q);
 }
 
 bool all_finite(const float* x, size_t n) {

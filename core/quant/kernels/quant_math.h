@@ -30,57 +30,27 @@ struct QParams {
   float zero_point;  // integral-valued, as PyTorch keeps it in a float tensor
 };
 
+// name(a, b): the device's _rn intrinsic, or the host's operator.
 #ifdef __CUDA_ARCH__
-DDPH_HD inline float qm_add(float a, float b) {
-  return __fadd_rn(a, b);
-}
-DDPH_HD inline float qm_sub(float a, float b) {
-  return __fsub_rn(a, b);
-}
-DDPH_HD inline float qm_mul(float a, float b) {
-  return __fmul_rn(a, b);
-}
-DDPH_HD inline float qm_div(float a, float b) {
-  return __fdiv_rn(a, b);
-}
-DDPH_HD inline double qm_dadd(double a, double b) {
-  return __dadd_rn(a, b);
-}
-DDPH_HD inline double qm_dsub(double a, double b) {
-  return __dsub_rn(a, b);
-}
-DDPH_HD inline double qm_dmul(double a, double b) {
-  return __dmul_rn(a, b);
-}
-DDPH_HD inline double qm_ddiv(double a, double b) {
-  return __ddiv_rn(a, b);
-}
+#define DDPH_QM_OP(name, T, op, device_rn) \
+  DDPH_HD inline T name(T a, T b) {        \
+    return device_rn(a, b);                \
+  }
 #else
-DDPH_HD inline float qm_add(float a, float b) {
-  return a + b;
-}
-DDPH_HD inline float qm_sub(float a, float b) {
-  return a - b;
-}
-DDPH_HD inline float qm_mul(float a, float b) {
-  return a * b;
-}
-DDPH_HD inline float qm_div(float a, float b) {
-  return a / b;
-}
-DDPH_HD inline double qm_dadd(double a, double b) {
-  return a + b;
-}
-DDPH_HD inline double qm_dsub(double a, double b) {
-  return a - b;
-}
-DDPH_HD inline double qm_dmul(double a, double b) {
-  return a * b;
-}
-DDPH_HD inline double qm_ddiv(double a, double b) {
-  return a / b;
-}
+#define DDPH_QM_OP(name, T, op, device_rn) \
+  DDPH_HD inline T name(T a, T b) {        \
+    return a op b;                         \
+  }
 #endif
+DDPH_QM_OP(qm_add, float, +, __fadd_rn)
+DDPH_QM_OP(qm_sub, float, -, __fsub_rn)
+DDPH_QM_OP(qm_mul, float, *, __fmul_rn)
+DDPH_QM_OP(qm_div, float, /, __fdiv_rn)
+DDPH_QM_OP(qm_dadd, double, +, __dadd_rn)
+DDPH_QM_OP(qm_dsub, double, -, __dsub_rn)
+DDPH_QM_OP(qm_dmul, double, *, __dmul_rn)
+DDPH_QM_OP(qm_ddiv, double, /, __ddiv_rn)
+#undef DDPH_QM_OP
 
 // Round half to even (torch.round), in the default rounding mode.
 DDPH_HD inline float qm_rint(float v) {

@@ -20,10 +20,9 @@ struct QuantTable {
 };
 
 const QuantTable& quant_table_scalar();
-// NULL when this build has no such path; call only when isa_supported()
-// reaches the level.
-const QuantTable* quant_table_avx2();
-const QuantTable* quant_table_avx512();
+// x86-64 only; call only when isa_supported() reaches the level.
+const QuantTable& quant_table_avx2();
+const QuantTable& quant_table_avx512();
 
 }  // namespace quantization
 }  // namespace ddph
