@@ -15,7 +15,7 @@
 #include "core/comm/backend.h"
 #include "core/comm/host_staging.h"
 #include "core/comm/init.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 #include "plugins/comm_gloo/communicator.h"
 
 namespace ddph {

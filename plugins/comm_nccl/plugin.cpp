@@ -2,6 +2,7 @@
 #include "core/base/plugin.h"
 
 #include <cuda_runtime_api.h>
+
 #include <cstdlib>
 #include <memory>
 
@@ -9,7 +10,7 @@
 #include "core/base/host.h"
 #include "core/base/options.h"
 #include "core/comm/init.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 #include "plugins/comm_nccl/communicator.h"
 #include "plugins/comm_nccl/nccl_check.h"
 
