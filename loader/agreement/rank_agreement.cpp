@@ -1,4 +1,4 @@
-#include "loader/rank_agreement.h"
+#include "loader/agreement/rank_agreement.h"
 
 #include <algorithm>
 #include <cstring>
