@@ -10,7 +10,7 @@ function(ddph_add_plugin family)
   set(impl ddph_${family}_impl)
   add_library(${impl} STATIC ${ARG_SOURCES})
   set_target_properties(${impl} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  target_link_libraries(${impl} PUBLIC ddph_core ${ARG_LIBS})
+  target_link_libraries(${impl} PUBLIC ddph_base ${ARG_LIBS})
   set(target ddph_${family})
   add_library(${target} MODULE ${PROJECT_SOURCE_DIR}/cmake/plugin_module.cpp)
   # WHOLE_ARCHIVE: nothing inside the plugin calls ddph_plugin_entry, so

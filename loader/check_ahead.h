@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "loader/rank_agreement.h"
+#include "loader/agreement/rank_agreement.h"
 
 namespace ddph {
 namespace loader {

@@ -8,7 +8,7 @@
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 namespace loader {

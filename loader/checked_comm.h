@@ -15,7 +15,7 @@
 #include <memory>
 #include <mutex>
 
-#include "loader/rank_agreement.h"
+#include "loader/agreement/rank_agreement.h"
 
 namespace ddph {
 namespace loader {

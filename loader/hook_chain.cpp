@@ -5,8 +5,8 @@
 
 #include "core/base/error.h"
 #include "core/base/host.h"
-#include "loader/registry.h"
-#include "loader/state_blob.h"
+#include "loader/registry/registry.h"
+#include "loader/session/state_blob.h"
 
 namespace ddph {
 namespace loader {

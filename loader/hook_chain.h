@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/job.h"
+#include "loader/job/job.h"
 
 namespace ddph {
 namespace loader {

@@ -16,12 +16,12 @@
 #include "core/comm/rendezvous_url.h"
 #include "core/hook/bucket_check.h"
 #include "core/hook/hook.h"
+#include "loader/agreement/rank_agreement.h"
 #include "loader/host_table.h"
-#include "loader/job_id.h"
-#include "loader/job_secret.h"
+#include "loader/job/job_id.h"
+#include "loader/job/job_secret.h"
 #include "loader/log_sink.h"
-#include "loader/rank_agreement.h"
-#include "loader/state_blob.h"
+#include "loader/session/state_blob.h"
 
 namespace ddph {
 namespace loader {

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "loader/agreement/rank_agreement.h"
 #include "loader/check_ahead.h"
 #include "loader/checked_comm.h"
 #include "loader/hook_chain.h"
-#include "loader/job.h"
-#include "loader/job_store.h"
+#include "loader/job/job.h"
+#include "loader/job/job_store.h"
 #include "loader/metrics_ring.h"
-#include "loader/rank_agreement.h"
 #include "loader/span_registry.h"
 #include "loader/worker.h"
 

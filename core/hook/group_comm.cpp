@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 

@@ -5,7 +5,7 @@
 
 #include "core/base/host.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 

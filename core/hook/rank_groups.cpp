@@ -9,7 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 

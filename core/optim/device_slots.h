@@ -1,6 +1,6 @@
 // An optimizer's state for a parameter of a CUDA bucket: the same
 // slots as ParamState's vectors (functional_optim.h), in memory on the
-// bucket's GPU (core's resident state, core/hook/resident_floats.h), so the
+// bucket's GPU (core's resident state, core/memory/resident_floats.h), so the
 // step never copies state across PCIe. It meets the host form only at the
 // edges: upload() when a parameter's state first reaches the GPU (from
 // load_state, or earlier host steps), download() for save_state, which then
@@ -13,8 +13,8 @@
 #include <array>
 #include <cstddef>
 
-#include "core/hook/resident_floats.h"
 #include "core/kernels/on_device.h"
+#include "core/memory/resident_floats.h"
 #include "core/optim/functional_optim.h"
 
 namespace ddph {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/hook/comm_call.h"
-#include "core/hook/pipeline.h"
+#include "core/comm/comm_call.h"
+#include "core/comm/pipeline.h"
 #include "core/quant/kernels/quant_math.h"  // mix64
 #include "core/quant/rank_header.h"
 

@@ -8,7 +8,7 @@
 //
 // On the host a bucket of whole channels may travel in slices: slice s holds
 // piece s of every chunk, and slice s is on the wire while slice s + 1 is
-// quantized (core/hook/pipeline.h). Every channel keeps its scale, rounding
+// quantized (core/comm/pipeline.h). Every channel keeps its scale, rounding
 // counters and residual, so the codes are the same for any slice count.
 #pragma once
 

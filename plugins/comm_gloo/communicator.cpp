@@ -5,7 +5,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "core/base/host.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 
 namespace ddph {
 namespace comm_gloo {

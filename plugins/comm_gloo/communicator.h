@@ -18,7 +18,7 @@
 #include "core/base/error.h"
 #include "core/comm/args.h"
 #include "core/comm/backend.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 #include "core/comm/rendezvous/kv_store.h"
 #include "plugins/comm_gloo/errors.h"
 #include "plugins/comm_gloo/mailboxes.h"

@@ -11,7 +11,7 @@
 #include "core/base/options.h"
 #include "core/comm/comm_plugin.h"
 #include "core/comm/host_staging.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 #include "plugins/comm_gloo/communicator.h"
 
 namespace ddph {

@@ -7,7 +7,7 @@
 #include "core/base/error.h"
 #include "core/base/options.h"
 #include "core/comm/comm_plugin.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 #include "plugins/comm_nccl/communicator.h"
 #include "plugins/comm_nccl/nccl_check.h"
 

@@ -9,7 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/options.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
 #include "plugins/default/hooks.h"

@@ -3,7 +3,7 @@
 // cast back into the bucket. The cast and the divide are one pass.
 #include "core/base/phase_span.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
 #include "plugins/default/hooks.h"

@@ -21,7 +21,7 @@
 #include "core/base/le_bytes.h"
 #include "core/base/options.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/group_comm.h"
 #include "core/hook/hook.h"
 #include "plugins/hierarchical/hooks.h"

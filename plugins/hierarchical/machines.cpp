@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/base/error.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/rank_groups.h"
 
 namespace ddph {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/base/options.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/group_comm.h"
 #include "core/hook/hook.h"
 #include "core/hook/rank_groups.h"

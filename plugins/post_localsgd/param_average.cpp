@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/param_view.h"
 
 namespace ddph {

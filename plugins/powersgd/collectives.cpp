@@ -1,7 +1,7 @@
 #include "plugins/powersgd/collectives.h"
 
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 namespace powersgd {

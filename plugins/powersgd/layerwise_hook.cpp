@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/base/phase_span.h"
-#include "core/hook/pipeline.h"
+#include "core/comm/pipeline.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/compression_step.h"
 #include "plugins/powersgd/hooks.h"

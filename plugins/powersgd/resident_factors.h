@@ -1,6 +1,6 @@
 // P, Q and the error buffer of each bucket index (PyTorch's p_memory_dict,
 // q_memory_dict and error_dict) in the memory the steps run in, on core's
-// resident-state kit (core/hook/resident_floats.h): host memory or the
+// resident-state kit (core/memory/resident_floats.h): host memory or the
 // buckets' GPU, allocated once per index and kept; a checkpoint's values
 // move in when a step first touches an index in that memory.
 //
@@ -15,8 +15,8 @@
 #include <set>
 #include <vector>
 
-#include "core/hook/resident_floats.h"
 #include "core/kernels/on_device.h"
+#include "core/memory/resident_floats.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/math_ops.h"
 #include "plugins/powersgd/state.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "plugins/quantization/hooks.h"
 #include "plugins/quantization/options.h"

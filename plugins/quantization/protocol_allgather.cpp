@@ -12,7 +12,7 @@
 // channel; that channel is never part of the result, so it is not sent.
 #include <utility>
 
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/quant/codec.h"
 #include "core/quant/rank_header.h"
 #include "plugins/quantization/protocols.h"

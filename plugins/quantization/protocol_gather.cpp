@@ -5,7 +5,7 @@
 // holds the same values on every rank (the weights every rank computes
 // with). Nearest rounding only: the forward's and the backward's gather of
 // the same weights must decode to the same values.
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/quant/codec.h"
 #include "core/quant/rank_header.h"
 #include "plugins/quantization/protocols.h"

@@ -23,7 +23,7 @@
 // On the host a per_channel bucket travels in slices (option `slices`):
 // slice s holds piece s of every chunk, each piece whole channels, and runs
 // the three steps above on its own. Slice s is on the wire while slice s + 1
-// is quantized and slice s - 1 decoded (core/hook/pipeline.h), and since every
+// is quantized and slice s - 1 decoded (core/comm/pipeline.h), and since every
 // channel keeps its scale, its rounding counters and its residuals, the
 // result has the same bits for any number of slices. Every slice carries
 // rank headers; the last one's covers the whole bucket, and all ranks read
@@ -31,8 +31,8 @@
 // bucket and the owner residuals untouched.
 #include <vector>
 
-#include "core/hook/comm_call.h"
-#include "core/hook/pipeline.h"
+#include "core/comm/comm_call.h"
+#include "core/comm/pipeline.h"
 #include "core/quant/chunking.h"
 #include "core/quant/codec.h"
 #include "core/quant/rank_header.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
 #include "plugins/quantization/hooks.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/hook/resident_floats.h"
 #include "core/kernels/on_device.h"
+#include "core/memory/resident_floats.h"
 
 namespace ddph {
 namespace quantization {
@@ -29,7 +29,7 @@ struct BucketResidual {
 using ResidualMap = std::map<uint64_t, BucketResidual>;
 
 // The residuals a hook keeps, each in the memory of the buckets of its
-// index (host or GPU; core/hook/resident_floats.h).
+// index (host or GPU; core/memory/resident_floats.h).
 class Residuals {
  public:
   // The residuals of bucket `index`, in at's memory: n floats of `own`, m of

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 namespace zero {

@@ -29,11 +29,11 @@
 
 #include "core/base/phase_span.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/hook/param_view.h"
-#include "core/hook/resident_floats.h"
 #include "core/kernels/on_device.h"
+#include "core/memory/resident_floats.h"
 #include "core/optim/device_states.h"
 #include "core/quant/codec.h"
 #include "core/quant/rank_header.h"

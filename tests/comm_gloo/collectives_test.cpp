@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 #include "plugins/comm_gloo/small_allreduce.h"
 #include "tests/comm_gloo/harness.h"
 #include "tests/support/multiprocess.h"

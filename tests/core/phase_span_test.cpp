@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/base/host.h"
-#include "core/hook/pipeline.h"
+#include "core/comm/pipeline.h"
 
 namespace {
 

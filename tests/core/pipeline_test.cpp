@@ -1,8 +1,8 @@
-// core/hook/pipeline.h: a slice's stages run in order, the next slice is
+// core/comm/pipeline.h: a slice's stages run in order, the next slice is
 // computed while one is in transfer, and the first failure stops the
 // pipeline and reaches the caller once no stage runs any more; run_beside
 // computes while it transfers and waits for both.
-#include "core/hook/pipeline.h"
+#include "core/comm/pipeline.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 
 #include "core/base/error.h"
 #include "core/comm/rendezvous/file_store.h"
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 #include "core/comm/rendezvous/kv_store.h"
 #include "tests/support/multiprocess.h"
 

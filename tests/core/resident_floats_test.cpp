@@ -1,8 +1,8 @@
-// The resident-state kit (core/hook/resident_floats.h) on the host, and at
+// The resident-state kit (core/memory/resident_floats.h) on the host, and at
 // the edge to a GPU as far as a machine without one shows it: a move to
 // CUDA memory is refused with DDPH_UNSUPPORTED (no CUDA in the build, or no
 // usable device) and leaves the floats where they were.
-#include "core/hook/resident_floats.h"
+#include "core/memory/resident_floats.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "loader/job.h"
+#include "loader/job/job.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   setenv("DDPH_PLUGIN_PATH", DDPH_PLUGIN_DIR, 1);

@@ -1,6 +1,6 @@
 // The job store's frame and its checks, in one process over a file store:
 // what a value that did not come from a rank of this job gets. The frame is
-// written here by hand, from its layout in loader/job_store.cpp, so that the
+// written here by hand, from its layout in loader/job/job_store.cpp, so that the
 // test does not trust the code it checks.
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include "core/base/error.h"
 #include "core/comm/rendezvous/file_store.h"
 #include "loader/host_table.h"
-#include "loader/job_id.h"
-#include "loader/job_secret.h"
-#include "loader/job_store.h"
+#include "loader/job/job_id.h"
+#include "loader/job/job_secret.h"
+#include "loader/job/job_store.h"
 #include "tests/support/multiprocess.h"
 
 namespace ddph {

@@ -6,8 +6,8 @@
 #include "config_problems.h"
 #include "core/base/error.h"
 #include "core/base/options.h"
-#include "loader/job.h"
-#include "loader/yaml_limits.h"
+#include "loader/job/job.h"
+#include "loader/job/yaml_limits.h"
 
 using ddph::loader::ConfigSource;
 using ddph_test::joined;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/job.h"
+#include "loader/job/job.h"
 #include "test_paths.h"
 
 namespace ddph_test {

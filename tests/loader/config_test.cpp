@@ -4,7 +4,7 @@
 #include "config_problems.h"
 #include "core/base/error.h"
 #include "core/base/options.h"
-#include "loader/job.h"
+#include "loader/job/job.h"
 
 using ddph::loader::check_job;
 using ddph::loader::ConfigSource;

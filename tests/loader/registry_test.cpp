@@ -1,5 +1,5 @@
 // The registry's rejections of broken plugins, each with its code and message.
-#include "loader/registry.h"
+#include "loader/registry/registry.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "loader/state_blob.h"
+#include "loader/session/state_blob.h"
 
 #include <gtest/gtest.h>
 

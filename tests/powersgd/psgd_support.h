@@ -38,7 +38,7 @@ struct Memory {
 // (MT19937 init_genrand, position 624), the memories, the FNV-1a checksum.
 std::string hook_blob_from_doc(uint32_t kind, uint64_t iter, uint32_t seed,
                                const std::map<uint64_t, Memory>& buckets);
-// The session container of loader/state_blob.h around one powersgd record.
+// The session container of loader/session/state_blob.h around one powersgd record.
 std::string session_blob(const std::string& hook_name, const std::string& hook_blob);
 
 // Allgathers `mine` from every rank (through the session's communicator).

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/rank_agreement.h"
+#include "loader/agreement/rank_agreement.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/session_ranks.h"
 

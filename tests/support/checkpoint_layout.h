@@ -1,7 +1,7 @@
 // An independent reader and writer of the documented checkpoint layouts
 // (the "Checkpoints" sections of docs/quantization.md, post_localsgd.md,
 // powersgd.md, optimizer_overlap.md and hierarchical.md, and the session
-// container of loader/state_blob.h), with its own FNV-1a and byte reading:
+// container of loader/session/state_blob.h), with its own FNV-1a and byte reading:
 // it shares no code with the loader or the plugins, so tests and the state
 // fuzzer's oracle can judge their blobs rather than trust them.
 #pragma once

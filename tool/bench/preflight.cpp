@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/base/options.h"
-#include "loader/job.h"
+#include "loader/job/job.h"
 #include "tool/bench/params.h"
 
 namespace ddph::tool {

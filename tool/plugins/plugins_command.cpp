@@ -7,7 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/base/options.h"
-#include "loader/registry.h"
+#include "loader/registry/registry.h"
 #include "tool/cli.h"
 #include "tool/commands.h"
 #include "tool/json_line.h"

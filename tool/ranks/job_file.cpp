@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "core/base/error.h"
-#include "loader/config.h"
-#include "loader/job.h"
+#include "loader/job/config.h"
+#include "loader/job/job.h"
 
 namespace ddph::tool {
 namespace {

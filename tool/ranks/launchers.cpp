@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "loader/config.h"
+#include "loader/job/config.h"
 
 namespace ddph::tool {
 

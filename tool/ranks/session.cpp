@@ -2,7 +2,7 @@
 
 #include "core/base/error.h"
 #include "core/base/host.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph::tool {
 

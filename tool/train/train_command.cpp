@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/job_id.h"
+#include "loader/job/job_id.h"
 #include "tool/cli.h"
 #include "tool/commands.h"
 #include "tool/lab/net_lab.h"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "loader/config.h"
-#include "loader/job.h"
+#include "loader/job/config.h"
+#include "loader/job/job.h"
 #include "tool/cli.h"
 #include "tool/commands.h"
 #include "tool/json_line.h"

@@ -109,7 +109,7 @@ class KvStore {
 
 // Who may use a store that checks it itself (tcp://, whose server is rank
 // 0): the job its ranks belong to and, when the job has a secret, the
-// HMAC-SHA256 under it (the loader's, loader/job_secret.h), so that the
+// HMAC-SHA256 under it (the loader's, loader/job/job_secret.h), so that the
 // secret itself stays with the loader. A communicator opened on its own
 // (init.rendezvous) has neither.
 struct StoreAccess {

@@ -292,7 +292,7 @@ class DDPHook:
         self._model_loaded = self._state_loaded = False
         if not model_only:
             return
-        # The saved state's record count (loader/state_blob.h: u32 at byte 12);
+        # The saved state's record count (loader/session/state_blob.h: u32 at byte 12);
         # the session is fresh here, so the copy is small.
         blob = self.session.state_dict()
         if len(blob) >= 16 and int.from_bytes(blob[12:16], "little") > 0:

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/search_path.h"
+#include "loader/registry/search_path.h"
 
 namespace ddph {
 namespace loader {

@@ -1,4 +1,4 @@
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "loader/yaml_limits.h"
+#include "loader/job/yaml_limits.h"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>

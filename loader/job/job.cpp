@@ -1,8 +1,8 @@
-#include "loader/job.h"
+#include "loader/job/job.h"
 
 #include "core/base/error.h"
-#include "loader/option_checks.h"
-#include "loader/yaml_options.h"
+#include "loader/job/option_checks.h"
+#include "loader/job/yaml_options.h"
 
 namespace ddph {
 namespace loader {

@@ -1,4 +1,4 @@
-#include "core/comm/rendezvous/gloo_store.h"
+#include "core/comm/rendezvous/gloo/gloo_store.h"
 
 #include <algorithm>
 #include <sstream>

@@ -6,8 +6,8 @@
 
 #include <ddph/ddph.h>
 
-#include "loader/config.h"
-#include "loader/job.h"
+#include "loader/job/config.h"
+#include "loader/job/job.h"
 
 namespace ddph {
 namespace loader {

@@ -1,4 +1,4 @@
-#include "loader/search_path.h"
+#include "loader/registry/search_path.h"
 
 #include <dlfcn.h>
 #include <errno.h>  // program_invocation_name

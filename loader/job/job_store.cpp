@@ -1,4 +1,4 @@
-#include "loader/job_store.h"
+#include "loader/job/job_store.h"
 
 #include <openssl/rand.h>
 #include <time.h>
@@ -9,7 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/host.h"
 #include "core/base/le_bytes.h"
-#include "loader/job_secret.h"
+#include "loader/job/job_secret.h"
 
 namespace ddph {
 namespace loader {

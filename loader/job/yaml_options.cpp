@@ -1,4 +1,4 @@
-#include "loader/yaml_options.h"
+#include "loader/job/yaml_options.h"
 
 #include "core/base/error.h"
 
@@ -63,9 +63,9 @@ bool resolve_yaml_options(const ddph_option_spec_t* specs, size_t num_specs,
     bool present = false;
     for (const auto& v : given) present |= v.name == specs[i].name;
     if (!present) {
-      problems.add(section_at, key_prefix + "." + specs[i].name, DDPH_INVALID_ARGUMENT,
-                   std::string("required option is missing (") +
-                       (specs[i].doc ? specs[i].doc : "") + ")");
+      problems.add(
+          section_at, key_prefix + "." + specs[i].name, DDPH_INVALID_ARGUMENT,
+          std::string("required option is missing (") + (specs[i].doc ? specs[i].doc : "") + ")");
       ok = false;
     }
   }

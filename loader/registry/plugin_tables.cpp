@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/base/error.h"
-#include "loader/registry.h"
+#include "loader/registry/registry.h"
 
 namespace ddph {
 namespace loader {
@@ -41,9 +41,9 @@ void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_fa
   if (desc->struct_size < DDPH_SIZE_THROUGH(ddph_plugin_t, abi_minor))
     check_size(desc->struct_size, DDPH_PLUGIN_SIZE_V1_0, "ddph_plugin_t", file);
   DDPH_CHECK(desc->abi_major == DDPH_ABI_MAJOR, DDPH_VERSION_MISMATCH,
-             "plugin " << file << " was built for ABI " << desc->abi_major << "."
-                       << desc->abi_minor << ", but this loader implements ABI " << DDPH_ABI_MAJOR
-                       << "." << DDPH_ABI_MINOR << " (the major versions must match)");
+             "plugin " << file << " was built for ABI " << desc->abi_major << "." << desc->abi_minor
+                       << ", but this loader implements ABI " << DDPH_ABI_MAJOR << "."
+                       << DDPH_ABI_MINOR << " (the major versions must match)");
   check_size(desc->struct_size, DDPH_PLUGIN_SIZE_V1_0, "ddph_plugin_t", file);
   DDPH_CHECK(desc->family != nullptr && expected_family == desc->family, DDPH_INVALID_ARGUMENT,
              "plugin " << file << " calls its family '" << (desc->family ? desc->family : "(NULL)")
@@ -53,7 +53,8 @@ void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_fa
   for (size_t i = 0; i < desc->num_hooks; ++i) {
     const ddph_hook_t* h = desc->hooks[i];
     std::string what = "hooks[" + std::to_string(i) + "]";
-    DDPH_CHECK(h != nullptr, DDPH_INVALID_ARGUMENT, "plugin " << file << ": " << what << " is NULL");
+    DDPH_CHECK(h != nullptr, DDPH_INVALID_ARGUMENT,
+               "plugin " << file << ": " << what << " is NULL");
     check_size(h->struct_size, DDPH_HOOK_SIZE_V1_0, "ddph_hook_t " + what, file);
     DDPH_CHECK(h->name != nullptr && h->name[0] != '\0', DDPH_INVALID_ARGUMENT,
                "plugin " << file << ": " << what << ".name is NULL or empty");
@@ -70,12 +71,12 @@ void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_fa
   for (size_t i = 0; i < desc->num_comms; ++i) {
     const ddph_comm_factory_t* c = desc->comms[i];
     std::string what = "comms[" + std::to_string(i) + "]";
-    DDPH_CHECK(c != nullptr, DDPH_INVALID_ARGUMENT, "plugin " << file << ": " << what << " is NULL");
+    DDPH_CHECK(c != nullptr, DDPH_INVALID_ARGUMENT,
+               "plugin " << file << ": " << what << " is NULL");
     check_size(c->struct_size, DDPH_COMM_FACTORY_SIZE_V1_0, "ddph_comm_factory_t " + what, file);
     DDPH_CHECK(c->backend != nullptr && c->create != nullptr, DDPH_INVALID_ARGUMENT,
                "plugin " << file << ": " << what << " lacks backend or create");
-    check_specs(c->options, c->num_options, "comm backend '" + std::string(c->backend) + "'",
-                file);
+    check_specs(c->options, c->num_options, "comm backend '" + std::string(c->backend) + "'", file);
   }
 }
 

@@ -1,4 +1,4 @@
-#include "loader/registry.h"
+#include "loader/registry/registry.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -14,7 +14,7 @@
 #include "core/base/host.h"
 #include "core/base/private_path.h"
 #include "loader/host_table.h"
-#include "loader/search_path.h"
+#include "loader/registry/search_path.h"
 
 namespace ddph {
 namespace loader {

@@ -1,4 +1,4 @@
-#include "core/hook/pipeline.h"
+#include "core/comm/pipeline.h"
 
 #include <condition_variable>
 #include <exception>

@@ -1,4 +1,4 @@
-#include "loader/job_id.h"
+#include "loader/job/job_id.h"
 
 #include <openssl/rand.h>
 

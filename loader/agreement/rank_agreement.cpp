@@ -1,4 +1,4 @@
-#include "loader/rank_agreement.h"
+#include "loader/agreement/rank_agreement.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
 #include "core/base/tensor.h"
-#include "core/hook/comm_call.h"
+#include "core/comm/comm_call.h"
 
 namespace ddph {
 namespace loader {

@@ -1,4 +1,4 @@
-#include "loader/job_secret.h"
+#include "loader/job/job_secret.h"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/base/options.h"
-#include "loader/config.h"
+#include "loader/job/config.h"
 
 namespace ddph {
 namespace loader {

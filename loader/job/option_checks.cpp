@@ -1,4 +1,4 @@
-#include "loader/option_checks.h"
+#include "loader/job/option_checks.h"
 
 #include <cstring>
 #include <string>

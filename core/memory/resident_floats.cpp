@@ -1,4 +1,4 @@
-#include "core/hook/resident_floats.h"
+#include "core/memory/resident_floats.h"
 
 #include <algorithm>
 

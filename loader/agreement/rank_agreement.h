@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/comm/call_agreement.h"
-#include "loader/config.h"
-#include "loader/job.h"
+#include "loader/job/config.h"
+#include "loader/job/job.h"
 
 namespace ddph {
 namespace loader {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/base/options.h"
-#include "loader/config.h"
-#include "loader/registry.h"
+#include "loader/job/config.h"
+#include "loader/registry/registry.h"
 
 namespace ddph {
 namespace loader {
