@@ -1,106 +1,57 @@
-// core/hook/allgather_v.h over an in-process communicator of W threads, one
-// per rank: every rank's bytes, whatever their length, reach every rank in
-// rank order, with the number of collectives the header promises.
+// core/hook/allgather_v.h over in-process ranks (tests/hooks/thread_comm.h):
+// every rank's bytes, whatever their length, reach every rank in rank
+// order, with the number of allgathers the header promises.
 #include "core/hook/allgather_v.h"
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <cstring>
-#include <functional>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/base/error.h"
-#include "core/comm/backend.h"
+#include "core/base/host.h"
+#include "tests/hooks/thread_comm.h"
 
 namespace {
 
-// What the ranks of one in-process world share: each rank's send bytes
-// and a barrier.
-struct World {
-  explicit World(int n) : size(n), sends(size_t(n)) {}
-  const int size;
-  std::mutex mu;
-  std::condition_variable cv;
-  int arrived = 0;
-  uint64_t generation = 0;
-  std::vector<std::vector<char>> sends;
-  std::vector<int> allgathers = std::vector<int>(size_t(size), 0);
-
-  void barrier() {
-    std::unique_lock<std::mutex> lock(mu);
-    const uint64_t mine = generation;
-    if (++arrived == size) {
-      arrived = 0;
-      ++generation;
-      cv.notify_all();
-      return;
-    }
-    cv.wait(lock, [&] { return generation != mine; });
-  }
+// A rank's communicator that counts its allgathers.
+struct Counting {
+  ddph_comm_t table;
+  ddph_comm_t* inner;
+  int allgathers = 0;
 };
 
-size_t bytes_of(const DLTensor* t) {
-  return size_t(t->shape[0]) * size_t((t->dtype.bits * t->dtype.lanes + 7) / 8);
+ddph_comm_t* counting(Counting& c, ddph_comm_t* inner) {
+  c.inner = inner;
+  c.table = *inner;
+  c.table.ctx = &c;
+  c.table.rank = [](void* ctx) {
+    ddph_comm_t* in = static_cast<Counting*>(ctx)->inner;
+    return in->rank(in->ctx);
+  };
+  c.table.size = [](void* ctx) {
+    ddph_comm_t* in = static_cast<Counting*>(ctx)->inner;
+    return in->size(in->ctx);
+  };
+  c.table.allgather = [](void* ctx, const DLTensor* send, DLTensor* recv, void* stream) {
+    Counting* self = static_cast<Counting*>(ctx);
+    ++self->allgathers;
+    return self->inner->allgather(self->inner->ctx, send, recv, stream);
+  };
+  return &c.table;
 }
 
-// Only allgather (and rank, size) is used; the rest fails loudly.
-class ThreadBackend : public ddph::CommBackend {
- public:
-  ThreadBackend(World* world, int rank) : world_(world), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return world_->size; }
-  void allgather(const DLTensor* send, DLTensor* recv, void*) override {
-    const size_t n = bytes_of(send);
-    const bool fits = bytes_of(recv) == n * size_t(world_->size);
-    EXPECT_TRUE(fits) << "rank " << rank_ << ": recv is not world blocks of send";
-    const char* from = static_cast<const char*>(send->data);
-    world_->sends[size_t(rank_)].assign(from, from + n);
-    ++world_->allgathers[size_t(rank_)];
-    world_->barrier();
-    for (int r = 0; r < world_->size; ++r) {
-      const bool same = world_->sends[size_t(r)].size() == n;
-      EXPECT_TRUE(same) << "ranks " << r << " and " << rank_ << " send different lengths";
-      if (fits && same)
-        std::memcpy(static_cast<char*>(recv->data) + size_t(r) * n, world_->sends[size_t(r)].data(),
-                    n);
-    }
-    world_->barrier();  // nobody overwrites a send before every rank read it
-  }
-  void allreduce(const DLTensor*, DLTensor*, ddph_reduce_op_t, void*) override { unused(); }
-  void reduce_scatter(const DLTensor*, DLTensor*, ddph_reduce_op_t, void*) override { unused(); }
-  void broadcast(DLTensor*, int, void*) override { unused(); }
-  void barrier() override { unused(); }
-  void send(const DLTensor*, int, void*) override { unused(); }
-  void recv(DLTensor*, int, void*) override { unused(); }
-  void alltoallv(const DLTensor*, const int64_t*, DLTensor*, const int64_t*, void*) override {
-    unused();
-  }
-  std::unique_ptr<CommBackend> split(int, int) override {
-    unused();
-    return nullptr;
-  }
-
- private:
-  static void unused() { DDPH_FAIL(DDPH_UNSUPPORTED, "not used by allgather_v"); }
-  World* world_;
-  int rank_;
-};
-
-// Runs body(comm, rank) on `size` threads, one communicator each.
-void on_ranks(World& world, const std::function<void(ddph_comm_t*, int)>& body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world.size; ++r)
-    threads.emplace_back([&world, &body, r] {
-      ddph_comm_t* comm = ddph::make_comm_table(std::make_unique<ThreadBackend>(&world, r));
-      body(comm, r);
-      comm->destroy(comm->ctx);
-    });
-  for (std::thread& t : threads) t.join();
+// Runs body(comm, rank) on `world` in-process ranks; returns each rank's
+// allgather count.
+template <class Body>
+std::vector<int> on_ranks(int world, Body body) {
+  ddph::set_host(ddph_host());  // the errors the collectives return
+  ddph_test::ThreadGroup group(world, ddph_host());
+  std::vector<Counting> counts(static_cast<size_t>(world));
+  group.run([&](int r) { body(counting(counts[size_t(r)], group.comm(r)), r); });
+  std::vector<int> out;
+  for (const Counting& c : counts) out.push_back(c.allgathers);
+  return out;
 }
 
 // Rank r's bytes: r * 7 of them, with a NUL inside, so lengths differ and
@@ -112,9 +63,8 @@ std::string bytes_of_rank(int r) {
 }
 
 TEST(AllgatherV, EveryRanksBytesOfAnyLengthInRankOrder) {
-  World world(3);
   std::vector<std::vector<std::string>> got(3);
-  on_ranks(world, [&](ddph_comm_t* comm, int r) {
+  const std::vector<int> calls = on_ranks(3, [&](ddph_comm_t* comm, int r) {
     got[size_t(r)] = ddph::allgather_v(comm, bytes_of_rank(r));
   });
   for (int r = 0; r < 3; ++r) {
@@ -122,15 +72,14 @@ TEST(AllgatherV, EveryRanksBytesOfAnyLengthInRankOrder) {
     for (int from = 0; from < 3; ++from)
       EXPECT_EQ(got[size_t(r)][size_t(from)], bytes_of_rank(from))
           << "rank " << r << " got rank " << from << "'s bytes";
-    EXPECT_EQ(world.allgathers[size_t(r)], 2) << "the lengths, then the bytes";
+    EXPECT_EQ(calls[size_t(r)], 2) << "the lengths, then the bytes";
   }
 }
 
 TEST(AllgatherV, KnownLengthsTakeOneAllgatherAndNoneWhenAllAreEmpty) {
-  World world(4);
   const std::vector<uint64_t> lengths = {0, 7, 14, 21};
   std::vector<std::vector<std::string>> got(4), empty(4);
-  on_ranks(world, [&](ddph_comm_t* comm, int r) {
+  const std::vector<int> calls = on_ranks(4, [&](ddph_comm_t* comm, int r) {
     got[size_t(r)] = ddph::allgather_v(comm, bytes_of_rank(r), lengths);
     empty[size_t(r)] = ddph::allgather_v(comm, "", std::vector<uint64_t>(4, 0));
   });
@@ -139,13 +88,12 @@ TEST(AllgatherV, KnownLengthsTakeOneAllgatherAndNoneWhenAllAreEmpty) {
       EXPECT_EQ(got[size_t(r)][size_t(from)], bytes_of_rank(from));
       EXPECT_EQ(empty[size_t(r)][size_t(from)], "");
     }
-    EXPECT_EQ(world.allgathers[size_t(r)], 1);
+    EXPECT_EQ(calls[size_t(r)], 1);
   }
 }
 
 TEST(AllgatherV, LengthsThatDoNotFitTheCallAreRefusedBeforeAnyCollective) {
-  World world(1);
-  on_ranks(world, [&](ddph_comm_t* comm, int) {
+  const std::vector<int> calls = on_ranks(1, [&](ddph_comm_t* comm, int) {
     try {
       ddph::allgather_v(comm, "abc", {2});
       ADD_FAILURE() << "a length other than the bytes' was accepted";
@@ -157,23 +105,24 @@ TEST(AllgatherV, LengthsThatDoNotFitTheCallAreRefusedBeforeAnyCollective) {
     }
     EXPECT_THROW(ddph::allgather_v(comm, "", {0, 0}), ddph::Error) << "two lengths, one rank";
   });
-  EXPECT_EQ(world.allgathers[0], 0);
+  EXPECT_EQ(calls[0], 0);
 }
 
 TEST(AllgatherEach, EveryRanksValueInRankOrder) {
   struct Words {
     uint64_t a, b;
   };
-  World world(3);
   std::vector<std::vector<Words>> got(3);
-  on_ranks(world, [&](ddph_comm_t* comm, int r) {
+  const std::vector<int> calls = on_ranks(3, [&](ddph_comm_t* comm, int r) {
     got[size_t(r)] = ddph::allgather_each(comm, Words{uint64_t(r), uint64_t(100 + r)});
   });
-  for (int r = 0; r < 3; ++r)
+  for (int r = 0; r < 3; ++r) {
     for (int from = 0; from < 3; ++from) {
       EXPECT_EQ(got[size_t(r)][size_t(from)].a, uint64_t(from));
       EXPECT_EQ(got[size_t(r)][size_t(from)].b, uint64_t(100 + from));
     }
+    EXPECT_EQ(calls[size_t(r)], 1);
+  }
 }
 
 }  // namespace
