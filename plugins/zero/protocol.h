@@ -40,10 +40,11 @@ class ZeroProtocol {
   virtual void share(const BucketLayout& l, const ShardingPlan& plan, float* const* params,
                      const Where& at) = 0;
   // Adds the bytes it gave to collectives to out->bytes_out.
-  virtual void stats(ddph_stats_t* out) const { out->bytes_out += bytes_out_.load(); }
+  virtual void stats(ddph_stats_t* out) const { out->bytes_out += bytes_out(); }
 
  protected:
   void count_out(uint64_t bytes) { bytes_out_ += bytes; }
+  uint64_t bytes_out() const { return bytes_out_.load(); }
 
  private:
   std::atomic<uint64_t> bytes_out_{0};
@@ -66,7 +67,7 @@ class AllreduceProtocol final : public ZeroProtocol {
   void reduce(const ddph_bucket_t& bucket, const BucketLayout& l, const Where& at) override;
   void share(const BucketLayout& l, const ShardingPlan& plan, float* const* params,
              const Where& at) override;
-  // What the wrapped hook sent, then this protocol's broadcasts.
+  // What the wrapped hook sent, plus this protocol's broadcasts.
   void stats(ddph_stats_t* out) const override;
 
  private:
