@@ -69,13 +69,13 @@ void ZeroHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
       end_step();
       break;
     case StepSchedule::Action::kKeep:
+      schedule_.keep(layout, bucket.step, params_, reduced, plan_.kept_span(layout), at);
+      break;
     case StepSchedule::Action::kKeepAndStepAll:
       schedule_.keep(layout, bucket.step, params_, reduced, plan_.kept_span(layout), at);
-      if (bucket.is_last) {
-        agree_before_stepping(true);
-        step_kept(at);
-        end_step();
-      }
+      agree_before_stepping(true);
+      step_kept(at);
+      end_step();
       break;
   }
   done.ok();
