@@ -14,8 +14,8 @@ constexpr double kHuge = 1e300;  // "no upper bound" for options bounded below o
 
 }  // namespace
 
-std::vector<ddph_option_spec_t> optimizer_specs() {
-  return {
+std::vector<ddph_option_spec_t> optimizer_specs(std::vector<ddph_option_spec_t> then) {
+  std::vector<ddph_option_spec_t> specs = {
       spec_string("optimizer", "sgd", "the functional optimizer run after the inner hook",
                   "sgd|adam|adamw"),
       spec_float("lr", "0.001", "learning rate", 0, kHuge),
@@ -31,6 +31,8 @@ std::vector<ddph_option_spec_t> optimizer_specs() {
       spec_float("eps", "1e-8", "adam/adamw: added to the denominator", 0, kHuge),
       spec_bool("amsgrad", "false", "adam/adamw: use the running maximum of the second moment"),
   };
+  specs.insert(specs.end(), then.begin(), then.end());
+  return specs;
 }
 
 ConfigProblem find_config_problem(const OptimConfig& c) {

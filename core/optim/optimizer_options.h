@@ -17,8 +17,10 @@ namespace ddph {
 namespace optim {
 
 // optimizer, lr, weight_decay, maximize, momentum, dampening, nesterov,
-// beta1, beta2, eps, amsgrad: a family appends its own after them.
-std::vector<ddph_option_spec_t> optimizer_specs();
+// beta1, beta2, eps, amsgrad, then a family's own options `then`: the
+// schema of a hook that steps an optimizer (kept by the family in a static,
+// as its hook table points into it).
+std::vector<ddph_option_spec_t> optimizer_specs(std::vector<ddph_option_spec_t> then = {});
 
 // What the schema cannot say, as torch.optim refuses it: a beta of 1,
 // nesterov without momentum or with dampening. Throws DDPH_INVALID_ARGUMENT

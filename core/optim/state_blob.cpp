@@ -13,9 +13,9 @@ constexpr const char* kBlob = "hook_then_optimizer state";
 }  // namespace
 
 std::string key_text(const ParamKey& k) {
-  return k.by_id
-             ? "parameter id " + std::to_string(int64_t(k.first))
-             : "parameter " + std::to_string(k.second) + " of bucket " + std::to_string(k.first);
+  return k.by_id ? "parameter id " + std::to_string(int64_t(k.id_or_bucket))
+                 : "parameter " + std::to_string(k.position_in_bucket) + " of bucket " +
+                       std::to_string(k.id_or_bucket);
 }
 
 std::string encode_state(const StateMap& states, OptimKind kind) {
@@ -25,8 +25,8 @@ std::string encode_state(const StateMap& states, OptimKind kind) {
   w.put(states.size(), 4);
   for (const auto& kv : states) {
     w.put(kv.first.by_id ? 1 : 0, 1);
-    w.put(kv.first.first, 8);
-    if (!kv.first.by_id) w.put(kv.first.second, 4);
+    w.put(kv.first.id_or_bucket, 8);
+    if (!kv.first.by_id) w.put(kv.first.position_in_bucket, 4);
     w.put(kv.second.step, 8);
     w.put_floats(kv.second.momentum);
     w.put_floats(kv.second.second);
@@ -51,8 +51,8 @@ StateMap decode_state(const void* bytes, size_t n, OptimKind kind) {
     DDPH_CHECK(kind <= 1, DDPH_INVALID_ARGUMENT,
                kBlob << ": key kind " << kind << " is neither 0 (position) nor 1 (id)");
     ParamKey key{kind == 1, 0, 0};
-    key.first = body.get(8, key.by_id ? "a parameter id" : "a bucket index");
-    if (!key.by_id) key.second = uint32_t(body.get(4, "a parameter position"));
+    key.id_or_bucket = body.get(8, key.by_id ? "a parameter id" : "a bucket index");
+    if (!key.by_id) key.position_in_bucket = uint32_t(body.get(4, "a parameter position"));
     ParamState s;
     s.step = body.get(8, "a step count");
     s.momentum = body.get_floats("momentum");
@@ -60,11 +60,11 @@ StateMap decode_state(const void* bytes, size_t n, OptimKind kind) {
     s.max_second = body.get_floats("max_exp_avg_sq");
     if (key.by_id)
       DDPH_CHECK(states.emplace(key, std::move(s)).second, DDPH_INVALID_ARGUMENT,
-                 kBlob << ": parameter id " << int64_t(key.first) << " appears twice");
+                 kBlob << ": parameter id " << int64_t(key.id_or_bucket) << " appears twice");
     else
-      DDPH_CHECK(
-          states.emplace(key, std::move(s)).second, DDPH_INVALID_ARGUMENT,
-          kBlob << ": parameter " << key.second << " of bucket " << key.first << " appears twice");
+      DDPH_CHECK(states.emplace(key, std::move(s)).second, DDPH_INVALID_ARGUMENT,
+                 kBlob << ": parameter " << key.position_in_bucket << " of bucket "
+                       << key.id_or_bucket << " appears twice");
   }
   DDPH_CHECK(body.left() == 0, DDPH_INVALID_ARGUMENT,
              kBlob << ": " << body.left() << " bytes after the last parameter");

@@ -37,12 +37,13 @@ namespace optim {
 // buckets), else by (bucket index, position).
 struct ParamKey {
   bool by_id;
-  uint64_t first;   // id (as unsigned), or bucket index
-  uint32_t second;  // position; 0 for an id
+  uint64_t id_or_bucket;        // the id (as unsigned), or the bucket index
+  uint32_t position_in_bucket;  // 0 for an id
   static ParamKey id(int64_t id) { return {true, uint64_t(id), 0}; }
   static ParamKey position(uint64_t bucket, uint32_t i) { return {false, bucket, i}; }
   bool operator<(const ParamKey& o) const {
-    return std::tie(by_id, first, second) < std::tie(o.by_id, o.first, o.second);
+    return std::tie(by_id, id_or_bucket, position_in_bucket) <
+           std::tie(o.by_id, o.id_or_bucket, o.position_in_bucket);
   }
 };
 using StateMap = std::map<ParamKey, ParamState>;

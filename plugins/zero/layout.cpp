@@ -38,8 +38,8 @@ void put_layout(LeWriter& w, const BucketLayout& l) {
   w.put(l.keys.size(), 8);
   for (size_t i = 0; i < l.keys.size(); ++i) {
     w.put(l.keys[i].by_id ? 1 : 0, 1);
-    w.put(l.keys[i].first, 8);
-    w.put(l.keys[i].second, 4);
+    w.put(l.keys[i].id_or_bucket, 8);
+    w.put(l.keys[i].position_in_bucket, 4);
     w.put(l.offsets[i], 8);
     w.put(l.numels[i], 8);
   }

@@ -1,7 +1,7 @@
 // What a zero hook knows of a bucket, and which rank steps which elements of
 // it. Every rank computes the same pieces from the same layouts, so no
 // ownership is ever sent; the layouts themselves are compared across ranks
-// once (zero_hook.cpp), so that ranks that disagree fail instead of
+// once (sharding_plan.h), so that ranks that disagree fail instead of
 // stepping different parameters.
 #pragma once
 

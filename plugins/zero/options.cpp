@@ -10,32 +10,30 @@ namespace ddph {
 namespace zero {
 
 const ddph_option_spec_t* zero_specs(size_t* count) {
-  static const std::vector<ddph_option_spec_t> specs = [] {
-    std::vector<ddph_option_spec_t> v = optim::optimizer_specs();
-    v.push_back(spec_string("protocol", "allreduce",
-                            "allreduce: the wrapped hook reduces each bucket, each parameter's "
-                            "owner steps it and broadcasts it (PyTorch's ddp_zero_hook); "
-                            "reduce_scatter: each rank receives and steps only the mean of its "
-                            "1/world of each bucket, then the ranges are all-gathered (ZeRO-2)",
-                            "allreduce|reduce_scatter"));
-    v.push_back(spec_bool("shard_buckets", "false",
-                          "allreduce: split buckets over ranks by element count, as "
-                          "ZeroRedundancyOptimizer's shard_buckets (else whole buckets "
-                          "round-robin)"));
-    v.push_back(spec_int("bits", "32",
-                         "reduce_scatter: gradient bits on the wire: 32 (exact float32), or 8 "
-                         "or 4 (quantized per channel, as ZeRO++'s qgZ; the parameters are "
-                         "all-gathered in float32)",
-                         4, 32, "32|8|4"));
-    v.push_back(spec_int("channel_size", "512",
-                         "bits 8 or 4: elements per channel, each with its own scale and zero "
-                         "point",
-                         1, 1 << 30));
-    v.push_back(spec_bool("error_feedback", "true",
-                          "bits 8 or 4: keep each rank's quantization error per bucket and add "
-                          "it to the next step's gradient"));
-    return v;
-  }();
+  static const std::vector<ddph_option_spec_t> specs = optim::optimizer_specs({
+      spec_string("protocol", "allreduce",
+                  "allreduce: the wrapped hook reduces each bucket, each parameter's "
+                  "owner steps it and broadcasts it (PyTorch's ddp_zero_hook); "
+                  "reduce_scatter: each rank receives and steps only the mean of its "
+                  "1/world of each bucket, then the ranges are all-gathered (ZeRO-2)",
+                  "allreduce|reduce_scatter"),
+      spec_bool("shard_buckets", "false",
+                "allreduce: split buckets over ranks by element count, as "
+                "ZeroRedundancyOptimizer's shard_buckets (else whole buckets "
+                "round-robin)"),
+      spec_int("bits", "32",
+               "reduce_scatter: gradient bits on the wire: 32 (exact float32), or 8 "
+               "or 4 (quantized per channel, as ZeRO++'s qgZ; the parameters are "
+               "all-gathered in float32)",
+               4, 32, "32|8|4"),
+      spec_int("channel_size", "512",
+               "bits 8 or 4: elements per channel, each with its own scale and zero "
+               "point",
+               1, 1 << 30),
+      spec_bool("error_feedback", "true",
+                "bits 8 or 4: keep each rank's quantization error per bucket and add "
+                "it to the next step's gradient"),
+  });
   *count = specs.size();
   return specs.data();
 }

@@ -51,8 +51,8 @@ Shard decode_shard(const void* bytes, size_t n, optim::OptimKind kind, const cha
     DDPH_CHECK(key_kind <= 1, DDPH_INVALID_ARGUMENT,
                kBlob << ": key kind " << key_kind << " is neither 0 (position) nor 1 (id)");
     PieceKey key{{key_kind == 1, 0, 0}, 0};
-    key.param.first = body.get(8, "a parameter key");
-    key.param.second = uint32_t(body.get(4, "a parameter position"));
+    key.param.id_or_bucket = body.get(8, "a parameter key");
+    key.param.position_in_bucket = uint32_t(body.get(4, "a parameter position"));
     key.begin = body.get(8, "a piece's first element");
     PieceState p;
     p.count = body.get(8, "a piece's element count");
@@ -133,8 +133,8 @@ std::string encode_shard(const Shard& shard) {
   body.put(shard.pieces.size(), 4);
   for (const auto& kv : shard.pieces) {
     body.put(kv.first.param.by_id ? 1 : 0, 1);
-    body.put(kv.first.param.first, 8);
-    body.put(kv.first.param.second, 4);
+    body.put(kv.first.param.id_or_bucket, 8);
+    body.put(kv.first.param.position_in_bucket, 4);
     body.put(kv.first.begin, 8);
     body.put(kv.second.count, 8);
     body.put(kv.second.state.step, 8);

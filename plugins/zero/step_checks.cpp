@@ -1,38 +1,25 @@
 #include "plugins/zero/step_checks.h"
 
-#include <algorithm>
-#include <cstring>
+#include <vector>
 
-#include "core/base/tensor.h"
 #include "core/comm/comm_call.h"
+#include "core/hook/allgather_v.h"
+#include "plugins/zero/shard_state.h"
 
 namespace ddph {
 namespace zero {
-
-std::vector<std::string> allgather_blobs(ddph_comm_t* comm, int world, const std::string& mine,
-                                         const std::vector<uint64_t>& known) {
-  std::vector<uint64_t> lengths = known;
-  if (lengths.empty()) {
-    uint64_t length = mine.size();
-    lengths.resize(size_t(world));
-    FlatTensor send(&length, DType::U8, 8);
-    FlatTensor recv(lengths.data(), DType::U8, int64_t(8 * lengths.size()));
-    comm_allgather(comm, send, recv, nullptr);
-  }
-  const size_t widest = size_t(*std::max_element(lengths.begin(), lengths.end()));
-  std::vector<char> block(widest, 0), all(widest * size_t(world));
-  std::memcpy(block.data(), mine.data(), mine.size());
-  FlatTensor send(block.data(), DType::U8, int64_t(widest));
-  FlatTensor recv(all.data(), DType::U8, int64_t(all.size()));
-  comm_allgather(comm, send, recv, nullptr);
-  std::vector<std::string> out;
-  for (int r = 0; r < world; ++r)
-    out.emplace_back(all.data() + size_t(r) * widest, size_t(lengths[size_t(r)]));
-  return out;
-}
-
 namespace {
 
+// What each rank tells the others before a step's parameters move, as
+// words: its run id, the run of the shards it loaded since the last step,
+// and the length of its problems (the texts follow in a second exchange
+// when a rank has any).
+struct Verdict {
+  uint64_t run_id = 0, loaded_run = 0, problem_bytes = 0;
+};
+static_assert(sizeof(Verdict) == 3 * sizeof(uint64_t), "exchanged as words");
+
+// Up to 8 items, then how many more.
 std::string list(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size() && i < 8; ++i) out += (i ? ", " : "") + items[i];
@@ -41,6 +28,44 @@ std::string list(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+StepVerdict agree_on_step(ddph_comm_t* comm, uint64_t run_id, uint64_t loaded_run,
+                          const std::string& problems) {
+  const int world = comm_size(comm);
+  const Verdict own{run_id, loaded_run, problems.size()};
+  std::vector<Verdict> all(1, own);
+  std::vector<std::string> texts(1, problems);
+  if (world > 1) {
+    all = allgather_each(comm, own);
+    std::vector<uint64_t> lengths;
+    for (const Verdict& v : all) lengths.push_back(v.problem_bytes);
+    texts = allgather_v(comm, problems, lengths);
+  }
+  StepVerdict out;
+  std::string& why = out.why;
+  for (int r = 0; r < world; ++r)
+    if (all[size_t(r)].problem_bytes > 0)
+      why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": ") + texts[size_t(r)];
+  // Shards of different runs: each rank's load is its own, so only the
+  // ranks together can see that they do not belong together.
+  int first_loaded = -1;
+  for (int r = 0; r < world; ++r) {
+    const Verdict& v = all[size_t(r)];
+    if (v.loaded_run == 0) continue;
+    if (first_loaded < 0) {
+      first_loaded = r;
+    } else if (v.loaded_run != all[size_t(first_loaded)].loaded_run) {
+      why += std::string(why.empty() ? "" : "; ") + "rank " + std::to_string(first_loaded) +
+             " loaded the state of run " + run_id_text(all[size_t(first_loaded)].loaded_run) +
+             " and rank " + std::to_string(r) + " that of run " + run_id_text(v.loaded_run) +
+             ": shards of different runs do not belong together; load the shards that the "
+             "ranks of one run saved at one step";
+      break;
+    }
+  }
+  out.run_id = first_loaded >= 0 ? all[size_t(first_loaded)].loaded_run : all[0].run_id;
+  return out;
+}
 
 std::string full_state_mismatch(const optim::StateMap& full,
                                 const std::map<uint64_t, BucketLayout>& layouts) {

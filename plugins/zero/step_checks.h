@@ -1,15 +1,14 @@
 // What the zero hooks check before a step's parameters move, apart from the
 // hook's own state: the exchange that lets every rank see every rank's
-// findings, and whether a loaded optimizer state fits the run's buckets.
+// findings and loaded run, and whether a loaded optimizer state fits the
+// run's buckets.
 #pragma once
 
 #include <ddph/ddph.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <vector>
 
 #include "core/optim/state_blob.h"
 #include "plugins/zero/layout.h"
@@ -17,11 +16,21 @@
 namespace ddph {
 namespace zero {
 
-// Every rank's bytes, in rank order (collective on comm, two allgathers: the
-// lengths, then the blobs padded to the longest). lengths: every rank's
-// length when known already (one allgather fewer), else empty.
-std::vector<std::string> allgather_blobs(ddph_comm_t* comm, int world, const std::string& mine,
-                                         const std::vector<uint64_t>& lengths = {});
+// The ranks' verdict on a step (or a bucket) about to move parameters.
+struct StepVerdict {
+  // Every rank's problems, named by rank, and shards of different runs
+  // loaded on different ranks; "" when there is none.
+  std::string why;
+  // The run the ranks go on as: the one they loaded, else rank 0's.
+  uint64_t run_id = 0;
+};
+
+// Every rank tells every other its run id, the run of the shards it loaded
+// since the last step (0: none, or unknown) and what it found wrong
+// (`problems`, "" for nothing). Collective on comm: one allgather, and a
+// second for the texts when any rank has one; none at a world of 1.
+StepVerdict agree_on_step(ddph_comm_t* comm, uint64_t run_id, uint64_t loaded_run,
+                          const std::string& problems);
 
 // Why `full` (every parameter's whole optimizer state, loaded) does not fit
 // the parameters of `layouts`, or "": parameters it holds no state for,

@@ -60,8 +60,8 @@ TEST_P(Checkpoint, MidRunResumesBitForBit) {
       DDPH_CHILD_CHECK(states.size() == 4, "%zu parameter states", states.size());
       for (const auto& kv : states)
         DDPH_CHILD_CHECK(kv.second.step == 10 && !kv.second.max_second.empty(),
-                         "state of bucket %d param %d: step %d", int(kv.first.first),
-                         int(kv.first.second), int(kv.second.step));
+                         "state of bucket %d param %d: step %d", int(kv.first.id_or_bucket),
+                         int(kv.first.position_in_bucket), int(kv.second.step));
     }
 
     for (int with_blob = 1; with_blob >= 0; --with_blob) {

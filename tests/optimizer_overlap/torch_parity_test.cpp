@@ -22,11 +22,7 @@ using namespace ddph_test::optim;
 constexpr int kWorld = 2;
 constexpr int kSteps = 20;
 
-struct Case {
-  const char* name;
-  const char* options;  // the hook's YAML options
-  const char* torch;    // torch.optim constructor, given the parameter list `ps`
-};
+using Case = OptimizerCase;
 
 const Case kCases[] = {
     {"sgd", "optimizer: sgd, lr: 0.1", "torch.optim.SGD(ps, lr=0.1, foreach=False)"},
@@ -98,15 +94,10 @@ TEST_P(TorchParity, TwentyStepsOnTwoRanksMatchTorchOptim) {
     for (int step = 0; step < kSteps; ++step)
       DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
     const std::vector<float> got = m.flat();
-    double worst = 0;
-    size_t at = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      const double err = std::fabs(double(got[i]) - want[i]);
-      const double tol = 2e-6 + 1e-5 * std::fabs(want[i]);
-      if (err / tol > worst) worst = err / tol, at = i;
-    }
-    DDPH_CHILD_CHECK(worst <= 1, "%s: element %zu is %.9g, torch %.9g (%.2f x tolerance)", c.name,
-                     at, got[at], want[at], worst);
+    const WorstElement w =
+        worst_element(got, want, [](double x) { return 2e-6 + 1e-5 * std::fabs(x); });
+    DDPH_CHILD_CHECK(w.ratio <= 1, "%s: element %zu is %.9g, torch %.9g (%.2f x tolerance)", c.name,
+                     w.at, got[w.at], want[w.at], w.ratio);
     // The run did something: against the initial values, parameters moved.
     size_t changed = 0;
     Model fresh;

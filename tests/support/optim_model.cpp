@@ -1,5 +1,6 @@
 #include "tests/support/optim_model.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -238,6 +239,16 @@ std::map<std::string, std::vector<float>> torch_optim_reference(
   std::map<std::string, std::vector<float>> out;
   for (const auto& m : makers) out[m.first] = from_blob<float>(blobs.at("out_" + m.first));
   return out;
+}
+
+WorstElement worst_element(const std::vector<float>& got, const std::vector<float>& want,
+                           const std::function<double(double)>& tolerance) {
+  WorstElement w;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    const double ratio = std::fabs(double(got[i]) - want[i]) / tolerance(want[i]);
+    if (ratio > w.ratio) w = WorstElement{ratio, i};
+  }
+  return w;
 }
 
 }  // namespace optim

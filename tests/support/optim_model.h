@@ -31,6 +31,14 @@ std::string yaml(const std::string& options,
                  const std::string& inner = "{family: default, name: allreduce}",
                  const std::string& hook = "optimizer_overlap/hook_then_optimizer");
 
+// One optimizer as a hook's YAML options and as torch.optim builds it, for
+// the parity tests.
+struct OptimizerCase {
+  const char* name;
+  const char* options;  // the hook's YAML options
+  const char* torch;    // torch.optim constructor, given the parameter list `ps`
+};
+
 // torch.optim on the model, run by one /usr/bin/python3: step s on the
 // mean of the gradients of ranks 0 .. worlds[s] - 1 (as default/allreduce
 // forms it: each divided by the world size, summed in rank order), so a run
@@ -40,6 +48,15 @@ std::string yaml(const std::string& options,
 // case's final parameters, concatenated in parameter order.
 std::map<std::string, std::vector<float>> torch_optim_reference(
     const std::vector<int>& worlds, const std::vector<std::pair<std::string, std::string>>& makers);
+
+// The element of got farthest from want (same length) in units of its
+// tolerance, tolerance(want[i]): ratio <= 1 when every element is within.
+struct WorstElement {
+  double ratio = 0;
+  size_t at = 0;
+};
+WorstElement worst_element(const std::vector<float>& got, const std::vector<float>& want,
+                           const std::function<double(double)>& tolerance);
 
 // How Model::step hands over gradients: float32 buckets; float32 buckets
 // of values rounded toward zero to bfloat16; or bfloat16 buckets of those

@@ -23,11 +23,7 @@ using namespace ddph_test::optim;
 
 constexpr int kSteps = 20;
 
-struct Optimizer {
-  const char* name;
-  const char* options;  // the hook's YAML options
-  const char* torch;    // torch.optim constructor, given the parameter list `ps`
-};
+using Optimizer = OptimizerCase;
 
 const Optimizer kOptimizers[] = {
     {"sgd_momentum", "optimizer: sgd, lr: 0.05, momentum: 0.9, dampening: 0.1, weight_decay: 0.01",
@@ -103,15 +99,10 @@ TEST_P(ZeroTorchParity, TwentyStepsMatchDdpWithThePlainOptimizer) {
     for (int step = 0; step < kSteps; ++step)
       DDPH_CHILD_CHECK(m.step(s, rank, uint64_t(step)) == DDPH_OK, "step %d", step);
     const std::vector<float> got = m.flat();
-    double worst = 0;
-    size_t at = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      const double err = std::fabs(double(got[i]) - want[i]);
-      const double tol = 1e-6 * std::max(1.0, std::fabs(double(want[i])));
-      if (err / tol > worst) worst = err / tol, at = i;
-    }
-    DDPH_CHILD_CHECK(worst <= 1, "element %zu is %.9g, torch %.9g (%.2f x tolerance)", at, got[at],
-                     want[at], worst);
+    const WorstElement w =
+        worst_element(got, want, [](double x) { return 1e-6 * std::max(1.0, std::fabs(x)); });
+    DDPH_CHILD_CHECK(w.ratio <= 1, "element %zu is %.9g, torch %.9g (%.2f x tolerance)", w.at,
+                     got[w.at], want[w.at], w.ratio);
     size_t changed = 0;
     Model fresh;
     const std::vector<float> start = fresh.flat();
