@@ -12,7 +12,7 @@ thread_local const void* t_in_done_of = nullptr;
 }  // namespace
 
 PendingBucket::PendingBucket(const ddph_bucket_t* b, ddph_done_fn d, void* u) : done(d), user(u) {
-  check_bucket(b);
+  check_submitted_bucket(b);
   fingerprint = fingerprint_of(*b);
   bytes = bucket_bytes(*b);
   // Copy only the fields this loader knows; a newer, longer struct is fine.
@@ -22,6 +22,9 @@ PendingBucket::PendingBucket(const ddph_bucket_t* b, ddph_done_fn d, void* u) : 
   bucket.is_last = b->is_last;
   bucket.buffer = b->buffer;
   bucket.stream = b->stream;
+  // What the hooks need not check again (ABI 1.8); a host's own claim in
+  // *b is not read.
+  bucket.params_checked = 1;
   buffer_shape_ = b->buffer.shape[0];
   bucket.buffer.shape = &buffer_shape_;
   if (b->buffer.strides != nullptr) {
