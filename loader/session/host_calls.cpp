@@ -12,7 +12,7 @@ namespace ddph {
 namespace loader {
 
 bool Session::on_own_thread() const {
-  return worker_->on_worker_thread() || in_done_of(this);
+  return worker_->on_worker_thread() || lanes_.on_lane_thread() || in_done_of(this);
 }
 
 void Session::check_not_in_done(const char* function) const {
@@ -35,13 +35,24 @@ void Session::stats(ddph_stats_t* out) const {
   s.struct_size = out->struct_size;
   s.steps = steps_.load();
   s.buckets = buckets_.load();
-  for (const HookChain& chain : chains_.all()) {
-    const Counters c = read_counters(chain, nullptr, true);
-    s.bytes_in += c.bytes_in;
-    s.bytes_out += c.bytes_out;
+  auto add = [&s](const Chains& chains) {
+    for (const HookChain& chain : chains.all()) {
+      const Counters c = read_counters(chain, nullptr, true);
+      s.bytes_in += c.bytes_in;
+      s.bytes_out += c.bytes_out;
+    }
+  };
+  auto wire = [](ddph_comm_t* comm) {
+    return comm != nullptr && comm->bytes_sent != nullptr ? comm->bytes_sent(comm->ctx) : 0;
+  };
+  // Summed over the lanes (lane 0 is the session's own chains and comm_).
+  add(chains_);
+  s.wire_bytes = wire(comm_);
+  for (const auto& lane : lanes_.all()) {
+    if (!lane->owns_comm) continue;
+    add(lane->own);
+    s.wire_bytes += wire(lane->comm);
   }
-  if (comm_ != nullptr && comm_->bytes_sent != nullptr)
-    s.wire_bytes = comm_->bytes_sent(comm_->ctx);
   std::memcpy(out, &s, sizeof s);
 }
 

@@ -41,20 +41,30 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
     return;
   }
   const HookChain& chain = chains_.for_bytes(pending.bytes);
-  const bool overlaps = pipelined(chain);
+  const size_t index = size_t(&chain - chains_.all().data());
+  const Started how = lanes_.runs(index) ? Started::kOnLanes
+                      : pipelined(chain) ? Started::kPipelined
+                                         : Started::kAlone;
   // Any other bucket runs alone, as before ABI 1.6: on the communicator, and
-  // for the counters' differences around it to be its own.
-  if (!overlaps) in_flight_.wait();
+  // for the counters' differences around it to be its own. Pipelined
+  // buckets and lanes' overlap only their own kind (lane 0 is comm_).
+  if (how == Started::kAlone || how != last_started_) in_flight_.wait();
+  last_started_ = how;
   // The worker starts one bucket at a time, and a pipelined hook makes its
   // collectives within run_bucket (ABI 1.6), so what the counters gain
-  // until the hook returns is this bucket's alone.
-  const Counters before = read_counters(chain, comm_, false);
+  // until the hook returns is this bucket's alone. A lane reads its own
+  // (run_on_lane.cpp).
+  const Counters before =
+      how == Started::kOnLanes ? Counters{} : read_counters(chain, comm_, false);
   try {
     checks_.before_hook(pending);
   } catch (const Error& e) {
     error = make_c_error(e.code(), e.what());
   }
-  if (error == nullptr && overlaps) return start_pipelined(pending_ptr, chain, before, started);
+  if (error == nullptr && how == Started::kOnLanes)
+    return start_on_lane(pending_ptr, index, started);
+  if (error == nullptr && how == Started::kPipelined)
+    return start_pipelined(pending_ptr, chain, before, started);
   if (error != nullptr) in_flight_.wait();
   if (error == nullptr) {
     // The hooks' spans: this thread's, and those of a thread of a hook's
@@ -64,7 +74,8 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
     error = run_hook_and_wait(chain.outer(), pending.bucket);
   }
   outcome.ran = true;
-  outcome.bytes = read_counters(chain, comm_, false).since(before);
+  if (how != Started::kOnLanes)  // else refused before it reached a lane
+    outcome.bytes = read_counters(chain, comm_, false).since(before);
   outcome.hook_seconds = seconds(Clock::now() - started);
   // Ranks out of step (comm.bucket_check: strict) would pair every later
   // bucket with another one: the session stops, as on a timeout.

@@ -5,6 +5,7 @@
 //   setup.cpp        open and close: job, communicators, checks, chains
 //   run_bucket.cpp   submit, one bucket on the worker, its finish
 //   pipelined.cpp    buckets of a DDPH_HOOK_PIPELINED chain (ABI 1.6)
+//   run_on_lane.cpp  buckets of a DDPH_HOOK_STATELESS chain on lanes (1.8)
 //   host_calls.cpp   flush, stats, metrics, checkpoints
 //   bucket_checks.h  comm.bucket_check, errors.h, metrics.h
 #pragma once
@@ -22,6 +23,7 @@
 #include "loader/session/chains.h"
 #include "loader/session/errors.h"
 #include "loader/session/in_flight.h"
+#include "loader/session/lanes.h"
 #include "loader/session/metrics.h"
 #include "loader/session/pending_bucket.h"
 #include "loader/session/placement.h"
@@ -57,8 +59,8 @@ class Session {
   ddph_comm_t* comm() const { return comm_; }
   const Placement& placement() const { return placement_; }
   // Whether this thread is one the session waits for when it closes: its
-  // worker (a done callback, or a log sink called from a hook), or a done
-  // callback on its finisher. ddph_session_close from there would wait for
+  // worker or a lane's (a done callback, or a log sink called from a hook),
+  // or a done callback on its finisher. ddph_session_close from there would wait for
   // itself.
   bool on_own_thread() const;
 
@@ -67,6 +69,9 @@ class Session {
   struct InFlight;
   // setup.cpp
   void create_communicator(const ddph_session_options_t& opts);
+  // A communicator from the job's comm plugin, meeting its peers under
+  // `prefix` in the job's store.
+  ddph_comm_t* make_communicator(const char* prefix);
   void create_control_communicator();
   void destroy_communicators();
   // run_bucket.cpp. On the worker. A pipelined chain's bucket is finished
@@ -93,6 +98,13 @@ class Session {
   // thread, where it would hold up the hook's next step.
   void hand_to_finisher(InFlight* flight);
   void finish_in_flight(InFlight* flight);
+  // run_on_lane.cpp. After the chains: the lanes, where the job has a
+  // stateless chain and its communicator allows them (collective).
+  void create_lanes();
+  // Hands a bucket of the session's chain `index` to the next lane; its
+  // done follows every earlier bucket's, on finisher_.
+  void start_on_lane(const std::shared_ptr<PendingBucket>& pending, size_t index,
+                     Clock::time_point started);
   // host_calls.cpp
   void check_not_in_done(const char* function) const;
 
@@ -111,7 +123,13 @@ class Session {
   SessionMetrics metrics_;  // numbering under submit_mu_
   SessionErrors errors_;
   InFlightCount in_flight_;
-  BucketChecks checks_;  // submitted() under submit_mu_, in the worker's order
+  BucketChecks checks_;        // submitted() under submit_mu_, in the worker's order
+  int64_t lanes_offered_ = 1;  // DDPH_LANES, read before connecting
+  Lanes lanes_;
+  InOrder in_order_;
+  // How the worker started its last bucket: a bucket started another way
+  // waits until none started this way is in flight (they share comm_).
+  enum class Started { kAlone, kPipelined, kOnLanes } last_started_ = Started::kAlone;
   std::mutex submit_mu_;
 
   // Last member: destroyed (drained and joined) first.

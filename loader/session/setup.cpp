@@ -34,6 +34,7 @@ Session::Session(const ddph_session_options_t& opts) {
   }
   job_ = load_job(source);
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
+  lanes_offered_ = lanes_offered();
   const ScopedLogRank log_rank(placement_.rank);
   try {
     create_communicator(opts);
@@ -50,9 +51,11 @@ Session::Session(const ddph_session_options_t& opts) {
     for (const ResolvedRule& rule : job_.rules)
       chains_.create(*rule.hook, true, rule.max_bytes, hooks_comm, device_allocator_);
     chains_.create(*job_.hook, false, 0, hooks_comm, device_allocator_);
+    create_lanes();
     worker_ = std::make_unique<Worker>();
     worker_->post([rank = placement_.rank] { set_thread_log_rank(rank); });
   } catch (...) {
+    lanes_.destroy();
     chains_.destroy();
     destroy_communicators();
     if (job_store_ != nullptr) job_store_->release();
@@ -66,8 +69,10 @@ Session::Session(const ddph_session_options_t& opts) {
 Session::~Session() {
   const ScopedLogRank log_rank(placement_.rank);
   worker_.reset();    // runs every queued bucket to completion, then joins
-  in_flight_.wait();  // a pipelined hook's last dones, before it is destroyed
+  lanes_.drain();     // the same for the buckets it handed to lanes
+  in_flight_.wait();  // a pipelined hook's or a lane's last dones, before it is destroyed
   finisher_.reset();  // joins: its last task may still be returning
+  lanes_.destroy();
   chains_.destroy();
   destroy_communicators();
   if (job_store_ != nullptr) job_store_->release();  // keys of later splits, if any
@@ -89,17 +94,23 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
     return;
   }
   job_store_ = open_job_store(opts, spec, placement_);
+  comm_ = make_communicator("comm");
+  owns_comm_ = true;
+}
+
+ddph_comm_t* Session::make_communicator(const char* prefix) {
+  const CommSpec& spec = job_.config.comm;
   ddph_comm_init_t init{};
   init.struct_size = sizeof init;
   init.host = ddph_host();
   init.rank = placement_.rank;
   init.world_size = placement_.world_size;
   // The communicator meets its peers through the job's store, under keys
-  // that depend only on the job and its run, never on how many sessions
-  // this process opened.
+  // that depend only on the job, its run and the prefix, never on how many
+  // sessions this process opened.
   init.rendezvous = nullptr;
   init.store = job_store_ != nullptr ? job_store_->table() : nullptr;
-  init.prefix = "comm";
+  init.prefix = prefix;
   init.timeout_ms = spec.timeout_ms;
   init.options = job_.comm.options.data();
   init.num_options = job_.comm.options.size();
@@ -109,12 +120,14 @@ void Session::create_communicator(const ddph_session_options_t& opts) {
   DDPH_CHECK(comm != nullptr, DDPH_INTERNAL,
              "comm backend '" << spec.backend << "' (" << job_.comm.plugin->file()
                               << ") returned success but no communicator");
-  comm_ = comm;
-  owns_comm_ = true;
-  DDPH_CHECK(comm->struct_size >= DDPH_COMM_SIZE_V1_0, DDPH_VERSION_MISMATCH,
-             "comm backend '" << spec.backend << "' made a ddph_comm_t of struct_size "
-                              << comm->struct_size << ", smaller than the v1.0 size "
-                              << DDPH_COMM_SIZE_V1_0);
+  if (comm->struct_size < DDPH_COMM_SIZE_V1_0) {
+    if (comm->destroy != nullptr) comm->destroy(comm->ctx);
+    DDPH_FAIL(DDPH_VERSION_MISMATCH, "comm backend '"
+                                         << spec.backend << "' made a ddph_comm_t of struct_size "
+                                         << comm->struct_size << ", smaller than the v1.0 size "
+                                         << DDPH_COMM_SIZE_V1_0);
+  }
+  return comm;
 }
 
 // The rank-agreement exchanges get a communicator of their own where the

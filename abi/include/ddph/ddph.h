@@ -500,6 +500,15 @@ typedef struct ddph_hook_init {
  * runs it as its inner hook and waits (ddph::run_hook_blocking). */
 #define DDPH_HOOK_PIPELINED 0x20u
 
+/* ABI 1.8: the hook keeps nothing from one bucket to the next (its result
+ * for a bucket depends on that bucket and the peers' alone), so a host may
+ * run buckets on several states of it at once, each created on a
+ * communicator of its own, and get the same results as on one state
+ * (default allreduce, the fp16/bf16 compression wrappers around such a
+ * hook). A wrapper says it only when its inner hook does too; a host checks
+ * every hook of a chain. A host older than 1.8 ignores the flag. */
+#define DDPH_HOOK_STATELESS 0x40u
+
 typedef struct ddph_hook {
   size_t struct_size;
   const char *name;    /* unique within its family */
