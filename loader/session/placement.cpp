@@ -9,6 +9,17 @@ namespace ddph {
 namespace loader {
 namespace {
 
+int32_t pick(int32_t from_options, int32_t from_yaml, const char* env1, const char* env2,
+             int32_t fallback) {
+  if (from_options >= 0) return from_options;
+  if (from_yaml >= 0) return from_yaml;
+  int32_t v;
+  if (env_int(env1, &v) || env_int(env2, &v)) return v;
+  return fallback;
+}
+
+}  // namespace
+
 bool env_int(const char* name, int32_t* out) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return false;
@@ -20,17 +31,6 @@ bool env_int(const char* name, int32_t* out) {
   *out = int32_t(v);
   return true;
 }
-
-int32_t pick(int32_t from_options, int32_t from_yaml, const char* env1, const char* env2,
-             int32_t fallback) {
-  if (from_options >= 0) return from_options;
-  if (from_yaml >= 0) return from_yaml;
-  int32_t v;
-  if (env_int(env1, &v) || env_int(env2, &v)) return v;
-  return fallback;
-}
-
-}  // namespace
 
 Placement resolve_placement(int32_t opt_rank, int32_t opt_world, const CommSpec& yaml) {
   // -1 leaves the value to the YAML or the environment; any other negative

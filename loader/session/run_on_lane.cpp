@@ -1,6 +1,4 @@
 // Buckets of a stateless chain on lanes (lanes.h, ABI 1.8).
-#include <cerrno>
-#include <cstdlib>
 #include <string>
 
 #include "core/base/error.h"
@@ -14,30 +12,23 @@ namespace ddph {
 namespace loader {
 namespace {
 
-constexpr int64_t kDefaultLanes = 2, kMaxLanes = 16;
-
-}  // namespace
-
-// DDPH_LANES: how many lanes this rank offers.
-int64_t lanes_offered() {
-  const char* text = std::getenv("DDPH_LANES");
-  if (text == nullptr || *text == '\0') return kDefaultLanes;
-  errno = 0;
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  DDPH_CHECK(*end == '\0' && errno == 0 && v >= 1 && v <= kMaxLanes, DDPH_INVALID_ARGUMENT,
-             "environment variable DDPH_LANES='" << text << "' is not a number of lanes from 1 to "
-                                                 << kMaxLanes);
-  return v;
-}
-
-namespace {
+constexpr int32_t kDefaultLanes = 2, kMaxLanes = 16;
 
 double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
 }  // namespace
+
+// DDPH_LANES: how many lanes this rank offers.
+int64_t lanes_offered() {
+  int32_t lanes = kDefaultLanes;
+  env_int("DDPH_LANES", &lanes);
+  DDPH_CHECK(lanes >= 1 && lanes <= kMaxLanes, DDPH_INVALID_ARGUMENT,
+             "environment variable DDPH_LANES='" << lanes << "' is not a number of lanes from 1 to "
+                                                 << kMaxLanes);
+  return lanes;
+}
 
 void Session::create_lanes() {
   std::vector<bool> runs;
