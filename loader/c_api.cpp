@@ -5,7 +5,7 @@
 #include "core/base/error.h"
 #include "core/base/host.h"
 #include "loader/host_table.h"
-#include "loader/session.h"
+#include "loader/session/session.h"
 
 struct ddph_session {
   std::unique_ptr<ddph::loader::Session> impl;

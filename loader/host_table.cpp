@@ -5,7 +5,7 @@
 
 #include "core/base/host.h"
 #include "loader/log_sink.h"
-#include "loader/span_registry.h"
+#include "loader/session/span_registry.h"
 
 namespace ddph {
 namespace loader {

@@ -5,7 +5,13 @@
 
 namespace ddph {
 
-DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
+namespace {
+
+// Every param's view lies within the buffer's n elements.
+void check_params(const ddph_bucket_t* b, int64_t n);
+
+// The buffer and, with `params`, every param; returns the buffer's dtype.
+DType check(const ddph_bucket_t* b, BucketMemory memory, bool params) {
   DDPH_CHECK(b != nullptr, DDPH_INVALID_ARGUMENT, "bucket is NULL");
   DDPH_CHECK(b->struct_size >= DDPH_BUCKET_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
              "bucket.struct_size is " << b->struct_size << ", smaller than the v1.0 size "
@@ -41,6 +47,11 @@ DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
                                                      << "), but this hook runs on host memory "
                                                         "only (docs/cuda.md lists the hooks "
                                                         "with a CUDA path)");
+  if (params) check_params(b, n);
+  return dtype;
+}
+
+void check_params(const ddph_bucket_t* b, int64_t n) {
   DDPH_CHECK(b->num_params == 0 || b->params != nullptr, DDPH_INVALID_ARGUMENT,
              "bucket.params is NULL but bucket.num_params is " << b->num_params);
   for (size_t i = 0; i < b->num_params; ++i) {
@@ -71,7 +82,26 @@ DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
                "bucket.params[" << i << "] (offset " << p.offset << ", " << count
                                 << " elements) lies outside the bucket of " << n << " elements");
   }
-  return dtype;
+}
+
+}  // namespace
+
+bool params_checked(const ddph_bucket_t& bucket) {
+  return bucket.struct_size >= DDPH_BUCKET_SIZE_V1_8 && bucket.params_checked != 0;
+}
+
+DType check_bucket(const ddph_bucket_t* b, BucketMemory memory) {
+#ifdef NDEBUG
+  // The caller's check of the params (O(num_params)) is trusted; the
+  // buffer's (O(1)) depends on this hook's memory and is made here.
+  return check(b, memory, b == nullptr || !params_checked(*b));
+#else
+  return check(b, memory, true);
+#endif
+}
+
+DType check_submitted_bucket(const ddph_bucket_t* b) {
+  return check(b, BucketMemory::kHostOrCuda, true);
 }
 
 }  // namespace ddph

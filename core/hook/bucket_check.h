@@ -18,9 +18,18 @@ enum class BucketMemory {
 
 // Throws DDPH_INVALID_ARGUMENT naming the offending field (or
 // DDPH_UNSUPPORTED for a dtype or device the caller cannot reduce). Returns
-// the buffer's dtype. The default is the loader's check at submit time, which
-// lets CUDA buckets through to the hook, whose own check decides.
-DType check_bucket(const ddph_bucket_t* bucket,
-                   BucketMemory memory = BucketMemory::kHostOrCuda);
+// the buffer's dtype. A hook's check (hook_table<T>): the buffer always, and
+// the params unless the caller says it checked them (params_checked, ABI
+// 1.8: the session, or a wrapper over a buffer of the same length); a debug
+// build checks them anyway.
+DType check_bucket(const ddph_bucket_t* bucket, BucketMemory memory = BucketMemory::kHostOrCuda);
+
+// The session's check of a bucket as it enters, whatever params_checked
+// says: everything, params included. CUDA buckets pass, for the hook's own
+// check to decide.
+DType check_submitted_bucket(const ddph_bucket_t* bucket);
+
+// Whether the caller of a hook says it checked bucket's params (ABI 1.8).
+bool params_checked(const ddph_bucket_t& bucket);
 
 }  // namespace ddph

@@ -117,6 +117,11 @@ ddph_bucket_t bucket_over(const ddph_bucket_t& bucket, const DLTensor& buffer) {
   out.params = bucket.params;
   out.stream = bucket.stream;
   out.param_ids = param_ids(bucket);
+  // The params were checked against the outer buffer's length: they still
+  // hold for a buffer of the same length (the inner hook checks the buffer).
+  const bool same_length =
+      buffer.ndim == 1 && buffer.shape != nullptr && buffer.shape[0] == bucket.buffer.shape[0];
+  out.params_checked = params_checked(bucket) && same_length ? 1 : 0;
   return out;
 }
 

@@ -289,18 +289,17 @@ void BucketAgreement::configure(BucketCheck mode, bool survives_mismatch, AutoCh
   pending_.clear();
 }
 
-void BucketAgreement::before_hook(ddph_comm_t* control, const ddph_bucket_t& bucket) {
-  if (mode_ == BucketCheck::kOff) return check_layout(control, bucket);
+void BucketAgreement::before_hook(ddph_comm_t* control, const BucketFingerprint& fp, uint64_t bytes,
+                                  bool is_last) {
+  if (mode_ == BucketCheck::kOff) return check_layout(control, fp);
   if (comm_size(control) == 1) return;
-  const BucketFingerprint fp = fingerprint_of(bucket);
-  const uint64_t bytes = bucket_bytes(bucket);
   if (mode_ == BucketCheck::kStrict) pending_.clear();  // every bucket on its own
   pending_.add(fp, bytes);
-  bool due = mode_ == BucketCheck::kStrict || pending_.due(policy_, bytes, bucket.is_last != 0);
+  bool due = mode_ == BucketCheck::kStrict || pending_.due(policy_, bytes, is_last);
   if (!due && !survives_mismatch_) {
     // Ranks that disagree on this bucket's length could abort the process
     // in the hook's first call: a new layout is checked before it runs.
-    auto known = agreed_.find(bucket.index);
+    auto known = agreed_.find(uint64_t(fp.index));
     due =
         known == agreed_.end() || known->second != Layout{fp.index, fp.numel, fp.dtype, fp.device};
   }
@@ -317,12 +316,9 @@ void BucketAgreement::before_hook(ddph_comm_t* control, const ddph_bucket_t& buc
   pending_.clear();
 }
 
-void BucketAgreement::check_layout(ddph_comm_t* comm, const ddph_bucket_t& bucket) {
-  const DLTensor& b = bucket.buffer;
-  const Layout mine = {int64_t(bucket.index), numel(b),
-                       int64_t(b.dtype.code) << 32 | int64_t(b.dtype.bits) << 16 | b.dtype.lanes,
-                       int64_t(b.device.device_type)};
-  auto known = agreed_.find(bucket.index);
+void BucketAgreement::check_layout(ddph_comm_t* comm, const BucketFingerprint& fp) {
+  const Layout mine = {fp.index, fp.numel, fp.dtype, fp.device};
+  auto known = agreed_.find(uint64_t(fp.index));
   if (known != agreed_.end() && known->second == mine) return;
   const int world = comm_size(comm);
   if (world > 1) {
@@ -343,7 +339,7 @@ void BucketAgreement::check_layout(ddph_comm_t* comm, const ddph_bucket_t& bucke
                                               "buckets in the same order");
     }
   }
-  agreed_[bucket.index] = mine;
+  agreed_[uint64_t(fp.index)] = mine;
 }
 
 }  // namespace loader

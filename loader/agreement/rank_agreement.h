@@ -130,8 +130,9 @@ class BucketAgreement {
   BucketCheck mode() const { return mode_; }
   // Collective when a comparison is due; throws DDPH_INVALID_ARGUMENT on
   // every rank when the ranks differ, naming this rank's bucket and
-  // another's. The bucket then does not run.
-  void before_hook(ddph_comm_t* control, const ddph_bucket_t& bucket);
+  // another's. The bucket then does not run. fp and bytes: the bucket's,
+  // computed once when it entered the session.
+  void before_hook(ddph_comm_t* control, const BucketFingerprint& fp, uint64_t bytes, bool is_last);
   // After a mismatch that found a rank making a hook's call where this one
   // checks a bucket: the ranks are out of step, and the session breaks.
   bool out_of_step() const { return out_of_step_; }
@@ -139,7 +140,7 @@ class BucketAgreement {
  private:
   using Layout = std::array<int64_t, 4>;  // index, numel, dtype (code, bits, lanes), device type
   // off: the check of a new or changed layout, as before comm.bucket_check.
-  void check_layout(ddph_comm_t* control, const ddph_bucket_t& bucket);
+  void check_layout(ddph_comm_t* control, const BucketFingerprint& fp);
 
   BucketCheck mode_ = BucketCheck::kOff;
   bool survives_mismatch_ = false;

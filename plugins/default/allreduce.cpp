@@ -20,7 +20,9 @@ namespace {
 
 class AllreduceHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = 0;
+  // Nothing kept from bucket to bucket (ABI 1.8): buckets may run on
+  // several states of it at once.
+  static constexpr uint32_t kFlags = DDPH_HOOK_STATELESS;
   // The communicator enqueues on the bucket's stream (comm_nccl), and the
   // divide after it runs there too (core/kernels/on_device.h).
   static constexpr bool kRunsOnCuda = true;

@@ -16,7 +16,8 @@ namespace {
 template <DType Low>
 class CompressHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = 0;
+  // Its scratch per bucket index is a cache, not state (ABI 1.8).
+  static constexpr uint32_t kFlags = DDPH_HOOK_STATELESS;
   // The casts run on the bucket's stream (core/kernels/on_device.h).
   static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";

@@ -14,7 +14,8 @@ namespace {
 template <DType Low>
 class WrapperHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER;
+  // Stateless itself (ABI 1.8); the host checks the inner hook too.
+  static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_STATELESS;
   // The casts run on the bucket's stream; the inner hook decides for itself.
   static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";

@@ -143,5 +143,12 @@ TEST(AbiLayout, V1_7AppendsSpan) {
   EXPECT_EQ(DDPH_PHASE_COLLECTIVE, 1);
   EXPECT_EQ(DDPH_PHASE_DECOMPRESS, 2);
   EXPECT_EQ(DDPH_PHASE_OPTIMIZER_STEP, 3);
-  EXPECT_EQ(DDPH_ABI_MINOR, 7);
+}
+
+// 1.8 appended params_checked to ddph_bucket_t, after 1.2's param_ids.
+TEST(AbiLayout, V1_8AppendsParamsChecked) {
+  EXPECT_EQ(offsetof(ddph_bucket_t, params_checked), DDPH_BUCKET_SIZE_V1_2);
+  EXPECT_EQ(DDPH_BUCKET_SIZE_V1_8, 116u);
+  EXPECT_EQ(sizeof(ddph_bucket_t), 120u);
+  EXPECT_EQ(DDPH_ABI_MINOR, 8);
 }

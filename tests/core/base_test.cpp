@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/tensor.h"
 #include "core/hook/bucket_check.h"
+#include "core/hook/hook.h"
 #include "core/hook/param_view.h"
 
 namespace {
@@ -178,6 +179,46 @@ TEST(BucketCheck, EachDefectIsRefusedNamingItsField) {
   }
   ddph_code_t code = DDPH_OK;
   EXPECT_NE(refusal(nullptr, &code).find("NULL"), std::string::npos);
+}
+
+// ABI 1.8: a bucket whose caller (the session) checked its params is not
+// checked param by param again by the hook it reaches, but its buffer is,
+// and a host that calls a hook directly without saying so gets every check.
+TEST(BucketCheck, AHookTrustsOnlyTheParamsItsCallerSaysItChecked) {
+#ifndef NDEBUG
+  GTEST_SKIP() << "a debug build checks the params whatever the caller says";
+#endif
+  Bucket x;
+  x.param.offset = 12;  // 6 elements from 12 overrun the 16 of the buffer
+  ddph_code_t code = DDPH_OK;
+  EXPECT_NE(refusal(&x.b, &code).find("lies outside the bucket"), std::string::npos);
+  x.b.params_checked = 1;
+  EXPECT_EQ(refusal(&x.b, &code), "");  // trusted: the caller vouched for them
+  EXPECT_THROW(ddph::check_submitted_bucket(&x.b), ddph::Error);  // the session never trusts
+  x.b.struct_size = DDPH_BUCKET_SIZE_V1_2;  // a 1.7 host's struct ends before the flag
+  EXPECT_NE(refusal(&x.b, &code).find("lies outside the bucket"), std::string::npos);
+  x.b.struct_size = sizeof x.b;
+  x.b.buffer.ndim = 2;  // the buffer is always checked
+  EXPECT_NE(refusal(&x.b, &code).find("ndim is 2"), std::string::npos);
+}
+
+// A wrapper's inner bucket keeps the flag only over a buffer of the same
+// length: the params were checked against that many elements.
+TEST(BucketCheck, BucketOverPassesTheCheckOnOnlyForTheSameLength) {
+  Bucket x;
+  x.b.params_checked = 1;
+  uint16_t half[16] = {};
+  int64_t same[1] = {16}, shorter[1] = {8};
+  DLTensor inner = x.b.buffer;
+  inner.data = half;
+  inner.dtype = {kDLFloat, 16, 1};
+  inner.shape = same;
+  EXPECT_EQ(ddph::bucket_over(x.b, inner).params_checked, 1);
+  inner.shape = shorter;
+  EXPECT_EQ(ddph::bucket_over(x.b, inner).params_checked, 0);
+  x.b.params_checked = 0;
+  inner.shape = same;
+  EXPECT_EQ(ddph::bucket_over(x.b, inner).params_checked, 0);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The ring that keeps a session's bucket records: the latest kMetricsKept,
 // handed out oldest first, against a std::deque model of the same rule.
-#include "loader/metrics_ring.h"
+#include "loader/session/metrics_ring.h"
 
 #include <gtest/gtest.h>
 

@@ -5,6 +5,7 @@
 //   buffer[0]  how many earlier buckets were not done yet when run() began
 //   buffer[1]  the bucket's number in run() order
 //   buffer[2]  1 once the completion thread has finished with it
+//   buffer[3]  the bucket's params_checked (ABI 1.8), in buckets of 4 or more
 // "pipelined" carries the flag; "serial" is the same hook without it, which
 // the session must keep waiting for.
 #include <chrono>
@@ -15,8 +16,8 @@
 #include <thread>
 
 #include "core/base/options.h"
-#include "core/base/tensor.h"
 #include "core/base/plugin.h"
+#include "core/base/tensor.h"
 #include "core/hook/hook.h"
 
 namespace ddph {
@@ -52,6 +53,7 @@ class DelayedHook : public Hook {
     std::lock_guard<std::mutex> lock(mu_);
     data[0] = float(not_done_);
     data[1] = float(runs_);
+    if (bucket.buffer.shape[0] >= 4) data[3] = float(params_checked(bucket));
     ++not_done_;
     queue_.push_back(Job{data, runs_ == fail_run_, done});
     ++runs_;

@@ -60,6 +60,7 @@ struct Bucket {
   float not_done_at_start() const { return data[0]; }
   float run_order() const { return data[1]; }
   bool completed() const { return data[2] == 1.0f; }
+  bool hook_saw_params_checked() const { return data[3] == 1.0f; }
 };
 
 std::vector<std::unique_ptr<Bucket>> submit(ddph_session_t* s, Recorder& rec, int n) {
@@ -229,4 +230,35 @@ TEST(PipelinedSession, FlushFromAPipelinedDoneIsRefusedNotADeadlock) {
   while (rec.calls.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::lock_guard<std::mutex> lock(rec.mu);
   EXPECT_EQ(rec.flush_codes, std::vector<ddph_code_t>(3, DDPH_INVALID_ARGUMENT));
+}
+
+// ABI 1.8: the session checks a bucket's params once, at submit, and says
+// so to the hook, which then does not check them again; what the host
+// itself writes in params_checked is not believed.
+TEST(PipelinedSession, TheHookIsToldTheParamsWereCheckedAndTheHostIsNotBelieved) {
+  Session s(yaml("serial", "{delay_ms: 0}"));
+  Recorder rec(1);
+  Bucket ok(0);
+  ASSERT_EQ(ok.b.params_checked, 0);
+  ASSERT_EQ(ddph_session_submit(s.s, &ok.b, &Recorder::done, &rec.tokens[0]), nullptr);
+  ASSERT_EQ(ddph_session_flush(s.s), nullptr);
+  ASSERT_TRUE(ok.completed());
+  EXPECT_TRUE(ok.hook_saw_params_checked());
+
+  Bucket lying(1);
+  int64_t view[1] = {4};
+  ddph_param_t param{};
+  param.struct_size = sizeof param;
+  param.offset = kNumel - 2;  // 4 elements from 14 overrun the 16 of the buffer
+  param.ndim = 1;
+  param.shape = view;
+  lying.b.num_params = 1;
+  lying.b.params = &param;
+  lying.b.params_checked = 1;
+  ddph_error_t* e = ddph_session_submit(s.s, &lying.b, &Recorder::done, &rec.tokens[0]);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(ddph_error_code(e), DDPH_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ddph_error_message(e)).find("lies outside the bucket"), std::string::npos)
+      << ddph_error_message(e);
+  ddph_error_free(e);
 }

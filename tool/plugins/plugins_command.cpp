@@ -38,6 +38,7 @@ std::vector<std::string> flag_names(uint32_t flags, bool json) {
   add(DDPH_HOOK_STEPS_OPTIMIZER, "steps the optimizer", "steps_optimizer");
   add(DDPH_HOOK_MAKES_INNER, "makes its inner hook on its own communicator", "makes_inner");
   add(DDPH_HOOK_PIPELINED, "pipelined (next bucket starts before done)", "pipelined");
+  add(DDPH_HOOK_STATELESS, "stateless (buckets may run on several states at once)", "stateless");
   return out;
 }
 

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 7 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 8 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -386,9 +386,21 @@ typedef struct ddph_bucket {
    * by id when given, else by (bucket index, position). Borrowed like
    * params. Read it only when struct_size >= DDPH_BUCKET_SIZE_V1_2. */
   const int64_t *param_ids;
+  /* --- ABI 1.8 --- */
+  /* Non-zero when the caller has already checked params against a buffer
+   * of buffer.shape[0] elements (every struct_size, ndim and shape, and
+   * every view within the buffer, as ddph_session_submit checks them): a
+   * hook may then skip that per-parameter check and check the buffer only
+   * (shape, dtype, the memory it runs on). The session sets it on every
+   * bucket it hands a hook; a host that calls a hook directly leaves it 0,
+   * and the hook checks everything. A wrapper may pass it on to its inner
+   * hook on a buffer of the same element count (ddph::bucket_over does).
+   * Read it only when struct_size >= DDPH_BUCKET_SIZE_V1_8. */
+  int32_t params_checked;
 } ddph_bucket_t;
 #define DDPH_BUCKET_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_bucket_t, stream)
 #define DDPH_BUCKET_SIZE_V1_2 DDPH_SIZE_THROUGH(ddph_bucket_t, param_ids)
+#define DDPH_BUCKET_SIZE_V1_8 DDPH_SIZE_THROUGH(ddph_bucket_t, params_checked)
 
 /* Completion of one bucket. Called exactly once per accepted bucket, from
  * [any-thread], possibly before the call that accepted it returns. The
@@ -487,6 +499,15 @@ typedef struct ddph_hook_init {
  * stays correct, so the hook must work either way; so does a wrapper that
  * runs it as its inner hook and waits (ddph::run_hook_blocking). */
 #define DDPH_HOOK_PIPELINED 0x20u
+
+/* ABI 1.8: the hook keeps nothing from one bucket to the next (its result
+ * for a bucket depends on that bucket and the peers' alone), so a host may
+ * run buckets on several states of it at once, each created on a
+ * communicator of its own, and get the same results as on one state
+ * (default allreduce, the fp16/bf16 compression wrappers around such a
+ * hook). A wrapper says it only when its inner hook does too; a host checks
+ * every hook of a chain. A host older than 1.8 ignores the flag. */
+#define DDPH_HOOK_STATELESS 0x40u
 
 typedef struct ddph_hook {
   size_t struct_size;

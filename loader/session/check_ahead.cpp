@@ -1,4 +1,4 @@
-#include "loader/check_ahead.h"
+#include "loader/session/check_ahead.h"
 
 #include <utility>
 
@@ -14,10 +14,9 @@ CheckAhead::~CheckAhead() {
   thread_.join();
 }
 
-uint64_t CheckAhead::submitted(const ddph_bucket_t& bucket) {
-  const uint64_t bytes = bucket_bytes(bucket);
-  batch_.add(fingerprint_of(bucket), bytes);
-  if (!batch_.due(policy_, bytes, bucket.is_last != 0)) return 0;
+uint64_t CheckAhead::submitted(const BucketFingerprint& fp, uint64_t bytes, bool is_last) {
+  batch_.add(fp, bytes);
+  if (!batch_.due(policy_, bytes, is_last)) return 0;
   const uint64_t ticket = next_ticket_++;
   {
     std::lock_guard<std::mutex> lock(mu_);

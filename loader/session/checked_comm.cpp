@@ -1,4 +1,4 @@
-#include "loader/checked_comm.h"
+#include "loader/session/checked_comm.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "loader/hook_chain.h"
+#include "loader/session/hook_chain.h"
 
 #include <algorithm>
 #include <cstring>

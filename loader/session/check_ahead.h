@@ -38,8 +38,9 @@ class CheckAhead {
 
   // A bucket was submitted; call in the order the worker will run them
   // (the session's submit lock). Returns the ticket to await before its
-  // hook runs, or 0 when it runs without a comparison.
-  uint64_t submitted(const ddph_bucket_t& bucket);
+  // hook runs, or 0 when it runs without a comparison. fp and bytes: the
+  // bucket's, as the session computed them when it entered.
+  uint64_t submitted(const BucketFingerprint& fp, uint64_t bytes, bool is_last);
   // On the worker, before the hook of the bucket that got `ticket`: waits
   // for its comparison; throws its error (DDPH_INVALID_ARGUMENT naming the
   // buckets, or the communicator's failure). No-op for ticket 0.

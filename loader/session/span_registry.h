@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "loader/metrics_ring.h"
+#include "loader/session/metrics_ring.h"
 
 namespace ddph {
 namespace loader {

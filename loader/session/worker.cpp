@@ -1,4 +1,4 @@
-#include "loader/worker.h"
+#include "loader/session/worker.h"
 
 namespace ddph {
 namespace loader {

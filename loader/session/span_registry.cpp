@@ -1,4 +1,4 @@
-#include "loader/span_registry.h"
+#include "loader/session/span_registry.h"
 
 #include <algorithm>
 #include <mutex>
