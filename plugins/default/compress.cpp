@@ -16,10 +16,13 @@ namespace {
 template <DType Low>
 class CompressHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = 0;
+  static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";
+  static constexpr HookListing kListing{
+      kName, Low == DType::F16
+                 ? "allreduce in float16: cast, divide by world size, sum, cast back"
+                 : "allreduce in bfloat16: cast, divide by world size, sum, cast back"};
   // The casts run on the bucket's stream (core/kernels/on_device.h).
   static constexpr bool kRunsOnCuda = true;
-  static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";
   explicit CompressHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
@@ -57,17 +60,11 @@ class CompressHook : public Hook {
 }  // namespace
 
 const ddph_hook_t& fp16_compress_hook() {
-  static const ddph_hook_t table = hook_table<CompressHook<DType::F16>>(
-      "fp16_compress", "allreduce in float16: cast, divide by world size, sum, cast back", nullptr,
-      0);
-  return table;
+  return hook_table<CompressHook<DType::F16>>();
 }
 
 const ddph_hook_t& bf16_compress_hook() {
-  static const ddph_hook_t table = hook_table<CompressHook<DType::BF16>>(
-      "bf16_compress", "allreduce in bfloat16: cast, divide by world size, sum, cast back", nullptr,
-      0);
-  return table;
+  return hook_table<CompressHook<DType::BF16>>();
 }
 
 }  // namespace default_family

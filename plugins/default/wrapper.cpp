@@ -14,10 +14,14 @@ namespace {
 template <DType Low>
 class WrapperHook : public Hook {
  public:
+  static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
+  static constexpr HookListing kListing{
+      kName, Low == DType::F16
+                 ? "runs the wrapped hook on a float16 copy of the bucket, then casts back"
+                 : "runs the wrapped hook on a bfloat16 copy of the bucket, then casts back"};
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER;
   // The casts run on the bucket's stream; the inner hook decides for itself.
   static constexpr bool kRunsOnCuda = true;
-  static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
   // The inner hook gets 16-bit buckets: the loader checks it with that dtype.
   static void check_options(OptionCheck& c) { c.inner_bucket_dtype = dtype_to_dl(Low); }
 
@@ -72,17 +76,11 @@ class WrapperHook : public Hook {
 }  // namespace
 
 const ddph_hook_t& fp16_wrapper_hook() {
-  static const ddph_hook_t table = hook_table<WrapperHook<DType::F16>>(
-      "fp16_wrapper", "runs the wrapped hook on a float16 copy of the bucket, then casts back",
-      nullptr, 0);
-  return table;
+  return hook_table<WrapperHook<DType::F16>>();
 }
 
 const ddph_hook_t& bf16_wrapper_hook() {
-  static const ddph_hook_t table = hook_table<WrapperHook<DType::BF16>>(
-      "bf16_wrapper", "runs the wrapped hook on a bfloat16 copy of the bucket, then casts back",
-      nullptr, 0);
-  return table;
+  return hook_table<WrapperHook<DType::BF16>>();
 }
 
 }  // namespace default_family

@@ -17,7 +17,7 @@ constexpr const char* kHookName = "hook_then_optimizer";
 
 }  // namespace
 
-const ddph_option_spec_t* hook_specs(size_t* count) {
+OptionSpecs hook_specs() {
   static const std::vector<ddph_option_spec_t> specs = [] {
     std::vector<ddph_option_spec_t> v = optim::optimizer_specs();
     v.push_back(spec_string("params", "",
@@ -32,8 +32,7 @@ const ddph_option_spec_t* hook_specs(size_t* count) {
                             "beta1, beta2, eps, amsgrad); the rest use the hook's options"));
     return v;
   }();
-  *count = specs.size();
-  return specs.data();
+  return specs;
 }
 
 std::vector<size_t> parse_index_list(const std::string& text, const std::string& context) {
