@@ -33,6 +33,12 @@ std::vector<ddph_option_spec_t> optimizer_specs() {
   };
 }
 
+std::vector<ddph_option_spec_t> optimizer_specs(std::initializer_list<ddph_option_spec_t> own) {
+  std::vector<ddph_option_spec_t> specs = optimizer_specs();
+  specs.insert(specs.end(), own);
+  return specs;
+}
+
 ConfigProblem find_config_problem(const OptimConfig& c) {
   std::ostringstream what;
   auto problem = [&](const char* option) { return ConfigProblem{option, what.str()}; };

@@ -6,6 +6,7 @@
 
 #include <ddph/ddph.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ namespace optim {
 // optimizer, lr, weight_decay, maximize, momentum, dampening, nesterov,
 // beta1, beta2, eps, amsgrad: a family appends its own after them.
 std::vector<ddph_option_spec_t> optimizer_specs();
+// The same, followed by a family's own specs.
+std::vector<ddph_option_spec_t> optimizer_specs(std::initializer_list<ddph_option_spec_t> own);
 
 // What the schema cannot say, as torch.optim refuses it: a beta of 1,
 // nesterov without momentum or with dampening. Throws DDPH_INVALID_ARGUMENT

@@ -1,6 +1,5 @@
 // PyTorch's fp16_compress_wrapper / bf16_compress_wrapper: hand the inner
 // hook a 16-bit copy of the bucket, wait for it, cast its result back.
-#include "core/base/phase_span.h"
 #include "core/base/tensor.h"
 #include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
@@ -41,23 +40,9 @@ class WrapperHook : public Hook {
       done.ok();
       return;
     }
-    void* data = data_ptr(bucket.buffer);
-    const Where at = where_of(bucket);
-    {
-      // The lease's free is enqueued before done: a host may let the
-      // stream go once the bucket is done.
-      ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
-      uint16_t* low = static_cast<uint16_t*>(scratch.data());
-      {
-        PhaseSpan span(DDPH_PHASE_COMPRESS);
-        cast_into(at, dtype, data, Low, low, size_t(n));
-      }
-      FlatTensor buf(low, Low, n, bucket.buffer.device);
-      ddph_bucket_t inner_bucket = bucket_over(bucket, *buf.dl());
-      run_hook_blocking(inner_, inner_bucket);
-      PhaseSpan span(DDPH_PHASE_DECOMPRESS);
-      cast_into(at, Low, low, dtype, data, size_t(n));
-    }
+    reduce_low_copy(bucket, dtype, Low, /*divide_by=*/0, scratch_, [&](FlatTensor& buf) {
+      run_hook_blocking(inner_, bucket_over(bucket, *buf.dl()));
+    });
     done.ok();
   }
 
