@@ -12,7 +12,6 @@
 #include "core/base/host.h"
 #include "core/base/phase_span.h"
 #include "plugins/powersgd/compression_step.h"
-#include "plugins/powersgd/hooks.h"
 #include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/psgd_hook.h"
 #include "plugins/powersgd/torch_rng.h"

@@ -7,7 +7,6 @@
 #include "core/hook/pipeline.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/compression_step.h"
-#include "plugins/powersgd/hooks.h"
 #include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/psgd_hook.h"
 #include "plugins/powersgd/torch_rng.h"

@@ -1,5 +1,5 @@
 #include "core/hook/hook_plugin.h"
-#include "plugins/powersgd/hooks.h"
+#include "plugins/powersgd/psgd_hook.h"
 
 using namespace ddph::powersgd;
 

@@ -74,5 +74,10 @@ class PsgdHookOf final : public PsgdHook {
   static void check_options(OptionCheck& c) { powersgd::check_options(c, kListing.name); }
 };
 
+// The family's hook tables (layerwise_hook.cpp, batched_hook.cpp), which
+// plugin.cpp lists.
+const ddph_hook_t& layerwise_hook();
+const ddph_hook_t& batched_hook();
+
 }  // namespace powersgd
 }  // namespace ddph
