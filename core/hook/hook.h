@@ -1,4 +1,5 @@
-// Writing a hook in C++: derive from ddph::Hook, then expose the class as a
+// Writing a hook in C++: derive from ddph::Hook, say in the class what its
+// table shows (name, summary, flags, options), then expose it as a
 // ddph_hook_t table with ddph::hook_table<T>(). The table's functions check
 // their arguments, validate the bucket, and turn exceptions into C errors.
 #pragma once
@@ -6,10 +7,12 @@
 #include <ddph/ddph.h>
 
 #include <atomic>
+#include <type_traits>
 
 #include "core/base/device_allocator.h"
 #include "core/base/error.h"
 #include "core/base/option_check.h"
+#include "core/base/option_specs.h"
 #include "core/hook/bucket_check.h"
 
 namespace ddph {
@@ -90,13 +93,30 @@ struct HasOptionCheck<T, decltype(void(&T::check_options))> {
   static constexpr bool value = true;
 };
 
+// How a hook is listed (ddph_hook_t.name and summary): its name and one
+// line for `ddph plugins`, both literals.
+struct HookListing {
+  const char* name;
+  const char* summary;
+};
+
+// T's DDPH_HOOK_* flags: `static constexpr uint32_t kFlags`, or none.
+template <class T, class = void>
+struct FlagsOf {
+  static constexpr uint32_t value = 0;
+};
+template <class T>
+struct FlagsOf<T, decltype(void(T::kFlags))> {
+  static constexpr uint32_t value = T::kFlags;
+};
+
 template <class T>
 struct HookFunctions {
   static ddph_error_t* create(const ddph_hook_init_t* init, void** state) {
     return guard([&] {
       DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "create: state out-pointer is NULL");
       *state = nullptr;
-      check_hook_init(init, T::kFlags);
+      check_hook_init(init, FlagsOf<T>::value);
       check_options_of(*init);
       const ddph_device_allocator_t* allocator = device_allocator_of(*init, "create");
       DeviceAllocatorScope scope(allocator);
@@ -158,12 +178,9 @@ struct HookFunctions {
   }
 };
 
-// The table for hook class T. T provides:
-//   static constexpr uint32_t kFlags;           DDPH_HOOK_* flags
-//   explicit T(const ddph_hook_init_t& init);   may throw ddph::Error
-//   static void check_options(OptionCheck&);    optional: the rules on the
-//                                                options as a whole
-// keeps_state: whether save_state/load_state are offered.
+// The table for hook class T under the given name, summary and options.
+// keeps_state: whether save_state/load_state are offered. Hook families use
+// hook_table<T>() below; this form is for a table named at the call (tests).
 template <class T>
 ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_spec_t* options,
                        size_t num_options, bool keeps_state = false) {
@@ -173,7 +190,7 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
   h.summary = summary;
   h.options = options;
   h.num_options = num_options;
-  h.flags = T::kFlags;
+  h.flags = FlagsOf<T>::value;
   h.create = &HookFunctions<T>::create;
   h.run_bucket = &HookFunctions<T>::run_bucket;
   h.destroy = &HookFunctions<T>::destroy;
@@ -182,6 +199,48 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
   h.stats = &HookFunctions<T>::stats;
   if constexpr (HasOptionCheck<T>::value) h.check = &HookFunctions<T>::check;
   return h;
+}
+
+// T's option schema: `static OptionSpecs option_specs();`, or none.
+template <class T, class = void>
+struct OptionSpecsOf {
+  static OptionSpecs get() { return {}; }
+};
+template <class T>
+struct OptionSpecsOf<T, decltype(void(&T::option_specs))> {
+  static OptionSpecs get() { return T::option_specs(); }
+};
+
+// Whether T keeps state across steps: it overrides save_state and
+// load_state (a Hook's own do nothing, so offering them would checkpoint
+// nothing). Overriding one without the other is refused at compile time.
+template <class T>
+struct KeepsState {
+  static constexpr bool saves =
+      !std::is_same<decltype(&T::save_state), decltype(&Hook::save_state)>::value;
+  static constexpr bool loads =
+      !std::is_same<decltype(&T::load_state), decltype(&Hook::load_state)>::value;
+  static_assert(saves == loads, "a hook overrides both save_state and load_state, or neither");
+  static constexpr bool value = saves;
+};
+
+// The table of hook class T, made once, from what T declares:
+//   static constexpr HookListing kListing;       its name and summary
+//   explicit T(const ddph_hook_init_t& init);    may throw ddph::Error
+// and where it has them:
+//   static constexpr uint32_t kFlags;            DDPH_HOOK_* flags (else 0)
+//   static constexpr bool kRunsOnCuda = true;    a CUDA path (RunsOnCuda)
+//   static OptionSpecs option_specs();           its option schema
+//   static void check_options(OptionCheck&);     the rules on the options as a whole
+//   save_state and load_state overrides          its state goes into checkpoints
+template <class T>
+const ddph_hook_t& hook_table() {
+  static const ddph_hook_t table = [] {
+    const OptionSpecs specs = OptionSpecsOf<T>::get();
+    return hook_table<T>(T::kListing.name, T::kListing.summary, specs.data, specs.size,
+                         KeepsState<T>::value);
+  }();
+  return table;
 }
 
 // The same bucket (index, step, is_last, params, param_ids, stream) over

@@ -6,6 +6,7 @@
 
 #include <ddph/ddph.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 

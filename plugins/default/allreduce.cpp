@@ -18,14 +18,28 @@ namespace ddph {
 namespace default_family {
 namespace {
 
+const ddph_option_spec_t kSpecs[] = {
+    spec_string("divide", "before",
+                "before: divide each rank's gradient by the world size, then sum (PyTorch's "
+                "allreduce_hook); after: sum, then divide the sum (ProcessGroupGloo's AVG, "
+                "which FSDP2's own reduce-scatter uses)",
+                "before|after"),
+};
+
 class AllreduceHook : public Hook {
  public:
   // Nothing kept from bucket to bucket (ABI 1.8): buckets may run on
   // several states of it at once.
   static constexpr uint32_t kFlags = DDPH_HOOK_STATELESS;
+  static constexpr HookListing kListing{
+      "allreduce",
+      "mean of the bucket over all ranks: divide by world size, then allreduce SUM (or sum, then "
+      "divide: option divide)"};
   // The communicator enqueues on the bucket's stream (comm_nccl), and the
   // divide after it runs there too (core/kernels/on_device.h).
   static constexpr bool kRunsOnCuda = true;
+  static OptionSpecs option_specs() { return kSpecs; }
+
   explicit AllreduceHook(const ddph_hook_init_t& init) : comm_(init.comm) {
     // A host that makes the hook itself may pass no options (it took none
     // before `divide`): the default then holds.
@@ -60,23 +74,10 @@ class AllreduceHook : public Hook {
   bool divide_after_ = false;
 };
 
-const ddph_option_spec_t kSpecs[] = {
-    spec_string("divide", "before",
-                "before: divide each rank's gradient by the world size, then sum (PyTorch's "
-                "allreduce_hook); after: sum, then divide the sum (ProcessGroupGloo's AVG, "
-                "which FSDP2's own reduce-scatter uses)",
-                "before|after"),
-};
-
 }  // namespace
 
 const ddph_hook_t& allreduce_hook() {
-  static const ddph_hook_t table = hook_table<AllreduceHook>(
-      "allreduce",
-      "mean of the bucket over all ranks: divide by world size, then allreduce SUM (or sum, then "
-      "divide: option divide)",
-      kSpecs, sizeof kSpecs / sizeof kSpecs[0]);
-  return table;
+  return hook_table<AllreduceHook>();
 }
 
 }  // namespace default_family

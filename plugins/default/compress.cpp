@@ -1,7 +1,6 @@
 // PyTorch's fp16_compress_hook and bf16_compress_hook: cast to 16 bits,
 // divide by the world size in that precision, allreduce SUM in 16 bits,
 // cast back into the bucket. The cast and the divide are one pass.
-#include "core/base/phase_span.h"
 #include "core/base/tensor.h"
 #include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
@@ -18,34 +17,28 @@ class CompressHook : public Hook {
  public:
   // Its scratch per bucket index is a cache, not state (ABI 1.8).
   static constexpr uint32_t kFlags = DDPH_HOOK_STATELESS;
+  static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";
+  static constexpr HookListing kListing{
+      kName, Low == DType::F16
+                 ? "allreduce in float16: cast, divide by world size, sum, cast back"
+                 : "allreduce in bfloat16: cast, divide by world size, sum, cast back"};
   // The casts run on the bucket's stream (core/kernels/on_device.h).
   static constexpr bool kRunsOnCuda = true;
-  static constexpr const char* kName = Low == DType::F16 ? "fp16_compress" : "bf16_compress";
   explicit CompressHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
     check_low_input(kName, dtype, Low);
     const int64_t n = bucket.buffer.shape[0];
-    void* data = data_ptr(bucket.buffer);
-    const int world = comm_size(comm_);
     count_in(uint64_t(n) * dtype_size(dtype));
     if (dtype == Low) {  // already 16-bit: the plain divide-first mean
-      FlatTensor buf(data, Low, n, bucket.buffer.device);
+      FlatTensor buf(data_ptr(bucket.buffer), Low, n, bucket.buffer.device);
       count_out(uint64_t(n) * 2);
       comm_allreduce(comm_, buf, DDPH_AVG, bucket.stream);
     } else {
-      const Where at = where_of(bucket);
-      ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
-      uint16_t* low = static_cast<uint16_t*>(scratch.data());
-      {
-        PhaseSpan span(DDPH_PHASE_COMPRESS);
-        cast_div_into(at, dtype, data, Low, low, size_t(n), world);
-      }
-      FlatTensor buf(low, Low, n, bucket.buffer.device);
-      count_out(uint64_t(n) * 2);
-      comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
-      PhaseSpan span(DDPH_PHASE_DECOMPRESS);
-      cast_into(at, Low, low, dtype, data, size_t(n));
+      reduce_low_copy(bucket, dtype, Low, comm_size(comm_), scratch_, [&](FlatTensor& buf) {
+        count_out(uint64_t(n) * 2);
+        comm_allreduce(comm_, buf, DDPH_SUM, bucket.stream);
+      });
     }
     done.ok();
   }
@@ -58,17 +51,11 @@ class CompressHook : public Hook {
 }  // namespace
 
 const ddph_hook_t& fp16_compress_hook() {
-  static const ddph_hook_t table = hook_table<CompressHook<DType::F16>>(
-      "fp16_compress", "allreduce in float16: cast, divide by world size, sum, cast back", nullptr,
-      0);
-  return table;
+  return hook_table<CompressHook<DType::F16>>();
 }
 
 const ddph_hook_t& bf16_compress_hook() {
-  static const ddph_hook_t table = hook_table<CompressHook<DType::BF16>>(
-      "bf16_compress", "allreduce in bfloat16: cast, divide by world size, sum, cast back", nullptr,
-      0);
-  return table;
+  return hook_table<CompressHook<DType::BF16>>();
 }
 
 }  // namespace default_family

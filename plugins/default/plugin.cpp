@@ -1,15 +1,7 @@
-#include "core/base/plugin.h"
-
+#include "core/hook/hook_plugin.h"
 #include "plugins/default/hooks.h"
-
-namespace {
 
 using namespace ddph::default_family;
 
-const ddph_hook_t* const kHooks[] = {&allreduce_hook(), &fp16_compress_hook(),
-                                     &bf16_compress_hook(), &fp16_wrapper_hook(),
-                                     &bf16_wrapper_hook()};
-
-}  // namespace
-
-DDPH_DEFINE_PLUGIN("default", "0.1.0", kHooks, sizeof kHooks / sizeof kHooks[0], nullptr, 0)
+DDPH_DEFINE_HOOK_PLUGIN("default", "0.1.0", &allreduce_hook(), &fp16_compress_hook(),
+                        &bf16_compress_hook(), &fp16_wrapper_hook(), &bf16_wrapper_hook())

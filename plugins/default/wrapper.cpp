@@ -1,6 +1,5 @@
 // PyTorch's fp16_compress_wrapper / bf16_compress_wrapper: hand the inner
 // hook a 16-bit copy of the bucket, wait for it, cast its result back.
-#include "core/base/phase_span.h"
 #include "core/base/tensor.h"
 #include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
@@ -16,9 +15,13 @@ class WrapperHook : public Hook {
  public:
   // Stateless itself (ABI 1.8); the host checks the inner hook too.
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_STATELESS;
+  static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
+  static constexpr HookListing kListing{
+      kName, Low == DType::F16
+                 ? "runs the wrapped hook on a float16 copy of the bucket, then casts back"
+                 : "runs the wrapped hook on a bfloat16 copy of the bucket, then casts back"};
   // The casts run on the bucket's stream; the inner hook decides for itself.
   static constexpr bool kRunsOnCuda = true;
-  static constexpr const char* kName = Low == DType::F16 ? "fp16_wrapper" : "bf16_wrapper";
   // The inner hook gets 16-bit buckets: the loader checks it with that dtype.
   static void check_options(OptionCheck& c) { c.inner_bucket_dtype = dtype_to_dl(Low); }
 
@@ -38,23 +41,9 @@ class WrapperHook : public Hook {
       done.ok();
       return;
     }
-    void* data = data_ptr(bucket.buffer);
-    const Where at = where_of(bucket);
-    {
-      // The lease's free is enqueued before done: a host may let the
-      // stream go once the bucket is done.
-      ScratchBuffers::Lease scratch = scratch_.get(at, bucket.index, size_t(n) * 2);
-      uint16_t* low = static_cast<uint16_t*>(scratch.data());
-      {
-        PhaseSpan span(DDPH_PHASE_COMPRESS);
-        cast_into(at, dtype, data, Low, low, size_t(n));
-      }
-      FlatTensor buf(low, Low, n, bucket.buffer.device);
-      ddph_bucket_t inner_bucket = bucket_over(bucket, *buf.dl());
-      run_hook_blocking(inner_, inner_bucket);
-      PhaseSpan span(DDPH_PHASE_DECOMPRESS);
-      cast_into(at, Low, low, dtype, data, size_t(n));
-    }
+    reduce_low_copy(bucket, dtype, Low, /*divide_by=*/0, scratch_, [&](FlatTensor& buf) {
+      run_hook_blocking(inner_, bucket_over(bucket, *buf.dl()));
+    });
     done.ok();
   }
 
@@ -73,17 +62,11 @@ class WrapperHook : public Hook {
 }  // namespace
 
 const ddph_hook_t& fp16_wrapper_hook() {
-  static const ddph_hook_t table = hook_table<WrapperHook<DType::F16>>(
-      "fp16_wrapper", "runs the wrapped hook on a float16 copy of the bucket, then casts back",
-      nullptr, 0);
-  return table;
+  return hook_table<WrapperHook<DType::F16>>();
 }
 
 const ddph_hook_t& bf16_wrapper_hook() {
-  static const ddph_hook_t table = hook_table<WrapperHook<DType::BF16>>(
-      "bf16_wrapper", "runs the wrapped hook on a bfloat16 copy of the bucket, then casts back",
-      nullptr, 0);
-  return table;
+  return hook_table<WrapperHook<DType::BF16>>();
 }
 
 }  // namespace default_family

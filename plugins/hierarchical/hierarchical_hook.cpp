@@ -23,8 +23,7 @@
 #include "core/base/tensor.h"
 #include "core/comm/comm_call.h"
 #include "core/hook/group_comm.h"
-#include "core/hook/hook.h"
-#include "plugins/hierarchical/hooks.h"
+#include "core/hook/hook_plugin.h"
 #include "plugins/hierarchical/leader_status.h"
 #include "plugins/hierarchical/machines.h"
 
@@ -46,12 +45,24 @@ void append_to_string(void* sink, const void* bytes, size_t n) {
   if (n != 0) static_cast<std::string*>(sink)->append(static_cast<const char*>(bytes), n);
 }
 
+const ddph_option_spec_t kSpecs[] = {
+    spec_int("local_size", "-1",
+             "ranks per machine (consecutive ranks: [0, n), [n, 2n), ...); -1: the ranks that "
+             "share a host name (DDPH_HOSTNAME overrides it)",
+             -1, 1 << 20),
+};
+
 class HierarchicalHook : public Hook {
  public:
+  static constexpr HookListing kListing{
+      "hierarchical",
+      "averages inside each machine, runs the wrapped hook among one leader per machine, "
+      "broadcasts back"};
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_MAKES_INNER;
   // Only collectives on the bucket's memory and stream, and the inner hook,
   // which answers for its own CUDA path.
   static constexpr bool kRunsOnCuda = true;
+  static OptionSpecs option_specs() { return kSpecs; }
 
   explicit HierarchicalHook(const ddph_hook_init_t& init) : world_(init.comm) {
     Options o(init.options, init.num_options);
@@ -189,23 +200,10 @@ class HierarchicalHook : public Hook {
   bool owns_inner_ = true;              // false: the loader's, made on the world (ABI < 1.2)
 };
 
-const ddph_option_spec_t kSpecs[] = {
-    spec_int("local_size", "-1",
-             "ranks per machine (consecutive ranks: [0, n), [n, 2n), ...); -1: the ranks that "
-             "share a host name (DDPH_HOSTNAME overrides it)",
-             -1, 1 << 20),
-};
-
 }  // namespace
-
-const ddph_hook_t& hierarchical_hook() {
-  static const ddph_hook_t table = hook_table<HierarchicalHook>(
-      "hierarchical",
-      "averages inside each machine, runs the wrapped hook among one leader per machine, "
-      "broadcasts back",
-      kSpecs, sizeof kSpecs / sizeof kSpecs[0], true);
-  return table;
-}
 
 }  // namespace hierarchical
 }  // namespace ddph
+
+DDPH_DEFINE_HOOK_PLUGIN("hierarchical", "0.1.0",
+                        &ddph::hook_table<ddph::hierarchical::HierarchicalHook>())

@@ -20,19 +20,21 @@
 
 #include "core/base/tensor.h"
 #include "core/comm/comm_call.h"
-#include "core/hook/hook.h"
+#include "core/hook/hook_plugin.h"
 #include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
-#include "plugins/mixed_precision/hooks.h"
 
 namespace ddph {
 namespace mixed_precision {
 namespace {
 
-constexpr const char* kName = "allreduce_upcast";
-
 class AllreduceUpcastHook : public Hook {
  public:
+  static constexpr const char* kName = "allreduce_upcast";
+  static constexpr HookListing kListing{
+      kName,
+      "sum float16/bfloat16 gradients, divide by world size, upcast into each parameter's "
+      "float32 gradient (params[i].data)"};
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_PARAMS | DDPH_HOOK_RESULT_ELSEWHERE;
   static constexpr bool kRunsOnCuda = true;
   explicit AllreduceUpcastHook(const ddph_hook_init_t& init) : comm_(init.comm) {}
@@ -73,14 +75,8 @@ class AllreduceUpcastHook : public Hook {
 
 }  // namespace
 
-const ddph_hook_t& allreduce_upcast_hook() {
-  static const ddph_hook_t table = hook_table<AllreduceUpcastHook>(
-      kName,
-      "sum float16/bfloat16 gradients, divide by world size, upcast into each parameter's "
-      "float32 gradient (params[i].data)",
-      nullptr, 0);
-  return table;
-}
-
 }  // namespace mixed_precision
 }  // namespace ddph
+
+DDPH_DEFINE_HOOK_PLUGIN("mixed_precision", "0.1.0",
+                        &ddph::hook_table<ddph::mixed_precision::AllreduceUpcastHook>())

@@ -27,12 +27,11 @@
 
 #include "core/base/phase_span.h"
 #include "core/base/tensor.h"
-#include "core/hook/hook.h"
+#include "core/hook/hook_plugin.h"
 #include "core/hook/param_view.h"
 #include "core/kernels/on_device.h"
 #include "core/optim/device_states.h"
 #include "core/optim/state_blob.h"
-#include "plugins/optimizer_overlap/hooks.h"
 #include "plugins/optimizer_overlap/options.h"
 #include "plugins/optimizer_overlap/param_select.h"
 
@@ -40,13 +39,16 @@ namespace ddph {
 namespace optimizer_overlap {
 namespace {
 
-constexpr const char* kName = "hook_then_optimizer";
-
 class HookThenOptimizer : public Hook {
  public:
+  static constexpr const char* kName = "hook_then_optimizer";
+  static constexpr HookListing kListing{
+      kName,
+      "runs the wrapped hook, then steps sgd/adam/adamw on the bucket's parameters in place"};
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS |
                                      DDPH_HOOK_STEPS_OPTIMIZER | DDPH_HOOK_PIPELINED;
   static constexpr bool kRunsOnCuda = true;
+  static OptionSpecs option_specs() { return hook_specs(); }
   static void check_options(OptionCheck& c) { optimizer_overlap::check_options(c); }
 
   explicit HookThenOptimizer(const ddph_hook_init_t& init)
@@ -179,15 +181,16 @@ class HookThenOptimizer : public Hook {
     }
     for (size_t i = 0; i < bucket.num_params; ++i) {
       auto seen = id_seen_.find(ids[i]);
-      DDPH_CHECK(seen == id_seen_.end() || seen->second.first != id_epoch_ ||
-                     seen->second.second == bucket.index,
+      DDPH_CHECK(seen == id_seen_.end() || seen->second.epoch != id_epoch_ ||
+                     seen->second.bucket == bucket.index,
                  DDPH_INVALID_ARGUMENT,
-                 kName << ": parameter id " << ids[i] << " is in bucket " << seen->second.second
+                 kName << ": parameter id " << ids[i] << " is in bucket " << seen->second.bucket
                        << " and in bucket " << bucket.index << " of step " << bucket.step
                        << "; each parameter needs an id of its own (ddph_bucket_t.param_ids), or "
                           "two parameters would share one optimizer state");
     }
-    for (size_t i = 0; i < bucket.num_params; ++i) id_seen_[ids[i]] = {id_epoch_, bucket.index};
+    for (size_t i = 0; i < bucket.num_params; ++i)
+      id_seen_[ids[i]] = IdSeen{id_epoch_, bucket.index};
     if (bucket.is_last) ++id_epoch_;
   }
 
@@ -295,9 +298,12 @@ class HookThenOptimizer : public Hook {
   // buffers of parameters stepped on a GPU live in device_ instead.
   optim::StateMap states_;
   optim::DeviceStates<optim::ParamKey> device_{kName};
-  // Each parameter id's last step (as id_epoch_ counts them) and bucket
-  // index (check_ids).
-  std::map<int64_t, std::pair<uint64_t, uint64_t>> id_seen_;
+  // Where each parameter id was last seen (check_ids).
+  struct IdSeen {
+    uint64_t epoch;   // its step, as id_epoch_ counts them
+    uint64_t bucket;  // its bucket index
+  };
+  std::map<int64_t, IdSeen> id_seen_;
   uint64_t id_epoch_ = 1, id_step_ = 0;
   std::vector<int64_t> sorted_ids_;
   // Per-bucket scratch, kept to allocate nothing in steady state.
@@ -320,17 +326,8 @@ class HookThenOptimizer : public Hook {
 
 }  // namespace
 
-const ddph_hook_t& hook_then_optimizer_hook() {
-  static const ddph_hook_t table = [] {
-    size_t n = 0;
-    const ddph_option_spec_t* specs = hook_specs(&n);
-    return hook_table<HookThenOptimizer>(
-        kName,
-        "runs the wrapped hook, then steps sgd/adam/adamw on the bucket's parameters in place",
-        specs, n, /*keeps_state=*/true);
-  }();
-  return table;
-}
-
 }  // namespace optimizer_overlap
 }  // namespace ddph
+
+DDPH_DEFINE_HOOK_PLUGIN("optimizer_overlap", "0.1.0",
+                        &ddph::hook_table<ddph::optimizer_overlap::HookThenOptimizer>())

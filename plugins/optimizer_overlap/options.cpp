@@ -17,21 +17,20 @@ constexpr const char* kHookName = "hook_then_optimizer";
 
 }  // namespace
 
-const ddph_option_spec_t* hook_specs(size_t* count) {
+OptionSpecs hook_specs() {
   static const std::vector<ddph_option_spec_t> specs = optim::optimizer_specs({
       spec_string("params", "",
-                  "parameters to update, e.g. \"0,2,5-7\": the host's parameter ids "
-                  "when it gives them (bucket.param_ids), else indices counted over "
-                  "the buckets in index order; empty: all"),
+                  "parameters to update, e.g. \"0,2,5-7\": the host's parameter ids when it "
+                  "gives them (bucket.param_ids), else indices counted over the buckets in index "
+                  "order; empty: all"),
       spec_string("param_groups", "",
-                  "torch.optim's parameter groups: \"1,3: weight_decay=0; 4-5: "
-                  "lr=0.01, weight_decay=0\" steps parameters 1 and 3 without weight "
-                  "decay, 4 and 5 with their own lr too (parameters as in 'params'; "
-                  "keys: lr, weight_decay, maximize, momentum, dampening, nesterov, "
-                  "beta1, beta2, eps, amsgrad); the rest use the hook's options"),
+                  "torch.optim's parameter groups: \"1,3: weight_decay=0; 4-5: lr=0.01, "
+                  "weight_decay=0\" steps parameters 1 and 3 without weight decay, 4 and 5 with "
+                  "their own lr too (parameters as in 'params'; keys: lr, weight_decay, "
+                  "maximize, momentum, dampening, nesterov, beta1, beta2, eps, amsgrad); the rest "
+                  "use the hook's options"),
   });
-  *count = specs.size();
-  return specs.data();
+  return specs;
 }
 
 std::vector<size_t> parse_index_list(const std::string& text, const std::string& context) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/option_check.h"
+#include "core/base/option_specs.h"
 #include "core/optim/functional_optim.h"
 #include "plugins/optimizer_overlap/param_groups.h"
 
@@ -24,7 +25,7 @@ struct HookOptions {
   std::vector<ParamGroup> groups;
 };
 
-const ddph_option_spec_t* hook_specs(size_t* count);
+OptionSpecs hook_specs();
 
 // hook_then_optimizer's check_options, which create() runs before
 // parse_options: throws DDPH_INVALID_ARGUMENT naming the option for what the

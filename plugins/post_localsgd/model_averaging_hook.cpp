@@ -73,10 +73,24 @@ void check_world(const std::vector<std::pair<int64_t, int64_t>>& levels, const s
                    << " (the largest period averages everyone)");
 }
 
+const ddph_option_spec_t kSpecs[] = {
+    spec_int("period", "4", "average the parameters every this many steps (periodic mode)", 1,
+             9007199254740992.0),
+    spec_int("warmup_steps", "0", "no averaging before this step", 0, 9007199254740992.0),
+    spec_string("hierarchy", "",
+                "hierarchical mode, PERIOD:GROUP_SIZE pairs by increasing period, e.g. "
+                "'2:2,4:4'; the last group size is the world size; replaces period"),
+};
+
 class ModelAveragingHook : public Hook {
  public:
+  static constexpr HookListing kListing{
+      "model_averaging",
+      "runs the wrapped hook, then periodically averages the bucket's parameters over the world "
+      "or hierarchical groups (PyTorch's Periodic/HierarchicalModelAverager)"};
   static constexpr uint32_t kFlags = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS;
   static constexpr bool kRunsOnCuda = true;
+  static OptionSpecs option_specs() { return kSpecs; }
   // What needs no communicator: the hierarchy's shape.
   static void check_options(OptionCheck& c) {
     const std::string hierarchy = c.options.get_string("hierarchy");
@@ -148,24 +162,10 @@ class ModelAveragingHook : public Hook {
   ScratchBuffers scratch_;
 };
 
-const ddph_option_spec_t kSpecs[] = {
-    spec_int("period", "4", "average the parameters every this many steps (periodic mode)", 1,
-             9007199254740992.0),
-    spec_int("warmup_steps", "0", "no averaging before this step", 0, 9007199254740992.0),
-    spec_string("hierarchy", "",
-                "hierarchical mode, PERIOD:GROUP_SIZE pairs by increasing period, e.g. "
-                "'2:2,4:4'; the last group size is the world size; replaces period"),
-};
-
 }  // namespace
 
 const ddph_hook_t& model_averaging_hook() {
-  static const ddph_hook_t table = hook_table<ModelAveragingHook>(
-      "model_averaging",
-      "runs the wrapped hook, then periodically averages the bucket's parameters over the "
-      "world or hierarchical groups (PyTorch's Periodic/HierarchicalModelAverager)",
-      kSpecs, sizeof kSpecs / sizeof kSpecs[0], /*keeps_state=*/true);
-  return table;
+  return hook_table<ModelAveragingHook>();
 }
 
 }  // namespace post_localsgd

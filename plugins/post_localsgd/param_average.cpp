@@ -21,17 +21,17 @@ uint64_t average_params(ddph_comm_t* group, const ddph_bucket_t& bucket, Scratch
   const Where at = where_of(bucket);
   ScratchBuffers::Lease lease = scratch.get(at, bucket.index, total * sizeof(float));
   float* flat = static_cast<float*>(lease.data());
-  for (size_t i = 0, at_elem = 0; i < bucket.num_params; ++i) {
+  for (size_t i = 0, offset = 0; i < bucket.num_params; ++i) {
     const size_t n = size_t(view_numel(bucket.params[i]));
-    cast_into(at, DType::F32, data[i], DType::F32, flat + at_elem, n);
-    at_elem += n;
+    cast_into(at, DType::F32, data[i], DType::F32, flat + offset, n);
+    offset += n;
   }
   FlatTensor buf(flat, DType::F32, int64_t(total), at.device);
   comm_allreduce(group, buf, DDPH_AVG, bucket.stream);
-  for (size_t i = 0, at_elem = 0; i < bucket.num_params; ++i) {
+  for (size_t i = 0, offset = 0; i < bucket.num_params; ++i) {
     const size_t n = size_t(view_numel(bucket.params[i]));
-    cast_into(at, DType::F32, flat + at_elem, DType::F32, data[i], n);
-    at_elem += n;
+    cast_into(at, DType::F32, flat + offset, DType::F32, data[i], n);
+    offset += n;
   }
   return total * sizeof(float);
 }

@@ -34,10 +34,30 @@ std::vector<int> subgroup_colors(ddph_comm_t* world, const Options& o) {
   return groups_by_host(all_host_names(world));
 }
 
+const ddph_option_spec_t kSpecs[] = {
+    spec_int("start_localsgd_iter", "100",
+             "steps of global gradient averaging before local SGD starts (PyTorch's "
+             "start_localSGD_iter, which has no default; 100 is its documentation's example)",
+             0, 9007199254740992.0),
+    spec_bool("post_local_gradient_allreduce", "true",
+              "after the start, average gradients inside each subgroup (true) or not at all"),
+    spec_int("subgroup_size", "0",
+             "ranks per subgroup, consecutive ranks together; 0: the ranks of one machine (same "
+             "host name)",
+             0, 1 << 20),
+    spec_string("subgroups", "",
+                "explicit subgroups, e.g. '0,1;2,3' (';' between groups); overrides "
+                "subgroup_size"),
+};
+
 class PostLocalSgdHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = 0;
+  static constexpr HookListing kListing{
+      "post_localsgd",
+      "global mean for start_localsgd_iter steps, then the mean inside subgroups only (PyTorch's "
+      "post_localSGD_hook)"};
   static constexpr bool kRunsOnCuda = true;
+  static OptionSpecs option_specs() { return kSpecs; }
 
   explicit PostLocalSgdHook(const ddph_hook_init_t& init) : world_(init.comm) {
     Options o(init.options, init.num_options);
@@ -76,31 +96,10 @@ class PostLocalSgdHook : public Hook {
   StepCounter counter_{kHook};
 };
 
-const ddph_option_spec_t kSpecs[] = {
-    spec_int("start_localsgd_iter", "100",
-             "steps of global gradient averaging before local SGD starts (PyTorch's "
-             "start_localSGD_iter, which has no default; 100 is its documentation's example)",
-             0, 9007199254740992.0),
-    spec_bool("post_local_gradient_allreduce", "true",
-              "after the start, average gradients inside each subgroup (true) or not at all"),
-    spec_int("subgroup_size", "0",
-             "ranks per subgroup, consecutive ranks together; 0: the ranks of one machine (same "
-             "host name)",
-             0, 1 << 20),
-    spec_string("subgroups", "",
-                "explicit subgroups, e.g. '0,1;2,3' (';' between groups); overrides "
-                "subgroup_size"),
-};
-
 }  // namespace
 
 const ddph_hook_t& post_localsgd_hook() {
-  static const ddph_hook_t table = hook_table<PostLocalSgdHook>(
-      "post_localsgd",
-      "global mean for start_localsgd_iter steps, then the mean inside subgroups only "
-      "(PyTorch's post_localSGD_hook)",
-      kSpecs, sizeof kSpecs / sizeof kSpecs[0], /*keeps_state=*/true);
-  return table;
+  return hook_table<PostLocalSgdHook>();
 }
 
 }  // namespace post_localsgd

@@ -12,7 +12,6 @@
 #include "core/base/host.h"
 #include "core/base/phase_span.h"
 #include "plugins/powersgd/compression_step.h"
-#include "plugins/powersgd/hooks.h"
 #include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/psgd_hook.h"
 #include "plugins/powersgd/torch_rng.h"
@@ -35,8 +34,13 @@ int64_t side_of(size_t n) {
 
 class BatchedStep final : public CompressionStep {
  public:
-  static constexpr const char* kName = "batched_powersgd";
+  static constexpr HookListing kListing{
+      "batched_powersgd",
+      "PowerSGD on the whole bucket as one zero-padded square matrix (PyTorch's "
+      "batched_powerSGD_hook, made to run; rank 1 diverged on the benchmark models, as PyTorch's "
+      "does)"};
   static constexpr HookKind kKind = HookKind::kBatched;
+  static OptionSpecs option_specs() { return batched_specs(); }
 
   // The method, not a defect (docs/powersgd.md, "Batched PowerSGD at low
   // rank"): a bucket's gradients flattened into one square matrix lose the
@@ -57,10 +61,8 @@ class BatchedStep final : public CompressionStep {
   void compress(const StepContext& ctx, float* data, size_t n) override {
     LowRankOps& ops = ctx.ops;
     const PsgdOptions& opts = ctx.opts;
-    ResidentFactors& memory = ctx.memory;
     Collectives& comm = ctx.comm;
     const DType wire = ctx.wire;
-    const uint64_t index = ctx.bucket.index;
     const int64_t side = side_of(n);
     DDPH_CHECK(side <= INT32_MAX, DDPH_UNSUPPORTED,
                "powersgd/" << ctx.name << ": a bucket of " << n << " elements is too large");
@@ -75,7 +77,7 @@ class BatchedStep final : public CompressionStep {
     ScratchBuffers::Lease copy = scratch_.get(ctx.at, 0, opts.error_feedback ? 0 : padded * 4);
     float* m;
     if (opts.error_feedback) {
-      m = memory.error_buffer(index, padded, ctx.name);
+      m = ctx.memory.error_buffer(ctx.bucket.index, padded, ctx.name);
       ops.add(m, data, n);
     } else {
       m = static_cast<float*>(copy.data());
@@ -84,19 +86,12 @@ class BatchedStep final : public CompressionStep {
     }
 
     const size_t factor = size_t(s) * size_t(r);
-    Factors f{};
-    if (ctx.wants_fresh_q()) {
-      fresh_q_.assign(factor, 0.0f);  // P: torch.empty, no draw
-      TorchGenerator(ctx.next_q_seed()).randn(fresh_q_.data(), factor);
-      f = memory.fresh_factors(index, factor, fresh_q_);
-    } else {
-      f = memory.remembered_factors(index, factor, factor, opts.rank, ctx.name);
-    }
+    const Factors f = step_factors(
+        ctx, factor, factor, [&](float* q) { TorchGenerator(ctx.next_q_seed()).randn(q, factor); });
     ops.orthogonalize(f.q, 1, s, r, opts.orthogonalization_epsilon);
     // That Q stays the bucket's if its factors turn out unusable (huge values).
-    ScratchBuffers::Lease q_lease = q_start_.get(ctx.at, 0, factor * sizeof(float));
-    float* q_start = static_cast<float*>(q_lease.data());
-    ops.copy(q_start, f.q, factor);
+    ScratchBuffers::Lease q_lease = q_at_start(ctx, f.q, factor);
+    const float* q_start = static_cast<const float*>(q_lease.data());
     {
       PhaseSpan span(DDPH_PHASE_COMPRESS);
       ops.multiply_mq(m, nullptr, s, s, f.q, r, f.p);
@@ -132,25 +127,13 @@ class BatchedStep final : public CompressionStep {
   }
 
  private:
-  ScratchBuffers scratch_, out_, q_start_;
-  UnusableFlag unusable_flag_;
-  std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
+  ScratchBuffers scratch_, out_;
 };
 
 }  // namespace
 
 const ddph_hook_t& batched_hook() {
-  static const ddph_hook_t table = [] {
-    size_t count = 0;
-    const ddph_option_spec_t* specs = batched_specs(&count);
-    return hook_table<PsgdHookOf<BatchedStep>>(
-        "batched_powersgd",
-        "PowerSGD on the whole bucket as one zero-padded square matrix (PyTorch's "
-        "batched_powerSGD_hook, made to run; rank 1 diverged on the benchmark models, as "
-        "PyTorch's does)",
-        specs, count, /*keeps_state=*/true);
-  }();
-  return table;
+  return hook_table<PsgdHookOf<BatchedStep>>();
 }
 
 }  // namespace powersgd

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/base/dtype.h"
 #include "core/kernels/on_device.h"
@@ -19,6 +20,7 @@
 #include "plugins/powersgd/resident_factors.h"
 #include "plugins/powersgd/step_log.h"
 #include "plugins/powersgd/torch_rng.h"
+#include "plugins/powersgd/unusable_flag.h"
 
 namespace ddph {
 namespace powersgd {
@@ -50,6 +52,34 @@ class CompressionStep {
   virtual void compress(const StepContext& step, float* data, size_t n) = 0;
   // Once, when the hook is opened with these options (after they are checked).
   virtual void opened(const PsgdOptions& opts) { (void)opts; }
+
+ protected:
+  // The bucket's P and Q for this step: the remembered ones, or fresh ones
+  // whose Q draw_q(q) fills (q_numel floats on the host; P is torch.empty).
+  template <class DrawQ>
+  Factors step_factors(const StepContext& ctx, size_t p_numel, size_t q_numel, DrawQ draw_q) {
+    if (!ctx.wants_fresh_q())
+      return ctx.memory.remembered_factors(ctx.bucket.index, p_numel, q_numel, ctx.opts.rank,
+                                           ctx.name);
+    fresh_q_.assign(q_numel, 0.0f);
+    draw_q(fresh_q_.data());
+    return ctx.memory.fresh_factors(ctx.bucket.index, p_numel, fresh_q_);
+  }
+
+  // A copy of q (q_numel floats) as the step starts, in the bucket's
+  // memory: the Q that a matrix whose factors turn out unusable (huge
+  // values) keeps.
+  ScratchBuffers::Lease q_at_start(const StepContext& ctx, const float* q, size_t q_numel) {
+    ScratchBuffers::Lease lease = q_start_.get(ctx.at, 0, q_numel * sizeof(float));
+    ctx.ops.copy(static_cast<float*>(lease.data()), q, q_numel);
+    return lease;
+  }
+
+  UnusableFlag unusable_flag_;
+
+ private:
+  std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
+  ScratchBuffers q_start_;
 };
 
 }  // namespace powersgd

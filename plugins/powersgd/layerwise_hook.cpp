@@ -7,7 +7,6 @@
 #include "core/comm/pipeline.h"
 #include "plugins/powersgd/bucket_plan.h"
 #include "plugins/powersgd/compression_step.h"
-#include "plugins/powersgd/hooks.h"
 #include "plugins/powersgd/huge_values.h"
 #include "plugins/powersgd/psgd_hook.h"
 #include "plugins/powersgd/torch_rng.h"
@@ -24,8 +23,12 @@ constexpr size_t kRestApartMin = size_t(64) << 10;
 
 class LayerwiseStep final : public CompressionStep {
  public:
-  static constexpr const char* kName = "powersgd";
+  static constexpr HookListing kListing{
+      "powersgd",
+      "PowerSGD low-rank compression per gradient matrix (PyTorch's powerSGD_hook), with error "
+      "feedback and warm start"};
   static constexpr HookKind kKind = HookKind::kLayerwise;
+  static OptionSpecs option_specs() { return layerwise_specs(); }
 
   void compress(const StepContext& ctx, float* data, size_t n) override {
     LowRankOps& ops = ctx.ops;
@@ -53,24 +56,16 @@ class LayerwiseStep final : public CompressionStep {
       for (const Segment& s : plan.uncompressed)
         ops.add(err + s.offset, data + s.offset, size_t(s.numel));
 
-    Factors f{};
-    if (ctx.wants_fresh_q()) {
-      fresh_q_.assign(size_t(plan.q_numel), 0.0f);
-      draw_q(plan, ctx, fresh_q_.data());
-      f = memory.fresh_factors(index, size_t(plan.p_numel), fresh_q_);
-    } else {
-      f = memory.remembered_factors(index, size_t(plan.p_numel), size_t(plan.q_numel), opts.rank,
-                                    ctx.name);
-    }
+    const Factors f = step_factors(ctx, size_t(plan.p_numel), size_t(plan.q_numel),
+                                   [&](float* q) { draw_q(plan, ctx, q); });
     // A shape group's matrices are contiguous in P and Q: one batched call each.
     for (const ShapeGroup& g : plan.groups)
       ops.orthogonalize(f.q + plan.matrices[size_t(g.members.front())].q_offset,
                         int(g.members.size()), g.cols, g.r, opts.orthogonalization_epsilon);
     // That Q stays a matrix's if its factors turn out unusable (huge values).
     const size_t q_numel = size_t(plan.q_numel);
-    ScratchBuffers::Lease q_lease = q_start_.get(ctx.at, 0, q_numel * sizeof(float));
-    float* q_start = static_cast<float*>(q_lease.data());
-    ops.copy(q_start, f.q, q_numel);
+    ScratchBuffers::Lease q_lease = q_at_start(ctx, f.q, q_numel);
+    const float* q_start = static_cast<const float*>(q_lease.data());
 
     // One allreduce carries the uncompressed gradients and every P: PyTorch
     // sends them in two, but a sum is a sum, and each collective costs a
@@ -89,10 +84,11 @@ class LayerwiseStep final : public CompressionStep {
     const float down = comm.uncompressed_scale(wire);
     ScratchBuffers::Lease lease = send_.get(ctx.at, 0, (u + p_numel) * sizeof(float));
     float* send = static_cast<float*>(lease.data());
-    float* at = send;
+    // The uncompressed segments, packed one after another at the front of send.
+    float* packed = send;
     for (const Segment& s : plan.uncompressed) {
-      ops.scaled_copy(at, m + s.offset, size_t(s.numel), down);
-      at += s.numel;
+      ops.scaled_copy(packed, m + s.offset, size_t(s.numel), down);
+      packed += s.numel;
     }
     auto rest_piece = [&](size_t k) {
       comm.allreduce_sum(send + u * k / 3, u * (k + 1) / 3 - u * k / 3, wire);
@@ -170,12 +166,12 @@ class LayerwiseStep final : public CompressionStep {
     }
     if (rest_apart) comm.divide_by_world(send, u);  // PyTorch: sum, then div_
     if (defer) memory.defer_error(index, plan.matrices, f, size_t(plan.p_numel), q_numel);
-    at = send;
+    packed = send;
     for (const Segment& s : plan.uncompressed) {
       float* d = data + s.offset;
-      ops.scaled_copy(d, at, size_t(s.numel), 1.0f / down);
+      ops.scaled_copy(d, packed, size_t(s.numel), 1.0f / down);
       if (err != nullptr) ops.subtract(err + s.offset, d, size_t(s.numel));
-      at += s.numel;
+      packed += s.numel;
     }
   }
 
@@ -233,24 +229,13 @@ class LayerwiseStep final : public CompressionStep {
     }
   }
 
-  ScratchBuffers send_, q_start_;
-  UnusableFlag unusable_flag_;
-  std::vector<float> fresh_q_;  // host buffer a fresh Q is drawn into
+  ScratchBuffers send_;
 };
 
 }  // namespace
 
 const ddph_hook_t& layerwise_hook() {
-  static const ddph_hook_t table = [] {
-    size_t count = 0;
-    const ddph_option_spec_t* specs = layerwise_specs(&count);
-    return hook_table<PsgdHookOf<LayerwiseStep>>(
-        "powersgd",
-        "PowerSGD low-rank compression per gradient matrix (PyTorch's powerSGD_hook), with "
-        "error feedback and warm start",
-        specs, count, /*keeps_state=*/true);
-  }();
-  return table;
+  return hook_table<PsgdHookOf<LayerwiseStep>>();
 }
 
 }  // namespace powersgd

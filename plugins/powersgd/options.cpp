@@ -31,7 +31,7 @@ constexpr double kMaxInt = 9007199254740992.0;  // 2^53: exact in a YAML double
 // the layer-wise hook has them (PyTorch's batched hook ignores both).
 // Function-local statics: hook tables in other files take these pointers
 // during their own static initialization.
-const ddph_option_spec_t* layerwise_specs(size_t* count) {
+OptionSpecs layerwise_specs() {
   static const ddph_option_spec_t specs[] = {
       DDPH_PSGD_RANK_SPECS,
       spec_float("min_compression_rate", "2", "compress an n x m matrix only if (n+m)*r*rate < n*m",
@@ -43,13 +43,11 @@ const ddph_option_spec_t* layerwise_specs(size_t* count) {
                 "host buckets: 64 Ki or more uncompressed values travel in pieces, each on the "
                 "wire while a pass over the matrices runs on a second thread; pays where each "
                 "rank has a spare core and a slow link")};
-  *count = sizeof specs / sizeof specs[0];
   return specs;
 }
 
-const ddph_option_spec_t* batched_specs(size_t* count) {
+OptionSpecs batched_specs() {
   static const ddph_option_spec_t specs[] = {DDPH_PSGD_RANK_SPECS, DDPH_PSGD_STATE_SPECS};
-  *count = sizeof specs / sizeof specs[0];
   return specs;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/base/option_check.h"
+#include "core/base/option_specs.h"
 
 namespace ddph {
 namespace powersgd {
@@ -28,8 +29,8 @@ struct PsgdOptions {
 // Both hooks share one schema, except that min_compression_rate and
 // batch_same_shape exist only for the layer-wise hook (the batched hook has
 // one matrix per bucket).
-const ddph_option_spec_t* layerwise_specs(size_t* count);
-const ddph_option_spec_t* batched_specs(size_t* count);
+OptionSpecs layerwise_specs();
+OptionSpecs batched_specs();
 
 // The rules the schema cannot express (start_iter <= 1 with error feedback
 // or warm start is refused, as PyTorch's PowerSGDState does): both hooks'

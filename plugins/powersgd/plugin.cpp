@@ -1,13 +1,6 @@
-#include "core/base/plugin.h"
-
-#include "plugins/powersgd/hooks.h"
-
-namespace {
+#include "core/hook/hook_plugin.h"
+#include "plugins/powersgd/psgd_hook.h"
 
 using namespace ddph::powersgd;
 
-const ddph_hook_t* const kHooks[] = {&layerwise_hook(), &batched_hook()};
-
-}  // namespace
-
-DDPH_DEFINE_PLUGIN("powersgd", "0.1.0", kHooks, sizeof kHooks / sizeof kHooks[0], nullptr, 0)
+DDPH_DEFINE_HOOK_PLUGIN("powersgd", "0.1.0", &layerwise_hook(), &batched_hook())

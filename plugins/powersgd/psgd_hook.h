@@ -62,14 +62,22 @@ class PsgdHook : public Hook {
 };
 
 // The hook class for hook_table: PsgdHook running Step, which names the
-// hook (Step::kName, a literal) and its checkpoint kind (Step::kKind).
+// hook (Step::kListing, its name a literal), and gives its checkpoint kind
+// (Step::kKind) and option schema.
 template <class Step>
 class PsgdHookOf final : public PsgdHook {
  public:
+  static constexpr HookListing kListing = Step::kListing;
+  static OptionSpecs option_specs() { return Step::option_specs(); }
   explicit PsgdHookOf(const ddph_hook_init_t& init)
-      : PsgdHook(init, Step::kName, Step::kKind, std::make_unique<Step>()) {}
-  static void check_options(OptionCheck& c) { powersgd::check_options(c, Step::kName); }
+      : PsgdHook(init, kListing.name, Step::kKind, std::make_unique<Step>()) {}
+  static void check_options(OptionCheck& c) { powersgd::check_options(c, kListing.name); }
 };
+
+// The family's hook tables (layerwise_hook.cpp, batched_hook.cpp), which
+// plugin.cpp lists.
+const ddph_hook_t& layerwise_hook();
+const ddph_hook_t& batched_hook();
 
 }  // namespace powersgd
 }  // namespace ddph

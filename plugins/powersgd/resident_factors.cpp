@@ -91,10 +91,10 @@ const ResidentFactors::Deferred* ResidentFactors::deferred_error(
   return nullptr;
 }
 
-std::map<uint64_t, BucketMemory> ResidentFactors::to_host() const {
-  std::map<uint64_t, BucketMemory> out;
+std::map<uint64_t, SavedBucket> ResidentFactors::to_host() const {
+  std::map<uint64_t, SavedBucket> out;
   for (const auto& kv : arrays_) {
-    BucketMemory& m = out[kv.first];
+    SavedBucket& m = out[kv.first];
     // P and Q absent (cleared without warm start) stay absent whatever
     // memory their arrays still hold.
     m.has_pq = has_factors(kv.first);
@@ -109,7 +109,7 @@ std::map<uint64_t, BucketMemory> ResidentFactors::to_host() const {
   return out;
 }
 
-void ResidentFactors::replace(std::map<uint64_t, BucketMemory> host) {
+void ResidentFactors::replace(std::map<uint64_t, SavedBucket> host) {
   std::map<uint64_t, Table::HostArrays> arrays;
   std::set<uint64_t> with_factors;
   for (auto& kv : host) {

@@ -76,9 +76,9 @@ class ResidentFactors {
 
   // Host copies of every index's arrays, with errors settled (checkpoints:
   // from a GPU, waiting for the steps ordered before).
-  std::map<uint64_t, BucketMemory> to_host() const;
+  std::map<uint64_t, SavedBucket> to_host() const;
   // The arrays become `host` (a loaded checkpoint); steps upload them.
-  void replace(std::map<uint64_t, BucketMemory> host);
+  void replace(std::map<uint64_t, SavedBucket> host);
 
  private:
   enum { kP, kQ, kError };

@@ -55,7 +55,7 @@ PsgdState decode_state(const void* bytes, size_t n, HookKind kind) {
   const uint64_t count = in.get(4, "the bucket count");
   for (uint64_t b = 0; b < count; ++b) {
     const uint64_t index = in.get(8, "a bucket index");
-    BucketMemory m;
+    SavedBucket m;
     const uint64_t flags = in.get(1, "the bucket flags");
     DDPH_CHECK(flags <= 1, DDPH_INVALID_ARGUMENT,
                kBlob << ": bucket " << index << " has unknown flags " << flags);

@@ -14,11 +14,12 @@
 namespace ddph {
 namespace powersgd {
 
-// PyTorch's p_memory_dict, q_memory_dict and error_dict entries of one bucket
-// index. An empty error means "absent"; P and Q are present when has_pq is
-// set, even if empty (a bucket with nothing to compress still draws its
-// fresh Q's seed only once under warm start, as in PyTorch).
-struct BucketMemory {
+// What a checkpoint holds of one bucket index: PyTorch's p_memory_dict,
+// q_memory_dict and error_dict entries, on the host. An empty error means
+// "absent"; P and Q are present when has_pq is set, even if empty (a bucket
+// with nothing to compress still draws its fresh Q's seed only once under
+// warm start, as in PyTorch).
+struct SavedBucket {
   bool has_pq = false;
   std::vector<float> p, q, error;
 };
@@ -28,7 +29,7 @@ enum class HookKind : uint32_t { kLayerwise = 0, kBatched = 1 };
 struct PsgdState {
   uint64_t iter = 0;  // PyTorch's state.iter: steps completed (buckets with is_last)
   Mt19937 rng;        // numpy's RandomState(seed), the source of each fresh Q's seed
-  std::map<uint64_t, BucketMemory> buckets;  // ordered: the blob does not depend on hash order
+  std::map<uint64_t, SavedBucket> buckets;  // ordered: the blob does not depend on hash order
 };
 
 // The blob, little-endian whatever the host:

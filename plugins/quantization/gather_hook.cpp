@@ -21,38 +21,29 @@ namespace {
 
 class GatherHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = 0;
-  static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = "per_channel_gather";
+  static constexpr HookListing kListing{
+      kName,
+      "uint8/4/2-bit all-gather of world rows, one scale per channel_size elements, every row "
+      "decoded on every rank (FSDP2's weight all-gather; ZeRO++'s qwZ)"};
+  static constexpr bool kRunsOnCuda = true;
+  static constexpr const char* kWho = "quantization/per_channel_gather";
+  static OptionSpecs option_specs() { return per_channel_gather_specs(); }
   static void check_options(OptionCheck& c) { quantization::check_options(c, kName, true); }
 
   explicit GatherHook(const ddph_hook_init_t& init)
       : comm_(init.comm), opts_(parse_gather_options(init)) {}
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
-    char text[32];
-    DDPH_CHECK(dtype == DType::F32, DDPH_UNSUPPORTED,
-               "quantization/" << kName << ": bucket dtype "
-                               << dl_dtype_text(bucket.buffer.dtype, text)
-                               << " is not supported (float32 only)");
-    require_cuda_build(where_of(bucket), "quantization/per_channel_gather");
-    BucketJob job;
-    job.data = static_cast<float*>(data_ptr(bucket.buffer));
-    job.n = size_t(bucket.buffer.shape[0]);
-    job.rank = comm_rank(comm_);
-    job.world = comm_size(comm_);
-    job.index = bucket.index;
-    job.step = bucket.step;
-    job.at = where_of(bucket);
-    if (job.at.device.device_type == kDLCUDAHost) job.at.device = DLDevice{kDLCPU, 0};
+    BucketJob job = bucket_job(comm_, bucket, dtype, kWho);
     // Equal rows; each row is quantized on its own, its last channel as
     // long as what is left of it (so any row length works, as PyTorch's
     // per-channel hook takes any bucket length).
     const size_t w = size_t(job.world);
     DDPH_CHECK(job.n % w == 0, DDPH_INVALID_ARGUMENT,
-               "quantization/" << kName << ": bucket " << bucket.index << " has " << job.n
-                               << " elements, not world size " << w
-                               << " equal rows (one per rank, this rank's filled)");
+               kWho << ": bucket " << bucket.index << " has " << job.n
+                    << " elements, not world size " << w
+                    << " equal rows (one per rank, this rank's filled)");
     const size_t row = job.n / w;
     // This rank's input is its row (the other rows are where the gather
     // lands), as an fp32 all-gather would hand it to the collective.
@@ -88,16 +79,7 @@ class GatherHook : public Hook {
 }  // namespace
 
 const ddph_hook_t& per_channel_gather_hook() {
-  static const ddph_hook_t table = [] {
-    size_t count = 0;
-    const ddph_option_spec_t* specs = per_channel_gather_specs(&count);
-    return hook_table<GatherHook>(
-        "per_channel_gather",
-        "uint8/4/2-bit all-gather of world rows, one scale per channel_size elements, every "
-        "row decoded on every rank (FSDP2's weight all-gather; ZeRO++'s qwZ)",
-        specs, count, /*keeps_state=*/false);
-  }();
-  return table;
+  return hook_table<GatherHook>();
 }
 
 }  // namespace quantization

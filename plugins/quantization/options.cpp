@@ -39,13 +39,12 @@ namespace {
 
 // Function-local statics: hook tables in other files take these pointers
 // during their own static initialization.
-const ddph_option_spec_t* per_tensor_specs(size_t* count) {
+OptionSpecs per_tensor_specs() {
   static const ddph_option_spec_t specs[] = {DDPH_QUANT_COMMON_SPECS};
-  *count = sizeof specs / sizeof specs[0];
   return specs;
 }
 
-const ddph_option_spec_t* per_channel_specs(size_t* count) {
+OptionSpecs per_channel_specs() {
   static const ddph_option_spec_t specs[] = {
       DDPH_QUANT_COMMON_SPECS,
       spec_int("channel_size", "512",
@@ -56,13 +55,12 @@ const ddph_option_spec_t* per_channel_specs(size_t* count) {
           "on the wire while the next is quantized; 0: one per full 8 MiB, at most 4. Any value "
           "gives the same result",
           0, 64)};
-  *count = sizeof specs / sizeof specs[0];
   return specs;
 }
 
 #undef DDPH_QUANT_COMMON_SPECS
 
-const ddph_option_spec_t* per_channel_gather_specs(size_t* count) {
+OptionSpecs per_channel_gather_specs() {
   static const ddph_option_spec_t specs[] = {
       spec_int("bits", "8", "code width on the wire: 8, 4 or 2 (bit-packed)", 2, 8, "8|4|2"),
       spec_int("channel_size", "512",
@@ -73,7 +71,6 @@ const ddph_option_spec_t* per_channel_gather_specs(size_t* count) {
                   "a row with NaN/Inf on any rank: propagate (plain float32 all-gather of the "
                   "rows) or error (DDPH_NONFINITE)",
                   "propagate|error")};
-  *count = sizeof specs / sizeof specs[0];
   return specs;
 }
 

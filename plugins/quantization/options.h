@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/option_check.h"
+#include "core/base/option_specs.h"
 
 namespace ddph {
 namespace quantization {
@@ -36,11 +37,11 @@ struct QuantOptions {
 };
 
 // Schemas; per_channel's adds channel_size to per_tensor's.
-const ddph_option_spec_t* per_tensor_specs(size_t* count);
-const ddph_option_spec_t* per_channel_specs(size_t* count);
+OptionSpecs per_tensor_specs();
+OptionSpecs per_channel_specs();
 // per_channel_gather's: bits, channel_size and nonfinite only (a gather
 // averages nothing, so it has no protocol, rounding or error feedback).
-const ddph_option_spec_t* per_channel_gather_specs(size_t* count);
+OptionSpecs per_channel_gather_specs();
 
 // Both hooks' check_options, which create() runs before parse_options:
 // refuses what the schema cannot express (bits other than 8, 4 or 2) and a

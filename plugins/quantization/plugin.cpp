@@ -1,14 +1,7 @@
-#include "core/base/plugin.h"
-
+#include "core/hook/hook_plugin.h"
 #include "plugins/quantization/hooks.h"
-
-namespace {
 
 using namespace ddph::quantization;
 
-const ddph_hook_t* const kHooks[] = {&per_tensor_hook(), &per_channel_hook(),
-                                     &per_channel_gather_hook()};
-
-}  // namespace
-
-DDPH_DEFINE_PLUGIN("quantization", "0.1.0", kHooks, sizeof kHooks / sizeof kHooks[0], nullptr, 0)
+DDPH_DEFINE_HOOK_PLUGIN("quantization", "0.1.0", &per_tensor_hook(), &per_channel_hook(),
+                        &per_channel_gather_hook())

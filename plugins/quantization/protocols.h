@@ -27,6 +27,13 @@ struct BucketJob : ScatterJob {
   std::function<float*(size_t)> owner_residual;
 };
 
+// bucket as a protocol's job (data, rank, world, index, step, memory),
+// after refusing a dtype other than float32 and a CUDA bucket in a build
+// without CUDA, both naming `who` ("quantization/per_tensor"). Pinned host
+// memory is host memory: the host path, and host-labelled scratch (plain
+// host memory) for the communicator.
+BucketJob bucket_job(ddph_comm_t* comm, const ddph_bucket_t& bucket, DType dtype, const char* who);
+
 // Buffers a hook reuses from bucket to bucket (run_bucket is serialized):
 // on the host one per role, kept; on a GPU pool memory leased per run.
 struct Workspace {

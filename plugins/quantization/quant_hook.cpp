@@ -23,39 +23,31 @@ namespace {
 template <bool PerChannel>
 class QuantHook : public Hook {
  public:
-  static constexpr uint32_t kFlags = 0;
-  static constexpr bool kRunsOnCuda = true;
   static constexpr const char* kName = PerChannel ? "per_channel" : "per_tensor";
+  static constexpr HookListing kListing{
+      kName, PerChannel
+                 ? "uint8/4/2-bit quantized mean, one scale per channel_size elements (PyTorch's "
+                   "quantization_perchannel_hook)"
+                 : "uint8/4/2-bit quantized mean, one scale per bucket (PyTorch's "
+                   "quantization_pertensor_hook)"};
+  static constexpr bool kRunsOnCuda = true;
+  static constexpr const char* kWho =
+      PerChannel ? "quantization/per_channel" : "quantization/per_tensor";
+  static OptionSpecs option_specs() {
+    return PerChannel ? per_channel_specs() : per_tensor_specs();
+  }
   static void check_options(OptionCheck& c) { quantization::check_options(c, kName, PerChannel); }
 
   explicit QuantHook(const ddph_hook_init_t& init)
       : comm_(init.comm), opts_(parse_options(init, PerChannel)) {
     DDPH_CHECK(opts_.protocol == Protocol::kAllgather || comm_can_alltoallv(comm_),
                DDPH_UNSUPPORTED,
-               "quantization/" << kName
-                               << ": protocol reduce_scatter needs alltoallv or send/recv from "
-                                  "the communicator, which has neither; use protocol allgather");
+               kWho << ": protocol reduce_scatter needs alltoallv or send/recv from the "
+                       "communicator, which has neither; use protocol allgather");
   }
 
   void run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) override {
-    char text[32];
-    DDPH_CHECK(dtype == DType::F32, DDPH_UNSUPPORTED,
-               "quantization/" << kName << ": bucket dtype "
-                               << dl_dtype_text(bucket.buffer.dtype, text)
-                               << " is not supported (float32 only)");
-    require_cuda_build(where_of(bucket),
-                       PerChannel ? "quantization/per_channel" : "quantization/per_tensor");
-    BucketJob job;
-    job.data = static_cast<float*>(data_ptr(bucket.buffer));
-    job.n = size_t(bucket.buffer.shape[0]);
-    job.rank = comm_rank(comm_);
-    job.world = comm_size(comm_);
-    job.index = bucket.index;
-    job.step = bucket.step;
-    job.at = where_of(bucket);
-    // Pinned host memory is host memory: the host path, and host-labelled
-    // scratch (which is plain host memory) for the communicator.
-    if (job.at.device.device_type == kDLCUDAHost) job.at.device = DLDevice{kDLCPU, 0};
+    BucketJob job = bucket_job(comm_, bucket, dtype, kWho);
     const uint64_t bytes = uint64_t(job.n) * sizeof(float);
     count_in(bytes);
     if (job.n == 0) return done.ok();
@@ -102,11 +94,11 @@ class QuantHook : public Hook {
   void check_shard(const BucketJob& job, const ddph_bucket_t& bucket) const {
     const size_t w = size_t(job.world), unit = opts_.channel_size ? opts_.channel_size : 1;
     DDPH_CHECK(job.n % w == 0 && (job.n / w) % unit == 0, DDPH_INVALID_ARGUMENT,
-               "quantization/" << kName << ": protocol shard: bucket " << bucket.index << " has "
-                               << job.n << " elements, not a multiple of world size " << w
-                               << (opts_.channel_size ? " times option 'channel_size' " : "")
-                               << (opts_.channel_size ? std::to_string(opts_.channel_size) : "")
-                               << "; each rank's range must be whole and equal");
+               kWho << ": protocol shard: bucket " << bucket.index << " has " << job.n
+                    << " elements, not a multiple of world size " << w
+                    << (opts_.channel_size ? " times option 'channel_size' " : "")
+                    << (opts_.channel_size ? std::to_string(opts_.channel_size) : "")
+                    << "; each rank's range must be whole and equal");
   }
 
   // PyTorch's allreduce numerics (DDPH_AVG is divide-first), for buckets
@@ -129,27 +121,11 @@ class QuantHook : public Hook {
 }  // namespace
 
 const ddph_hook_t& per_tensor_hook() {
-  static const ddph_hook_t table = [] {
-    size_t count = 0;
-    const ddph_option_spec_t* specs = per_tensor_specs(&count);
-    return hook_table<QuantHook<false>>("per_tensor",
-                                        "uint8/4/2-bit quantized mean, one scale per bucket "
-                                        "(PyTorch's quantization_pertensor_hook)",
-                                        specs, count, /*keeps_state=*/true);
-  }();
-  return table;
+  return hook_table<QuantHook<false>>();
 }
 
 const ddph_hook_t& per_channel_hook() {
-  static const ddph_hook_t table = [] {
-    size_t count = 0;
-    const ddph_option_spec_t* specs = per_channel_specs(&count);
-    return hook_table<QuantHook<true>>("per_channel",
-                                       "uint8/4/2-bit quantized mean, one scale per channel_size "
-                                       "elements (PyTorch's quantization_perchannel_hook)",
-                                       specs, count, /*keeps_state=*/true);
-  }();
-  return table;
+  return hook_table<QuantHook<true>>();
 }
 
 }  // namespace quantization

@@ -1,12 +1,6 @@
-#include "core/base/plugin.h"
-
+#include "core/hook/hook_plugin.h"
 #include "plugins/zero/hooks.h"
 
-namespace {
+using namespace ddph::zero;
 
-const ddph_hook_t* const kHooks[] = {&ddph::zero::zero_step_hook(),
-                                     &ddph::zero::zero_step_interleaved_hook()};
-
-}  // namespace
-
-DDPH_DEFINE_PLUGIN("zero", "0.1.0", kHooks, sizeof kHooks / sizeof kHooks[0], nullptr, 0)
+DDPH_DEFINE_HOOK_PLUGIN("zero", "0.1.0", &zero_step_hook(), &zero_step_interleaved_hook())

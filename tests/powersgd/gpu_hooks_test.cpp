@@ -130,7 +130,7 @@ std::string hook_blob(ddph_session_t* s) {
   for (const auto& kv : cpu.buckets) {
     auto it = gpu.buckets.find(kv.first);
     if (it == gpu.buckets.end()) return ::testing::AssertionFailure() << "no bucket " << kv.first;
-    const p::BucketMemory &g = it->second, &c = kv.second;
+    const p::SavedBucket &g = it->second, &c = kv.second;
     if (g.has_pq != c.has_pq)
       return ::testing::AssertionFailure() << "bucket " << kv.first << ": P/Q presence differs";
     for (auto [what, a, b] : {std::make_tuple("P", &g.p, &c.p), std::make_tuple("Q", &g.q, &c.q),

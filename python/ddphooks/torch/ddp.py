@@ -11,72 +11,26 @@ from the ddph completion callback. The communicator joins through
 PyTorch's c10d store (``rendezvous: host``), or, with ``comm: {backend:
 host}`` in the YAML, runs its collectives through the DDP process group
 itself (ProcessGroupComm).
-"""
-import ctypes
-import threading
-import warnings
-import weakref
 
+This module holds the entry points (register, sharded_optimizer,
+optimizer_in_backward); the hook object is _ddp_hook.DDPHook, a bucket's
+descriptors _ddp_bucket.py, the refusal of a second optimizer step
+_second_steps.py.
+"""
 import torch
 import torch.distributed as dist
 
-from .. import _abi, _tensors, checkpoint, errors
-from .._config import config_doc as _config_doc, families as _families, hooks as _hooks
-from . import _compat, _optim, profiler as _profiler
+from .. import errors
+from .._config import families as _families, hooks as _hooks
+from . import _compat, _optim
 from ..allocator import DeviceAllocator
 from ..session import Session
+from ._ddp_hook import LEGACY_STATE_KEY, DDPHook
+from ._session_handle import default_store, hook_label
 from .process_group_comm import ProcessGroupComm
 
 __all__ = ["register", "DDPHook", "sharded_optimizer", "optimizer_in_backward",
            "caching_allocator"]
-
-# Where versions before the checkpoint change put the hook state inside
-# ddp.state_dict(); such checkpoints still load (the key is taken out).
-LEGACY_STATE_KEY = "_ddph_hook_state"
-
-
-# --------------------------------------------------------------------------
-# The DDP comm hook
-# --------------------------------------------------------------------------
-
-class _BucketDesc:
-    """ctypes descriptors of one DDP bucket, reused while DDP keeps the same
-    buffer and parameters (the loader copies them at each submit)."""
-
-    __slots__ = ("key", "bucket", "keep")
-
-    def __init__(self, key, buf, grads, params, ids):
-        self.key = key
-        keep = []
-        elem = buf.element_size()
-        base = buf.data_ptr()
-        entries = []
-        for g, p in zip(grads, params):
-            data = None
-            if p.is_contiguous():
-                data = _abi.DLTensor()
-                pshape = (ctypes.c_int64 * max(p.dim(), 1))(*p.shape)
-                _tensors.fill_from_torch(data, p, pshape)
-                data.ndim = p.dim()
-                keep.append(pshape)
-            entries.append(((g.data_ptr() - base) // elem, tuple(g.shape), data))
-        bshape = (ctypes.c_int64 * 1)(buf.numel())
-        keep.append(bshape)
-        b = _abi.new(_abi.Bucket)
-        _tensors.fill_from_torch(b.buffer, buf, bshape)
-        # Each parameter's index in the model as its id: per-parameter state
-        # (hook_then_optimizer) follows it when DDP rebuilds its buckets.
-        _tensors.describe_params(b, entries, ids, keep)
-        self.bucket = b
-        self.keep = keep
-
-
-def _key(buf, params):
-    return (buf.data_ptr(), buf.numel(), buf.dtype, tuple(p.data_ptr() for p in params))
-
-
-def _unwrap(fut):
-    return fut.value()
 
 
 PYTHON_REDUCER_REFUSAL = (
@@ -91,271 +45,6 @@ def _ddph_comm_hook(state, bucket):
     if isinstance(bucket, tuple):  # the python_reducer's per-parameter call
         raise errors.DDPHError(errors.Code.UNSUPPORTED, PYTHON_REDUCER_REFUSAL)
     return state._submit(bucket)
-
-
-class DDPHook:
-    """What register() returns: the session behind the DDP hook.
-
-    ``step``: synchronized steps so far (buckets with is_last; no_sync()
-    steps do not count, as in PyTorch's hooks). ``state_dict()`` /
-    ``load_state_dict()`` checkpoint the step and the hooks' state: save it
-    beside ``ddp.state_dict()``, which stays the model's alone (so it loads
-    into a plain model), e.g. ``{"model": ddp.state_dict(), "ddph":
-    hook.state_dict()}``.
-    """
-
-    def __init__(self, session, process_group, comm, param_index):
-        self.session = session
-        # data_ptr of each model parameter -> its index in parameters(),
-        # the id the loader hands the hooks (DDP never moves parameters).
-        self._param_index = param_index
-        self.process_group = process_group
-        self._comm = comm
-        self.step = 0
-        self._descs = {}
-        self._lock = threading.Lock()
-        # Set by ddp.load_state_dict() and by load_state_dict() between two
-        # steps: a model resumed without its hook state is warned about once.
-        self._model_loaded = False
-        self._state_loaded = False
-        # Parameters whose .grad is set to None at the end of each synchronized
-        # backward (optimizer_in_backward: the hook has stepped them).
-        self._clear_grads_of = ()
-        self._clear_queued = False
-        # ids of the parameters the hook steps itself (zero, optimizer_overlap),
-        # and the torch.optim step pre-hook that refuses a second step of them.
-        self._stepped = frozenset()
-        self._stepped_by = ""
-        self._step_check = None
-        self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
-        # Steps submitted since the session opened (its span records' step)
-        # and the clock marks that place those spans in a profiler's trace.
-        self._session_steps = 0
-        self._clock_marks = _profiler.StepMarks()
-
-    def _submit(self, bucket):
-        if self._model_loaded or self._state_loaded:
-            self._check_resumed()
-        if self._clear_grads_of and not self._clear_queued:
-            self._clear_queued = True
-            torch.autograd.Variable._execution_engine.queue_callback(self._behind_ddp_finalize)
-        buf = bucket.buffer()
-        if not buf.is_contiguous():
-            raise ValueError("ddph: the bucket buffer is not contiguous")
-        params = bucket.parameters()
-        index = bucket.index()
-        key = _key(buf, params)
-        desc = self._descs.get(index)
-        if desc is None or desc.key != key:
-            ids = [self._param_index.get(p.data_ptr(), -1) for p in params]
-            desc = _BucketDesc(key, buf, bucket.gradients(), params, ids)
-            self._descs[index] = desc
-        b = desc.bucket
-        is_last = bucket.is_last()
-        with self._lock:
-            b.index = _abi.checked_int(index, "bucket index", _abi.UINT64)
-            b.step = _abi.checked_int(self.step, "step", _abi.UINT64)
-            b.is_last = 1 if is_last else 0
-            b.stream = torch.cuda.current_stream(buf.device).cuda_stream if buf.is_cuda else None
-            session_step = self._session_steps
-            if is_last:
-                self.step += 1
-                self._session_steps += 1
-        fut = torch.futures.Future()
-
-        def on_done(error):
-            if error is None:
-                fut.set_result(buf)
-            else:
-                fut.set_exception(error)
-
-        # PyTorch 1.13's set_exception stores the exception as the value, which
-        # DDP would try to use as a tensor; a then() that raises it makes the
-        # future DDP waits on fail properly, so backward() raises DDPHError's text.
-        if not torch.autograd._profiler_enabled():
-            # The loader copies the descriptor; buf and the parameters are DDP's
-            # and outlive the step. `desc` is kept anyway in case DDP rebuilds.
-            self.session.submit(b, on_done, (buf, desc))
-            return fut.then(_unwrap)
-        # Under torch.profiler: one range per bucket, from its submission to
-        # its completion on ddph's worker (the range ends with the future),
-        # and a clock mark per step for its phases (profiler.export_chrome_trace).
-        self._clock_marks.mark_if_profiling(session_step)
-        with torch.autograd.profiler.record_function(
-                "%s bucket %d" % (self.label, index),
-                "step %d, %d bytes" % (self.step - is_last, buf.numel() * buf.element_size())
-        ) as rf:
-            self.session.submit(b, on_done, (buf, desc))
-            return rf._call_end_callbacks_on_future(fut.then(_unwrap))
-
-    # DDP queues its end-of-backward callback, which copies the reduced
-    # buckets into .grad, after the hook has had its first bucket; the
-    # engine runs callbacks queued by callbacks too, so this one runs after
-    # DDP's and clears the gradients as PyTorch's optimizer-in-backward does.
-    def _behind_ddp_finalize(self):
-        torch.autograd.Variable._execution_engine.queue_callback(self._clear_grads)
-
-    def _clear_grads(self):
-        self._clear_queued = False
-        for p in self._clear_grads_of:
-            p.grad = None
-
-    def _refuse_steps_of(self, module, params, stepped_by):
-        """Refuses a torch.optim step of `params` (of `module`), which the
-        hook steps itself (PyTorch 2); on 1.13, which has no global step
-        hooks, warns at the next forward instead (docs/zero.md)."""
-        params = list(params)
-        self._stepped = frozenset(id(p) for p in params)
-        self._stepped_by = stepped_by
-        self._step_check = _compat.register_optimizer_step_pre_hook(self._check_optimizer_step)
-        if self._step_check is None:
-            self._warn_second_steps_of(module, params)
-
-    def _warn_second_steps_of(self, module, params):
-        """A second step cannot be refused before it happens without a global
-        step hook, so it is noticed at the next forward and warned about,
-        once. ddph writes the parameters it steps through their memory, which
-        leaves their version counters alone; a torch.optim step updates them
-        in place (p.add_), which bumps them. module.load_state_dict() bumps
-        them too, and restarts the watch."""
-        index = {id(p): i for i, p in enumerate(module.parameters())}
-        watched = [(weakref.ref(p), index.get(id(p), -1)) for p in params]
-        seen = {"versions": None, "warned": False}
-
-        def versions():
-            return [ref()._version if ref() is not None else -1 for ref, _ in watched]
-
-        def check(_module, _inputs):
-            if seen["warned"] or self.session._handle is None:
-                return
-            now = versions()
-            before, seen["versions"] = seen["versions"], now
-            if before is None or before == now:
-                return
-            seen["warned"] = True
-            moved = [watched[i][1] for i, (a, b) in enumerate(zip(before, now)) if a != b]
-            warnings.warn(
-                "ddphooks.torch: %d parameter(s) of the DDP model (its parameters %s) changed in "
-                "place since the last forward, and %s already steps them during the backward: "
-                "was an optimizer's step() called on them too? Each would move twice. PyTorch "
-                "%s has no global optimizer step hook to refuse it before it happens (PyTorch 2 "
-                "refuses it)" % (len(moved), _ranges(moved), self._stepped_by, torch.__version__),
-                RuntimeWarning)
-
-        def restart(*_args):
-            seen["versions"] = None
-
-        module.register_forward_pre_hook(check)
-        module._register_load_state_dict_pre_hook(restart)
-
-    def _check_optimizer_step(self, optimizer, args, kwargs):
-        # Only a parameter with a gradient would move: optimizer_in_backward
-        # leaves none, and torch.optim skips those.
-        twice = [i for i, p in enumerate(p for g in optimizer.param_groups for p in g["params"])
-                 if id(p) in self._stepped and p.grad is not None]
-        if twice:
-            raise errors.DDPHError(
-                errors.Code.INVALID_ARGUMENT,
-                "ddphooks.torch: %s.step() would step %d parameter(s) (its parameters %s) that "
-                "%s already steps during the backward: each would move twice. Leave them out of "
-                "that optimizer; nothing was stepped" %
-                (type(optimizer).__name__, len(twice), _ranges(twice), self._stepped_by))
-
-    def stats(self):
-        return self.session.stats()
-
-    def metrics(self, per_bucket=False):
-        """The synchronized steps completed since the last call, one
-        ddphooks.metrics.StepMetrics each (see Session.metrics); e.g. after
-        optimizer.step(): ``for m in hook.metrics(): writer.write(m, loss=...)``."""
-        return self.session.metrics(per_bucket)
-
-    def spans(self):
-        """The phases of its buckets since the last call (Session.spans());
-        ddphooks.torch.profiler.export_chrome_trace puts them in a trace."""
-        return self.session.spans()
-
-    def state_dict(self):
-        """{"step": int, "state": bytes} (waits for in-flight buckets)."""
-        return {"step": self.step, "state": self.session.state_dict()}
-
-    def load_state_dict(self, state):
-        self.session.load_state_dict(state["state"])
-        self.step = _abi.checked_int(state["step"], "state['step']", _abi.UINT64)
-        self._state_loaded = True
-
-    def _check_resumed(self):
-        """At the first bucket after ddp.load_state_dict() or load_state_dict():
-        warns if the model was restored and the hook, which keeps state, was
-        not (its error feedback or optimizer state would start afresh, silently)."""
-        model_only = self._model_loaded and not self._state_loaded
-        self._model_loaded = self._state_loaded = False
-        if not model_only:
-            return
-        # The saved state's record count (loader/session/state_blob.h: u32 at byte 12);
-        # the session is fresh here, so the copy is small.
-        blob = self.session.state_dict()
-        if len(blob) >= 16 and int.from_bytes(blob[12:16], "little") > 0:
-            warnings.warn(
-                "ddphooks.torch: ddp.load_state_dict() restored the model, but this step runs "
-                "without hook.load_state_dict(): the hook's state (PowerSGD's error feedback, "
-                "optimizer state, the step) starts afresh. Save hook.state_dict() beside "
-                "ddp.state_dict() and load both (docs/python.md, Checkpoints).",
-                RuntimeWarning)
-
-    @staticmethod
-    def consolidate(state_dicts):
-        """One state_dict() from those of every rank (any order), which
-        load_state_dict() takes on a job of any size: the zero hooks' shards
-        are joined (ddphooks.checkpoint.consolidate), as
-        ZeroRedundancyOptimizer.consolidate_state_dict gathers its state."""
-        steps = {int(s["step"]) for s in state_dicts}
-        if len(steps) != 1:
-            raise errors.DDPHError(errors.Code.INVALID_ARGUMENT,
-                                   "ddphooks.torch: the ranks' states are of steps %s; "
-                                   "consolidate the states of one step" % sorted(steps))
-        return {"step": steps.pop(),
-                "state": checkpoint.consolidate([s["state"] for s in state_dicts])}
-
-    def _from_legacy_tensor(self, t):
-        """Restores the uint8 tensor older versions saved under LEGACY_STATE_KEY:
-        the step (8 bytes, little-endian), then the session's state."""
-        blob = t.detach().cpu().contiguous().numpy().tobytes()
-        if len(blob) < 8:
-            raise errors.DDPHError(errors.Code.INVALID_ARGUMENT,
-                                   "%s holds %d bytes, fewer than its 8-byte step" %
-                                   (LEGACY_STATE_KEY, len(blob)))
-        self.session.load_state_dict(blob[8:])
-        self.step = int.from_bytes(blob[:8], "little")
-
-    def close(self):
-        if self._step_check is not None:
-            self._step_check.remove()
-            self._step_check = None
-        self.session.close()
-
-
-def _ranges(indices):
-    """"0-3, 7" for [0, 1, 2, 3, 7]."""
-    out, start = [], None
-    for i, n in enumerate(indices):
-        if start is None:
-            start = n
-        if i + 1 == len(indices) or indices[i + 1] != n + 1:
-            out.append(str(start) if start == n else "%d-%d" % (start, n))
-            start = None
-    return ", ".join(out)
-
-
-def hook_label(config):
-    """"ddph family/name" of the config's outer hook (with "+ rules" when it
-    has rules), for profiler ranges; "ddph" when it cannot be read."""
-    doc = _config_doc(config)
-    hook = doc.get("hook") if isinstance(doc, dict) else None
-    if not isinstance(hook, dict):
-        return "ddph"
-    label = "ddph %s/%s" % (hook.get("family"), hook.get("name"))
-    return label + " + rules" if doc.get("rules") else label
 
 
 def caching_allocator():
@@ -423,7 +112,7 @@ def register(ddp_model, config, *, process_group=None, store=None, rendezvous="h
     if pg is None:
         pg = dist.distributed_c10d._get_default_group()
     if store is None and rendezvous == "host":
-        store = dist.PrefixStore("ddphooks/", dist.distributed_c10d._get_default_store())
+        store = default_store("ddphooks/")
     comm = ProcessGroupComm(pg)
     on_cuda = any(p.is_cuda for p in ddp_model.module.parameters())
     session = Session(config, rank=pg.rank(), world_size=pg.size(), rendezvous=rendezvous,

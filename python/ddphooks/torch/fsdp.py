@@ -33,9 +33,9 @@ import torch.distributed as dist
 
 from .. import _abi, errors
 from ..session import Session
-from . import _compat, profiler as _profiler
-from .._config import config_doc as _config_doc, families as _families
-from .ddp import hook_label
+from . import _compat
+from .._config import families as _families
+from ._session_handle import SessionHandle, default_store, hook_label, outer_hook
 from .process_group_comm import ProcessGroupComm
 
 __all__ = ["compress", "FSDPCompressor"]
@@ -59,14 +59,14 @@ def _is_avg(op):
         return False
 
 
-class FSDPCompressor:
+class FSDPCompressor(SessionHandle):
     """What compress() returns: the session behind the reduce-scatters.
     ``state_dict()``/``load_state_dict()`` hold the hook's state; ``stats()``,
-    ``metrics()`` as for DDP; ``close()`` gives FSDP its own reduce-scatter
-    back."""
+    ``metrics()``, ``spans()`` as for DDP (each call is a step of the
+    session); ``close()`` gives FSDP its own reduce-scatter back."""
 
     def __init__(self, session, group, modules, row_multiple=1):
-        self.session = session
+        super().__init__(session)
         # weights=: the all-gather's session and its call count.
         self.weights = None
         self.gathers = 0
@@ -79,11 +79,6 @@ class FSDPCompressor:
         # of another length goes through a copy padded with zeros.
         self._row_multiple = row_multiple
         self._padded = {}
-        self.label = "ddph"  # the torch.profiler ranges' name: "ddph family/name"
-        # Each call is a step of the session (its span records' step); the
-        # marks place those spans in a profiler's trace (profiler.export_chrome_trace).
-        self._session_steps = 0
-        self._clock_marks = _profiler.StepMarks()
 
     def _reduce_scatter(self, index, output, input, group, op):
         if not _is_avg(op):
@@ -146,21 +141,10 @@ class FSDPCompressor:
         self.gathers += 1
         return None
 
-    def stats(self):
-        return self.session.stats()
-
     def weight_stats(self):
         """The weight all-gather's stats (weights=), or None: bytes_in counts
         this rank's rows, bytes_out the codes it sent."""
         return self.weights.stats() if self.weights is not None else None
-
-    def metrics(self, per_bucket=False):
-        return self.session.metrics(per_bucket)
-
-    def spans(self):
-        """The phases of its reduce-scatters since the last call (Session.spans());
-        ddphooks.torch.profiler.export_chrome_trace puts them in a trace."""
-        return self.session.spans()
 
     def state_dict(self):
         """{"calls": int, "state": bytes}: save it with the model's checkpoint."""
@@ -193,9 +177,8 @@ def _fsdp_default_all_gather():
 
 def _outer_hook(config):
     """(family, name) of the config's hook, and whether it has rules or a wrap."""
-    doc = _config_doc(config)
-    hook = doc.get("hook") if isinstance(doc, dict) else None
-    if not isinstance(hook, dict):
+    doc, hook = outer_hook(config)
+    if hook is None:
         return None, None, False
     return hook.get("family"), hook.get("name"), bool(doc.get("rules") or hook.get("wrap"))
 
@@ -234,10 +217,9 @@ def _row_multiple(config):
     """What each rank's row must be a multiple of for the config's hook:
     quantization's protocol shard cuts the bucket into world equal ranges of
     whole channels (channel_size, 512 by default; 1 for per_tensor)."""
-    doc = _config_doc(config)
-    hook = doc.get("hook") if isinstance(doc, dict) else None
+    _, hook = outer_hook(config)
     options = (hook or {}).get("options") or {}
-    if not isinstance(hook, dict) or options.get("protocol") != "shard":
+    if hook is None or options.get("protocol") != "shard":
         return 1
     if hook.get("name") == "per_tensor":
         return 1
@@ -317,7 +299,7 @@ def compress(model, config, *, weights=None, store=None, rendezvous="host"):
     if group is None:
         _refuse("%s has no sharded parameters" % type(model).__name__)
     if store is None and rendezvous == "host":
-        store = dist.PrefixStore("ddphooks/fsdp/", dist.distributed_c10d._get_default_store())
+        store = default_store("ddphooks/fsdp/")
     session = Session(config, rank=group.rank(), world_size=group.size(), rendezvous=rendezvous,
                       store=store, comm=ProcessGroupComm(group))
     handle = FSDPCompressor(session, group, modules, _row_multiple(config))
@@ -325,8 +307,7 @@ def compress(model, config, *, weights=None, store=None, rendezvous="host"):
     if weights is not None:
         wstore = store
         if store is None and rendezvous == "host":
-            wstore = dist.PrefixStore("ddphooks/fsdp/weights/",
-                                      dist.distributed_c10d._get_default_store())
+            wstore = default_store("ddphooks/fsdp/weights/")
         try:
             handle.weights = Session(weights, rank=group.rank(), world_size=group.size(),
                                      rendezvous=rendezvous, store=wstore,
