@@ -91,6 +91,9 @@ const char* bucket_check_name(BucketCheck check);
 // "auto", "strict" or "off"; false for anything else.
 bool parse_bucket_check(const std::string& text, BucketCheck* out);
 
+// Buckets of a stateless chain in flight at once (comm.lanes, DDPH_LANES).
+constexpr int32_t kMaxLanes = 16;
+
 struct CommSpec {
   Location at;
   std::string backend = "gloo";  // the embedded default
@@ -100,7 +103,8 @@ struct CommSpec {
   int64_t timeout_ms = kDefaultTimeoutMs;
   int32_t rank = -1, world_size = -1;  // -1: not given
   BucketCheck bucket_check = BucketCheck::kAuto;
-  std::string job;  // empty: not given (the host's, the environment's, or "default")
+  int32_t lanes = -1;  // -1: not given (DDPH_LANES, else 2)
+  std::string job;     // empty: not given (the host's, the environment's, or "default")
   Location job_at;
   std::string secret_file;  // empty: not given; relative entries already resolved
   Location secret_file_at;

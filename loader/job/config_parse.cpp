@@ -18,7 +18,8 @@ namespace loader {
 namespace {
 
 constexpr const char kCommKeys[] =
-    "backend, rendezvous, job, secret_file, timeout, rank, world_size, bucket_check, options";
+    "backend, rendezvous, job, secret_file, timeout, rank, world_size, bucket_check, lanes, "
+    "options";
 
 // Walks a job file's sections, reporting problems with positions.
 class Parser : public YamlReader {
@@ -185,6 +186,9 @@ class Parser : public YamlReader {
         read_options(v, key, "", comm.options);
       } else if (name == "bucket_check") {
         read_bucket_check(v, key, comm);
+      } else if (name == "lanes") {
+        int64_t n;
+        if (integer(v, key, 1, kMaxLanes, &n)) comm.lanes = int32_t(n);
       } else {
         unknown(kv.first, key, std::string("unknown key (expected ") + kCommKeys + ")");
       }

@@ -18,15 +18,17 @@
 #include <mutex>
 #include <vector>
 
+#include "loader/job/config.h"
 #include "loader/session/chains.h"
 #include "loader/session/worker.h"
 
 namespace ddph {
 namespace loader {
 
-// DDPH_LANES, how many lanes this rank offers (default 2, at most 16);
-// throws DDPH_INVALID_ARGUMENT naming the variable for another value.
-int64_t lanes_offered();
+// How many lanes this rank offers: the job's comm.lanes where given, else
+// DDPH_LANES, else 2 (at most kMaxLanes); throws DDPH_INVALID_ARGUMENT
+// naming the variable for a value out of range.
+int64_t lanes_offered(const CommSpec& comm);
 
 // Whether every hook of chain says DDPH_HOOK_STATELESS (and none makes a
 // chain of its own that the flag could not speak for).

@@ -12,7 +12,7 @@ namespace ddph {
 namespace loader {
 namespace {
 
-constexpr int32_t kDefaultLanes = 2, kMaxLanes = 16;
+constexpr int32_t kDefaultLanes = 2;
 
 double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -20,8 +20,9 @@ double seconds(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
-// DDPH_LANES: how many lanes this rank offers.
-int64_t lanes_offered() {
+// comm.lanes, else DDPH_LANES: how many lanes this rank offers.
+int64_t lanes_offered(const CommSpec& comm) {
+  if (comm.lanes > 0) return comm.lanes;  // the config's reader held it to 1..kMaxLanes
   int32_t lanes = kDefaultLanes;
   env_int("DDPH_LANES", &lanes);
   DDPH_CHECK(lanes >= 1 && lanes <= kMaxLanes, DDPH_INVALID_ARGUMENT,

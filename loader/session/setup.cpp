@@ -34,7 +34,7 @@ Session::Session(const ddph_session_options_t& opts) {
   }
   job_ = load_job(source);
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
-  lanes_offered_ = lanes_offered();
+  lanes_offered_ = lanes_offered(job_.config.comm);
   const ScopedLogRank log_rank(placement_.rank);
   try {
     create_communicator(opts);

@@ -273,6 +273,22 @@ TEST(Config, BucketCheck) {
                      "comm.bucket_check: expects a single value, got a list");
 }
 
+TEST(Config, Lanes) {
+  auto job_with = [](const std::string& comm) {
+    ConfigSource source;
+    source.is_text = true;
+    source.text = "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake" + comm +
+                  "}\nhook: {family: fixture_sum, name: sum}\n";
+    return source;
+  };
+  EXPECT_EQ(ddph::loader::load_job(job_with("")).config.comm.lanes, -1);  // not given
+  EXPECT_EQ(ddph::loader::load_job(job_with(", lanes: 1")).config.comm.lanes, 1);
+  EXPECT_EQ(ddph::loader::load_job(job_with(", lanes: 16")).config.comm.lanes, 16);
+  EXPECT_ONE_PROBLEM(job_with(", lanes: 0").text, "comm.lanes: is 0, outside its range [1, 16]");
+  EXPECT_ONE_PROBLEM(job_with(", lanes: 17").text, "comm.lanes: is 17, outside its range [1, 16]");
+  EXPECT_ONE_PROBLEM(job_with(", lanes: two").text, "comm.lanes: expects an int, got 'two'");
+}
+
 TEST(Config, Durations) {
   int64_t ms = 0;
   EXPECT_TRUE(ddph::loader::parse_duration_ms("500ms", &ms));

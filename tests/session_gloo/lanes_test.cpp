@@ -48,14 +48,9 @@ float value(int rank, size_t bucket, size_t i) {
   return float(rank + 1) * 0.37f + float(bucket) * 1.1f + float(i % 97) * 0.013f;
 }
 
-// Opens a session offering `lanes` lanes, runs `sizes.size()` buckets of one
-// step, and fills *out; returns the child's code (0: pass).
-int run_step(const std::string& hook, int lanes, const std::vector<size_t>& sizes, int rank,
-             int world, const std::string& dir, StepResult* out) {
-  setenv("DDPH_LANES", std::to_string(lanes).c_str(), 1);
-  ddph_session_t* s = ddph_test::open_session(yaml(hook), rank, world, dir);
-  unsetenv("DDPH_LANES");
-  DDPH_CHILD_CHECK(s != nullptr, "open with %d lanes", lanes);
+// Runs `sizes.size()` buckets of one step on the open session s and fills
+// *out; returns the child's code (0: pass).
+int run_open_step(ddph_session_t* s, const std::vector<size_t>& sizes, int rank, StepResult* out) {
   out->data.assign(sizes.size(), {});
   std::vector<ddph_test::FloatBucket> b;
   b.reserve(sizes.size());  // a FloatBucket points into itself: never moved
@@ -72,16 +67,26 @@ int run_step(const std::string& hook, int lanes, const std::vector<size_t>& size
                      "submit %zu", k);
   }
   ddph_error_t* e = ddph_session_flush(s);
-  DDPH_CHILD_CHECK(e == nullptr && code == DDPH_OK, "flush with %d lanes: %s", lanes,
-                   ddph_error_message(e));
+  DDPH_CHILD_CHECK(e == nullptr && code == DDPH_OK, "flush: %s", ddph_error_message(e));
   out->stats.struct_size = sizeof out->stats;
   DDPH_CHILD_CHECK(ddph_session_stats(s, &out->stats) == nullptr, "stats");
   ddph_bucket_metrics_t m{};
   m.struct_size = sizeof m;
   int32_t taken = 0;
   while (ddph_session_take_metrics(s, &m, &taken) == nullptr && taken) out->metrics.push_back(m);
-  ddph_session_close(s);
   return 0;
+}
+
+// Opens a session offering `lanes` lanes (DDPH_LANES) and runs one step on it.
+int run_step(const std::string& hook, int lanes, const std::vector<size_t>& sizes, int rank,
+             int world, const std::string& dir, StepResult* out) {
+  setenv("DDPH_LANES", std::to_string(lanes).c_str(), 1);
+  ddph_session_t* s = ddph_test::open_session(yaml(hook), rank, world, dir);
+  unsetenv("DDPH_LANES");
+  DDPH_CHILD_CHECK(s != nullptr, "open with %d lanes", lanes);
+  const int rc = run_open_step(s, sizes, rank, out);
+  ddph_session_close(s);
+  return rc;
 }
 
 int same_as_one_lane(const std::string& hook, int rank, int world, const std::string& dir) {
@@ -154,6 +159,32 @@ TEST(Lanes, ARankOfferingOneLaneMakesEveryRankRunOne) {
     if (int rc = run_step("{family: default, name: allreduce}", rank == 0 ? 1 : 2, sizes, rank,
                           world, dir, &run))
       return rc;
+    for (size_t k = 1; k < sizes.size(); ++k) {
+      const double end_before =
+          double(run.metrics[k - 1].start_ns) + run.metrics[k - 1].hook_seconds * 1e9;
+      DDPH_CHILD_CHECK(double(run.metrics[k].start_ns) >= end_before,
+                       "bucket %zu started before bucket %zu ended", k, k - 1);
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST(Lanes, TheJobsCommLanesComesBeforeTheEnvironment) {
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    // DDPH_LANES offers four lanes; the job's comm.lanes: 1 keeps one.
+    setenv("DDPH_LANES", "4", 1);
+    ddph_session_t* s = ddph_test::open_session(
+        "comm: {backend: gloo, timeout: 30s, lanes: 1}\nhook: {family: default, name: "
+        "allreduce}\n",
+        rank, world, dir);
+    unsetenv("DDPH_LANES");
+    DDPH_CHILD_CHECK(s != nullptr, "the session did not open");
+    const std::vector<size_t> sizes = {1 << 16, 100, 1 << 16, 5};
+    StepResult run;
+    int rc = run_open_step(s, sizes, rank, &run);
+    ddph_session_close(s);
+    if (rc) return rc;
     for (size_t k = 1; k < sizes.size(); ++k) {
       const double end_before =
           double(run.metrics[k - 1].start_ns) + run.metrics[k - 1].hook_seconds * 1e9;
