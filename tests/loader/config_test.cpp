@@ -249,14 +249,18 @@ TEST(Config, TcpAndEnvRendezvous) {
                      "comm.rendezvous: 'tcp://x:99999': port '99999' is not a number");
 }
 
+// A job of fixture_sum on the fake communicator whose comm section ends
+// with `comm` (", key: value").
+ConfigSource with_comm(const std::string& comm) {
+  ConfigSource source;
+  source.is_text = true;
+  source.text = "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake" + comm +
+                "}\nhook: {family: fixture_sum, name: sum}\n";
+  return source;
+}
+
 TEST(Config, BucketCheck) {
-  auto job_with = [](const std::string& comm) {
-    ConfigSource source;
-    source.is_text = true;
-    source.text = "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake" + comm +
-                  "}\nhook: {family: fixture_sum, name: sum}\n";
-    return ddph::loader::load_job(source);
-  };
+  auto job_with = [](const std::string& comm) { return ddph::loader::load_job(with_comm(comm)); };
   using ddph::loader::BucketCheck;
   EXPECT_EQ(job_with("").config.comm.bucket_check, BucketCheck::kAuto);
   EXPECT_EQ(job_with(", bucket_check: auto").config.comm.bucket_check, BucketCheck::kAuto);
@@ -274,13 +278,7 @@ TEST(Config, BucketCheck) {
 }
 
 TEST(Config, Lanes) {
-  auto job_with = [](const std::string& comm) {
-    ConfigSource source;
-    source.is_text = true;
-    source.text = "plugin_path: [" + fixture_dir("good") + "]\ncomm: {backend: fake" + comm +
-                  "}\nhook: {family: fixture_sum, name: sum}\n";
-    return source;
-  };
+  const auto& job_with = with_comm;
   EXPECT_EQ(ddph::loader::load_job(job_with("")).config.comm.lanes, -1);  // not given
   EXPECT_EQ(ddph::loader::load_job(job_with(", lanes: 1")).config.comm.lanes, 1);
   EXPECT_EQ(ddph::loader::load_job(job_with(", lanes: 16")).config.comm.lanes, 16);

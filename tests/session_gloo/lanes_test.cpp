@@ -89,6 +89,17 @@ int run_step(const std::string& hook, int lanes, const std::vector<size_t>& size
   return rc;
 }
 
+// 0 when each bucket started after the one before it ended (one lane).
+int one_at_a_time(const StepResult& run) {
+  for (size_t k = 1; k < run.metrics.size(); ++k) {
+    const double end_before =
+        double(run.metrics[k - 1].start_ns) + run.metrics[k - 1].hook_seconds * 1e9;
+    DDPH_CHILD_CHECK(double(run.metrics[k].start_ns) >= end_before,
+                     "bucket %zu started before bucket %zu ended", k, k - 1);
+  }
+  return 0;
+}
+
 int same_as_one_lane(const std::string& hook, int rank, int world, const std::string& dir) {
   // Sizes that differ, so that lanes pairing the wrong buckets could not
   // pass; many, so that both lanes hold several.
@@ -159,13 +170,7 @@ TEST(Lanes, ARankOfferingOneLaneMakesEveryRankRunOne) {
     if (int rc = run_step("{family: default, name: allreduce}", rank == 0 ? 1 : 2, sizes, rank,
                           world, dir, &run))
       return rc;
-    for (size_t k = 1; k < sizes.size(); ++k) {
-      const double end_before =
-          double(run.metrics[k - 1].start_ns) + run.metrics[k - 1].hook_seconds * 1e9;
-      DDPH_CHILD_CHECK(double(run.metrics[k].start_ns) >= end_before,
-                       "bucket %zu started before bucket %zu ended", k, k - 1);
-    }
-    return 0;
+    return one_at_a_time(run);
   });
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
@@ -185,13 +190,7 @@ TEST(Lanes, TheJobsCommLanesComesBeforeTheEnvironment) {
     int rc = run_open_step(s, sizes, rank, &run);
     ddph_session_close(s);
     if (rc) return rc;
-    for (size_t k = 1; k < sizes.size(); ++k) {
-      const double end_before =
-          double(run.metrics[k - 1].start_ns) + run.metrics[k - 1].hook_seconds * 1e9;
-      DDPH_CHILD_CHECK(double(run.metrics[k].start_ns) >= end_before,
-                       "bucket %zu started before bucket %zu ended", k, k - 1);
-    }
-    return 0;
+    return one_at_a_time(run);
   });
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
