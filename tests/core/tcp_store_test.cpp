@@ -171,17 +171,23 @@ TEST(TcpStore, WithoutRankZeroAClientFailsAtItsDeadlineNamingTheAddress) {
   EXPECT_LT(t.seconds, 4 * Seconds(timeout).count()) << "the connect overran its deadline";
 }
 
-// Another program on the port that takes connections and never answers:
-// the client's wait ends at its deadline saying so.
-TEST(TcpStore, ASilentProgramOnThePortIsATimeoutNamingIt) {
-  const int port = ddph_test::free_port();
-  tcp::Fd silent(socket(AF_INET, SOCK_STREAM, 0));
+// Another program's socket listening on 127.0.0.1:port, in *fd.
+bool listen_on(int port, tcp::Fd* fd) {
+  *fd = tcp::Fd(socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(uint16_t(port));
-  ASSERT_EQ(bind(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(silent.get(), 4), 0);  // the kernel accepts; nobody answers
+  return bind(fd->get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+         listen(fd->get(), 4) == 0;
+}
+
+// Another program on the port that takes connections and never answers:
+// the client's wait ends at its deadline saying so.
+TEST(TcpStore, ASilentProgramOnThePortIsATimeoutNamingIt) {
+  const int port = ddph_test::free_port();
+  tcp::Fd silent;
+  ASSERT_TRUE(listen_on(port, &silent));  // the kernel accepts; nobody answers
   auto one = open(port, 1);
   const auto timeout = 400ms;
   Thrown t = thrown_by([&] { one->get("k", deadline_in(timeout)); });
@@ -208,13 +214,8 @@ TEST(TcpStore, AClientWaitsForRankZeroToComeUp) {
 TEST(TcpStore, ATakenPortIsRefusedOnRankZero) {
   const int port = ddph_test::free_port();
   // Another process's server on the port (here a plain listening socket).
-  tcp::Fd other(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(uint16_t(port));
-  ASSERT_EQ(bind(other.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(other.get(), 4), 0);
+  tcp::Fd other;
+  ASSERT_TRUE(listen_on(port, &other));
   Thrown t = thrown_by([&] { open(port, 0); });
   EXPECT_EQ(t.code, DDPH_INVALID_ARGUMENT) << t.message;
   EXPECT_TRUE(contains(t.message, url_of(port) + ": port " + std::to_string(port) + " is in use"))
