@@ -91,6 +91,26 @@ std::string ordinal(size_t n) {
   return std::to_string(n) + suffix;
 }
 
+// After the job agreement found a rank whose own settings are refused:
+// every rank's reason (empty where it has none), gathered as text of up to
+// kReasonWords words, so that every rank throws the same error naming them.
+[[noreturn]] void refuse_local_errors(ddph_comm_t* comm, const std::string& mine) {
+  constexpr size_t kReasonWords = 48;
+  std::vector<int64_t> words(kReasonWords, 0);
+  std::memcpy(words.data(), mine.data(), std::min(mine.size(), kReasonWords * 8 - 1));
+  const std::vector<int64_t> all = gather(comm, words.data(), kReasonWords);
+  std::ostringstream reasons;
+  for (size_t r = 0; r * kReasonWords < all.size(); ++r) {
+    const char* text = reinterpret_cast<const char*>(all.data() + r * kReasonWords);
+    const std::string reason(text, strnlen(text, kReasonWords * 8));
+    if (!reason.empty())
+      reasons << (reasons.tellp() > 0 ? "; " : "") << "rank " << r << ": " << reason;
+  }
+  DDPH_FAIL(DDPH_INVALID_ARGUMENT,
+            "the job cannot start, every rank stops: " << reasons.str() << " (this rank is "
+                                                       << comm_rank(comm) << ")");
+}
+
 }  // namespace
 
 std::string job_signature(const Job& job) {
@@ -104,14 +124,19 @@ std::string job_signature(const Job& job) {
   return out.str();
 }
 
-void agree_on_job(ddph_comm_t* comm, const Job& job) {
-  if (comm_size(comm) == 1) return;
+void agree_on_job(ddph_comm_t* comm, const Job& job, const std::string& local_error) {
+  if (comm_size(comm) == 1) {
+    DDPH_CHECK(local_error.empty(), DDPH_INVALID_ARGUMENT, local_error);
+    return;
+  }
   const std::string text = job_signature(job);
-  const int64_t mine = int64_t(fnv1a64(text.data(), text.size()));
-  const std::vector<int64_t> all = gather(comm, &mine, 1);
+  const int64_t mine[2] = {int64_t(fnv1a64(text.data(), text.size())), !local_error.empty()};
+  const std::vector<int64_t> all = gather(comm, mine, 2);
+  for (size_t r = 0; r < all.size(); r += 2)
+    if (all[r + 1] != 0) refuse_local_errors(comm, local_error);
   std::string differ;
-  for (size_t r = 1; r < all.size(); ++r)
-    if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  for (size_t r = 2; r < all.size(); r += 2)
+    if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r / 2);
   DDPH_CHECK(differ.empty(), DDPH_INVALID_ARGUMENT,
              "the ranks disagree on the hook configuration: rank"
                  << (differ.find(',') == std::string::npos ? " " : "s ") << differ

@@ -28,8 +28,11 @@ std::string job_signature(const Job& job);
 
 // Collective, when the session opens: every rank's signature digest is
 // gathered; if any differs from rank 0's, every rank throws
-// DDPH_INVALID_ARGUMENT naming the ranks that differ.
-void agree_on_job(ddph_comm_t* comm, const Job& job);
+// DDPH_INVALID_ARGUMENT naming the ranks that differ. local_error: why this
+// rank's own settings (its environment) are refused, or empty; when any rank
+// has one, every rank throws DDPH_INVALID_ARGUMENT with every such rank's
+// reason, so that no peer waits for a rank that cannot run the job.
+void agree_on_job(ddph_comm_t* comm, const Job& job, const std::string& local_error = "");
 
 // What must be the same on every rank for a bucket to be reduced with its
 // peers: index, step, element count, dtype (code << 32 | bits << 16 |

@@ -7,15 +7,16 @@
 namespace ddph {
 namespace loader {
 
-void BucketChecks::configure(BucketCheck& mode, const std::string& comm_family, bool host_provided,
-                             ddph_comm_t* comm, ddph_comm_t* control) {
-  control_ = control;
-  // DDPH_BUCKET_CHECK overrides the YAML, as TORCH_DISTRIBUTED_DEBUG does
-  // PyTorch's checks.
+void apply_bucket_check_override(BucketCheck& mode) {
   const char* env = std::getenv("DDPH_BUCKET_CHECK");
   DDPH_CHECK(env == nullptr || *env == '\0' || parse_bucket_check(env, &mode),
              DDPH_INVALID_ARGUMENT,
              "environment variable DDPH_BUCKET_CHECK='" << env << "' is not auto, strict or off");
+}
+
+void BucketChecks::configure(BucketCheck mode, const std::string& comm_family, bool host_provided,
+                             ddph_comm_t* comm, ddph_comm_t* control) {
+  control_ = control;
   // Gloo's slots and MPI's call agreement turn calls of different lengths
   // into an error on every rank (plugins/comm_gloo/slots.h,
   // core/comm/call_agreement.h); NCCL and a host's communicator may abort or

@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "loader/job/config.h"
 #include "loader/agreement/rank_agreement.h"
+#include "loader/job/config.h"
 #include "loader/session/check_ahead.h"
 #include "loader/session/checked_comm.h"
 #include "loader/session/pending_bucket.h"
@@ -23,13 +23,19 @@
 namespace ddph {
 namespace loader {
 
+// DDPH_BUCKET_CHECK overrides the YAML's mode, as TORCH_DISTRIBUTED_DEBUG
+// does PyTorch's checks; written back, so that the ranks agree on it at
+// open. Throws DDPH_INVALID_ARGUMENT naming the variable for a value it does
+// not know (the session carries that into the job agreement, so that every
+// rank refuses the job).
+void apply_bucket_check_override(BucketCheck& mode);
+
 class BucketChecks {
  public:
-  // mode: the YAML's, which DDPH_BUCKET_CHECK overrides (written back, so
-  // that the ranks agree on it at open). comm_family: the communicator
+  // mode: the job's, apply_bucket_check_override applied. comm_family: the communicator
   // plugin's family ("" for the host's). control: the rank-agreement
   // communicator, used by these checks only from now on.
-  void configure(BucketCheck& mode, const std::string& comm_family, bool host_provided,
+  void configure(BucketCheck mode, const std::string& comm_family, bool host_provided,
                  ddph_comm_t* comm, ddph_comm_t* control);
   // The communicator the hooks get: wrapped in strict mode, else comm.
   ddph_comm_t* hooks_comm(ddph_comm_t* comm) const {

@@ -3,9 +3,9 @@
 #include "core/base/device_allocator.h"
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "loader/agreement/rank_agreement.h"
 #include "loader/host_table.h"
 #include "loader/log_sink.h"
-#include "loader/agreement/rank_agreement.h"
 #include "loader/registry/registry.h"
 #include "loader/session/rendezvous.h"
 #include "loader/session/session.h"
@@ -34,7 +34,16 @@ Session::Session(const ddph_session_options_t& opts) {
   }
   job_ = load_job(source);
   placement_ = resolve_placement(opts.rank, opts.world_size, job_.config.comm);
-  lanes_offered_ = lanes_offered(job_.config.comm);
+  // Settings of this rank's environment: a value refused here is carried
+  // into the job agreement, where every rank refuses the job naming it,
+  // rather than failing this rank alone while its peers wait to connect.
+  std::string local_error;
+  try {
+    lanes_offered_ = lanes_offered(job_.config.comm);
+    apply_bucket_check_override(job_.config.comm.bucket_check);
+  } catch (const Error& e) {
+    local_error = e.what();
+  }
   const ScopedLogRank log_rank(placement_.rank);
   try {
     create_communicator(opts);
@@ -46,7 +55,7 @@ Session::Session(const ddph_session_options_t& opts) {
     if (job_store_ != nullptr) job_store_->release();
     create_control_communicator();
     // Before any hook is created: creating one may be collective (a split).
-    agree_on_job(control_, job_);
+    agree_on_job(control_, job_, local_error);
     ddph_comm_t* hooks_comm = checks_.hooks_comm(comm_);
     for (const ResolvedRule& rule : job_.rules)
       chains_.create(*rule.hook, true, rule.max_bytes, hooks_comm, device_allocator_);
@@ -144,7 +153,7 @@ void Session::create_control_communicator() {
     control_ = control;
   }
   // What run_bucket checks, and in strict mode the hooks' wrapped
-  // communicator; written back, so that the ranks agree on it at open.
+  // communicator.
   const std::string family = job_.comm.plugin != nullptr ? job_.comm.plugin->family() : "";
   checks_.configure(job_.config.comm.bucket_check, family, job_.comm.host_provided, comm_,
                     control_);

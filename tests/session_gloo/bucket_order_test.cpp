@@ -460,6 +460,24 @@ TEST(RankAgreement, TheEnvironmentOverridesTheYamlsBucketCheck) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
+// A value of DDPH_BUCKET_CHECK that one rank alone has: every rank refuses
+// the job at open, naming that rank and its value, and none waits for it.
+TEST(RankAgreement, ABadBucketCheckOnOneRankIsRefusedOnEveryRank) {
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    if (rank == 0) setenv("DDPH_BUCKET_CHECK", "sometimes", 1);
+    const ddph_test::OpenOutcome bad =
+        ddph_test::open_outcome(yaml("auto", "", "30s"), rank, world, dir);
+    DDPH_CHILD_CHECK(bad.code == DDPH_INVALID_ARGUMENT &&
+                         has(bad.message,
+                             "rank 0: environment variable DDPH_BUCKET_CHECK='sometimes' is not "
+                             "auto, strict or off") &&
+                         has(bad.message, "(this rank is " + std::to_string(rank) + ")"),
+                     "rank %d: %d '%s'", rank, int(bad.code), bad.message.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
 // On a host's communicator (which may abort or hang when ranks send
 // different lengths) auto checks a new layout before its bucket runs, even
 // in the middle of a step.

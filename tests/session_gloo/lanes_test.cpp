@@ -4,6 +4,7 @@
 // in submission order, and the figures are summed over the lanes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -203,6 +204,28 @@ TEST(Lanes, ANumberOfLanesOutOfRangeIsRefusedNamingTheVariable) {
                                                 world, dir, &error);
     DDPH_CHILD_CHECK(s == nullptr && error.find("DDPH_LANES='0'") != std::string::npos,
                      "opened, or said: %s", error.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+// A bad DDPH_LANES on one rank only: every rank refuses the job at open,
+// naming that rank and the variable, long before the 30 s timeout that its
+// peers would otherwise wait out for a rank that never connected.
+TEST(Lanes, ABadNumberOfLanesOnOneRankIsRefusedOnEveryRankAtOpen) {
+  auto res = ddph_test::run_ranks(3, [](int rank, int world, const std::string& dir) {
+    if (rank == 1) setenv("DDPH_LANES", "17", 1);
+    const auto start = std::chrono::steady_clock::now();
+    const ddph_test::OpenOutcome out =
+        ddph_test::open_outcome(yaml("{family: default, name: allreduce}"), rank, world, dir);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    DDPH_CHILD_CHECK(
+        out.code == DDPH_INVALID_ARGUMENT &&
+            out.message.find("rank 1: environment variable DDPH_LANES='17'") != std::string::npos,
+        "rank %d: %d '%s'", rank, int(out.code), out.message.c_str());
+    DDPH_CHILD_CHECK(seconds < 15, "rank %d: refused after %.1f s, not before the timeout", rank,
+                     seconds);
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
