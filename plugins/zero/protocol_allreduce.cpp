@@ -52,9 +52,9 @@ void AllreduceProtocol::share(const BucketLayout& l, const ShardingPlan& plan, f
 }
 
 void AllreduceProtocol::stats(ddph_stats_t* out) const {
-  // A wrapped hook that reports nothing reads as having sent what the
-  // broadcasts did, as the hook has always counted it.
-  out->bytes_out = bytes_out();
+  // The wrapped hook's bytes (none when it reports nothing), then the
+  // broadcasts' (ZeroProtocol::stats adds them).
+  out->bytes_out = 0;
   take_inner_bytes_out(inner_, out);
   ZeroProtocol::stats(out);
 }
