@@ -40,6 +40,10 @@ class Hook {
   // Checkpointing; only reached when the table says the hook keeps state.
   virtual void save_state(ddph_write_fn, void*) {}
   virtual void load_state(const void*, size_t) {}
+  // This state's DDPH_HOOK_STATELESS where it depends on the options (ABI
+  // 1.9): table_flags with the flag set or cleared. Offered in the table
+  // only by a class that declares `static constexpr bool kStatelessByState`.
+  virtual uint32_t state_flags(uint32_t table_flags) const { return table_flags; }
   // Fills what this hook counts; the base counts bytes in and out.
   virtual void stats(ddph_stats_t* out) const {
     out->bytes_in = bytes_in_.load();
@@ -110,6 +114,18 @@ struct FlagsOf<T, decltype(void(T::kFlags))> {
   static constexpr uint32_t value = T::kFlags;
 };
 
+// Whether T says per state whether it is stateless (ABI 1.9): it declares
+// `static constexpr bool kStatelessByState = true;` and overrides
+// Hook::state_flags.
+template <class T, class = void>
+struct StatelessByState {
+  static constexpr bool value = false;
+};
+template <class T>
+struct StatelessByState<T, decltype(void(T::kStatelessByState))> {
+  static constexpr bool value = T::kStatelessByState;
+};
+
 template <class T>
 struct HookFunctions {
   static ddph_error_t* create(const ddph_hook_init_t* init, void** state) {
@@ -166,6 +182,11 @@ struct HookFunctions {
       hook->load_state(bytes, n);
     });
   }
+  // No error to return: a NULL state reads as the table's flags.
+  static uint32_t state_flags(void* state) {
+    const uint32_t table = FlagsOf<T>::value;
+    return state == nullptr ? table : static_cast<const Hook*>(state)->state_flags(table);
+  }
   static ddph_error_t* stats(void* state, ddph_stats_t* out) {
     return guard([&] {
       DDPH_CHECK(state != nullptr && out != nullptr, DDPH_INVALID_ARGUMENT,
@@ -198,6 +219,7 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
   h.load_state = keeps_state ? &HookFunctions<T>::load_state : nullptr;
   h.stats = &HookFunctions<T>::stats;
   if constexpr (HasOptionCheck<T>::value) h.check = &HookFunctions<T>::check;
+  if constexpr (StatelessByState<T>::value) h.state_flags = &HookFunctions<T>::state_flags;
   return h;
 }
 
@@ -230,6 +252,7 @@ struct KeepsState {
 // and where it has them:
 //   static constexpr uint32_t kFlags;            DDPH_HOOK_* flags (else 0)
 //   static constexpr bool kRunsOnCuda = true;    a CUDA path (RunsOnCuda)
+//   static constexpr bool kStatelessByState;     state_flags says per state (1.9)
 //   static OptionSpecs option_specs();           its option schema
 //   static void check_options(OptionCheck&);     the rules on the options as a whole
 //   save_state and load_state overrides          its state goes into checkpoints

@@ -7,7 +7,12 @@ namespace loader {
 
 bool is_stateless(const HookChain& chain) {
   for (const auto& element : chain.elements) {
-    const uint32_t flags = element->ref.hook->flags;
+    const ddph_hook_ref_t& ref = element->ref;
+    uint32_t flags = ref.hook->flags;
+    // 1.9: a hook stateless with some options only says it per state.
+    if (ref.hook->struct_size >= DDPH_HOOK_SIZE_V1_9 && ref.hook->state_flags != nullptr)
+      flags =
+          (flags & ~DDPH_HOOK_STATELESS) | (ref.hook->state_flags(ref.state) & DDPH_HOOK_STATELESS);
     if ((flags & DDPH_HOOK_STATELESS) == 0 || (flags & DDPH_HOOK_MAKES_INNER) != 0) return false;
   }
   return !chain.elements.empty();

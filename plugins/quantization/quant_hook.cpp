@@ -31,6 +31,9 @@ class QuantHook : public Hook {
                  : "uint8/4/2-bit quantized mean, one scale per bucket (PyTorch's "
                    "quantization_pertensor_hook)"};
   static constexpr bool kRunsOnCuda = true;
+  // Without error feedback nothing is kept from one bucket to the next (its
+  // workspace is scratch), so buckets may run on lanes (ABI 1.9).
+  static constexpr bool kStatelessByState = true;
   static constexpr const char* kWho =
       PerChannel ? "quantization/per_channel" : "quantization/per_tensor";
   static OptionSpecs option_specs() {
@@ -77,6 +80,11 @@ class QuantHook : public Hook {
     }
     if (opts_.error_feedback) residuals_.keep_copy(bucket.index);
     done.ok();
+  }
+
+  uint32_t state_flags(uint32_t table_flags) const override {
+    return opts_.error_feedback ? table_flags & ~DDPH_HOOK_STATELESS
+                                : table_flags | DDPH_HOOK_STATELESS;
   }
 
   void save_state(ddph_write_fn write, void* sink) override {

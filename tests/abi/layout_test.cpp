@@ -104,6 +104,9 @@ TEST(AbiLayout, V1_5AppendsCheck) {
   EXPECT_EQ(offsetof(ddph_hook_t, check), DDPH_HOOK_SIZE_V1_0);
   EXPECT_EQ(DDPH_HOOK_SIZE_V1_5, 104u);
   EXPECT_EQ(DDPH_COMM_FACTORY_SIZE_V1_0, 48u);
+  // 1.9 appended state_flags after it.
+  EXPECT_EQ(offsetof(ddph_hook_t, state_flags), DDPH_HOOK_SIZE_V1_5);
+  EXPECT_EQ(DDPH_HOOK_SIZE_V1_9, 112u);
   EXPECT_EQ(offsetof(ddph_comm_factory_t, check), DDPH_COMM_FACTORY_SIZE_V1_0);
   EXPECT_EQ(DDPH_COMM_FACTORY_SIZE_V1_5, 56u);
   EXPECT_EQ(offsetof(ddph_check_t, struct_size), 0u);

@@ -162,6 +162,30 @@ TEST(Lanes, Fp16WrapperAroundAllreduceOnTwoLanesIsBitIdenticalToOne) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
+// ABI 1.9: quantization says per state whether it is stateless. Without
+// error feedback its buckets run on lanes, bit for bit as on one; with it,
+// each bucket's residual lives in one state, so they run one at a time.
+TEST(Lanes, QuantizationWithoutErrorFeedbackRunsOnLanesBitIdenticalToOne) {
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    return same_as_one_lane("{family: quantization, name: per_channel, options: {bits: 4}}", rank,
+                            world, dir);
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST(Lanes, QuantizationWithErrorFeedbackRunsOneBucketAtATime) {
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    const std::vector<size_t> sizes = {1 << 16, 1 << 12, 1 << 16, 1 << 14};
+    StepResult run;
+    if (int rc = run_step(
+            "{family: quantization, name: per_channel, options: {bits: 4, error_feedback: true}}",
+            2, sizes, rank, world, dir, &run))
+      return rc;
+    return one_at_a_time(run);
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
 // The ranks run the fewest lanes any of them offers: one rank offering one
 // makes every rank run one, and the results still agree.
 TEST(Lanes, ARankOfferingOneLaneMakesEveryRankRunOne) {

@@ -26,8 +26,9 @@ struct PluginsOptions {
   bool json = false;
 };
 
-// The hook flags in words; json: their keys, as in the JSON list.
-std::vector<std::string> flag_names(uint32_t flags, bool json) {
+// The hook's flags in words; json: their keys, as in the JSON list.
+std::vector<std::string> flag_names(const ddph_hook_t& hook, bool json) {
+  const uint32_t flags = hook.flags;
   std::vector<std::string> out;
   auto add = [&](uint32_t bit, const char* text, const char* key) {
     if (flags & bit) out.push_back(json ? key : text);
@@ -39,6 +40,9 @@ std::vector<std::string> flag_names(uint32_t flags, bool json) {
   add(DDPH_HOOK_MAKES_INNER, "makes its inner hook on its own communicator", "makes_inner");
   add(DDPH_HOOK_PIPELINED, "pipelined (next bucket starts before done)", "pipelined");
   add(DDPH_HOOK_STATELESS, "stateless (buckets may run on several states at once)", "stateless");
+  // 1.9: stateless with some options, which each state says.
+  if (hook.struct_size >= DDPH_HOOK_SIZE_V1_9 && hook.state_flags != nullptr)
+    out.push_back(json ? "stateless_by_options" : "stateless with some options (state_flags)");
   return out;
 }
 
@@ -109,7 +113,7 @@ void print_family_json(const ddph::loader::Plugin& plugin) {
     const ddph_hook_t* hook = d.hooks[h];
     hooks.push_back({{"name", hook->name},
                      {"summary", hook->summary ? hook->summary : ""},
-                     {"flags", flag_names(hook->flags, true)},
+                     {"flags", flag_names(*hook, true)},
                      {"options", options_json(hook->options, hook->num_options)}});
   }
   for (size_t c = 0; c < d.num_comms; ++c) {
@@ -159,7 +163,7 @@ int run_plugins(const PluginsOptions& o) {
       for (size_t h = 0; h < d.num_hooks; ++h) {
         const ddph_hook_t* hook = d.hooks[h];
         std::string flags;
-        for (const std::string& f : flag_names(hook->flags, false))
+        for (const std::string& f : flag_names(*hook, false))
           flags += (flags.empty() ? "" : ", ") + f;
         std::printf("  hook %s: %s%s%s%s\n", hook->name, hook->summary ? hook->summary : "",
                     flags.empty() ? "" : " [", flags.c_str(), flags.empty() ? "" : "]");

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 8 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 9 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -506,7 +506,9 @@ typedef struct ddph_hook_init {
  * communicator of its own, and get the same results as on one state
  * (default allreduce, the fp16/bf16 compression wrappers around such a
  * hook). A wrapper says it only when its inner hook does too; a host checks
- * every hook of a chain. A host older than 1.8 ignores the flag. */
+ * every hook of a chain. A host older than 1.8 ignores the flag. A hook
+ * that is stateless with some options only leaves it out of `flags` and
+ * says it per state through state_flags (1.9). */
 #define DDPH_HOOK_STATELESS 0x40u
 
 typedef struct ddph_hook {
@@ -545,9 +547,20 @@ typedef struct ddph_hook {
    * ddph_check_t). Read only when struct_size >= DDPH_HOOK_SIZE_V1_5.
    * [thread-safe] */
   ddph_error_t *(*check)(ddph_check_t *c);
+  /* --- ABI 1.9 --- */
+  /* Optional: the flags of this state, for a hook whose DDPH_HOOK_STATELESS
+   * depends on the options it was made with (quantization keeps nothing
+   * from one bucket to the next unless error_feedback is on). Returns
+   * `flags` with DDPH_HOOK_STATELESS set or cleared for this state, the
+   * same on every rank for the same options. A host that reads it
+   * (struct_size >= DDPH_HOOK_SIZE_V1_9 and not NULL) takes
+   * DDPH_HOOK_STATELESS from it and every other flag from `flags`; an older
+   * host reads `flags` alone. state: one that create made. [thread-safe] */
+  uint32_t (*state_flags)(void *state);
 } ddph_hook_t;
 #define DDPH_HOOK_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_t, stats)
 #define DDPH_HOOK_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_hook_t, check)
+#define DDPH_HOOK_SIZE_V1_9 DDPH_SIZE_THROUGH(ddph_hook_t, state_flags)
 
 /* ======================================================================
  * The one exported symbol of every plugin (file libddph_<family>.so).
