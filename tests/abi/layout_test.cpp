@@ -153,5 +153,8 @@ TEST(AbiLayout, V1_8AppendsParamsChecked) {
   EXPECT_EQ(offsetof(ddph_bucket_t, params_checked), DDPH_BUCKET_SIZE_V1_2);
   EXPECT_EQ(DDPH_BUCKET_SIZE_V1_8, 116u);
   EXPECT_EQ(sizeof(ddph_bucket_t), 120u);
-  EXPECT_EQ(DDPH_ABI_MINOR, 8);
+}
+
+TEST(AbiLayout, CurrentMinorIs1_9) {
+  EXPECT_EQ(DDPH_ABI_MINOR, 9);
 }
