@@ -149,6 +149,16 @@ unsigned grid_for(size_t n) {
   return unsigned(std::min<size_t>((n + kThreads - 1) / kThreads, 65535));
 }
 
+// An element-wise kernel over n elements on stream, its launch checked; none
+// when n is 0 (a grid of no blocks is a launch error).
+template <class... Params, class... Args>
+void launch_elementwise(void (*kernel)(Params...), size_t n, cudaStream_t stream, const char* what,
+                        Args... args) {
+  if (n == 0) return;
+  kernel<<<grid_for(n), kThreads, 0, stream>>>(args...);
+  DDPH_CUDA_CHECK_LAUNCH(what, kWho);
+}
+
 }  // namespace
 
 struct LowRankCuda::Impl {
@@ -211,51 +221,38 @@ void LowRankCuda::set_stream(void* stream) {
 }
 
 void LowRankCuda::add(float* err, const float* data, size_t n) {
-  if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, data, n);
-  DDPH_CUDA_CHECK_LAUNCH("add kernel", kWho);
+  launch_elementwise(add_kernel, n, impl_->stream, "add kernel", err, data, n);
 }
 
 void LowRankCuda::subtract(float* a, const float* b, size_t n) {
-  if (n == 0) return;
-  subtract_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(a, b, n);
-  DDPH_CUDA_CHECK_LAUNCH("subtract kernel", kWho);
+  launch_elementwise(subtract_kernel, n, impl_->stream, "subtract kernel", a, b, n);
 }
 
 void LowRankCuda::scaled_copy(float* dst, const float* src, size_t n, float factor) {
-  if (n == 0) return;
-  scaled_copy_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(dst, src, n, factor);
-  DDPH_CUDA_CHECK_LAUNCH("scaled copy kernel", kWho);
+  launch_elementwise(scaled_copy_kernel, n, impl_->stream, "scaled copy kernel", dst, src, n,
+                     factor);
 }
 
 void LowRankCuda::flag_unusable(const float* x, size_t n, float limit, float* flag) {
-  if (n == 0) return;
-  flag_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit, flag);
-  DDPH_CUDA_CHECK_LAUNCH("unusable factor kernel", kWho);
+  launch_elementwise(flag_unusable_kernel, n, impl_->stream, "unusable factor kernel", x, n, limit,
+                     flag);
 }
 
 void LowRankCuda::poison_unusable(float* x, size_t n, float limit) {
-  if (n == 0) return;
-  poison_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit);
-  DDPH_CUDA_CHECK_LAUNCH("poison kernel", kWho);
+  launch_elementwise(poison_unusable_kernel, n, impl_->stream, "poison kernel", x, n, limit);
 }
 
 void LowRankCuda::saturate_overflow(float* m, const float* data, size_t n) {
-  if (n == 0) return;
-  saturate_overflow_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, data, n);
-  DDPH_CUDA_CHECK_LAUNCH("saturate kernel", kWho);
+  launch_elementwise(saturate_overflow_kernel, n, impl_->stream, "saturate kernel", m, data, n);
 }
 
 void LowRankCuda::fallback_error(float* err, const float* mean, size_t n) {
-  if (n == 0) return;
-  fallback_error_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, mean, n);
-  DDPH_CUDA_CHECK_LAUNCH("fallback error kernel", kWho);
+  launch_elementwise(fallback_error_kernel, n, impl_->stream, "fallback error kernel", err, mean,
+                     n);
 }
 
 void LowRankCuda::divide(float* data, size_t n, int w) {
-  if (n == 0) return;
-  divide_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(data, n, float(w));
-  DDPH_CUDA_CHECK_LAUNCH("divide kernel", kWho);
+  launch_elementwise(divide_kernel, n, impl_->stream, "divide kernel", data, n, float(w));
 }
 
 // Row-major X (a x b) is column-major X^T (b x a) with leading dimension b,
