@@ -143,21 +143,13 @@ Outcome check_struct_sizes(const std::string& path) {
   return pass("plugin, hook and communicator tables at least v1.0 size");
 }
 
-// Opens the plugin again in the child and hands the indexed table to body.
+// Opens the plugin again in the child and hands its table to body.
 template <class Body>
-Outcome with_hook(const std::string& path, size_t index, Body body) {
+Outcome with_plugin(const std::string& path, Body body) {
   std::string error;
   const ddph_plugin_t* p = open_plugin(path, &error);
   if (p == nullptr) return fail(error);
-  return body(p->hooks[index]);
-}
-
-template <class Body>
-Outcome with_comm(const std::string& path, size_t index, Body body) {
-  std::string error;
-  const ddph_plugin_t* p = open_plugin(path, &error);
-  if (p == nullptr) return fail(error);
-  return body(p->comms[index]);
+  return body(*p);
 }
 
 }  // namespace
@@ -221,8 +213,9 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
           continue;
         }
         add(hc.name, e.name, isolated([&] {
-              return with_hook(path, e.index,
-                               [&](const ddph_hook_t* h) { return hc.run(h, done_wait); });
+              return with_plugin(path, [&](const ddph_plugin_t& p) {
+                return hc.run(p.hooks[e.index], done_wait);
+              });
             }));
       }
     } else {
@@ -233,8 +226,8 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
         continue;
       }
       Outcome table = isolated([&] {
-        return with_comm(path, e.index,
-                         [](const ddph_comm_factory_t* f) { return check_comm_table(f); });
+        return with_plugin(
+            path, [&](const ddph_plugin_t& p) { return check_comm_table(p.comms[e.index]); });
       });
       add("comm_table", label, table);
       if (table.status != Status::kPass) {
@@ -242,8 +235,8 @@ std::vector<Row> validate_plugin(const std::string& path, const ValidateOptions&
         continue;
       }
       add("comm_collectives", label, isolated([&] {
-            return with_comm(path, e.index, [&](const ddph_comm_factory_t* f) {
-              return check_comm_collectives(f, opt.timeout_s);
+            return with_plugin(path, [&](const ddph_plugin_t& p) {
+              return check_comm_collectives(p.comms[e.index], opt.timeout_s);
             });
           }));
     }

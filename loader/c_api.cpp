@@ -26,6 +26,27 @@ ddph::loader::Session& session_of(ddph_session_t* s, const char* function) {
   return *s->impl;
 }
 
+// The record the caller hands in to be filled: not NULL, and at least the
+// size of the ABI version that introduced it (`version`, e.g. "v1.0").
+template <class Record>
+void check_out(const char* function, const Record* out, size_t min_size, const char* version) {
+  DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, function << ": out is NULL");
+  DDPH_CHECK(out->struct_size >= min_size, DDPH_INVALID_ARGUMENT,
+             function << ": out->struct_size is " << out->struct_size << ", smaller than the "
+                      << version << " size " << min_size);
+}
+
+// ddph_session_take_metrics and _take_spans: *taken is 1 when take(out)
+// filled *out, 0 when there was nothing to take or an argument was wrong.
+template <class Record, class Take>
+void take_one(const char* function, const Record* out, int32_t* taken, size_t min_size,
+              const char* version, Take take) {
+  DDPH_CHECK(taken != nullptr, DDPH_INVALID_ARGUMENT, function << ": taken is NULL");
+  *taken = 0;
+  check_out(function, out, min_size, version);
+  *taken = take() ? 1 : 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -59,10 +80,7 @@ ddph_error_t* ddph_session_flush(ddph_session_t* s) {
 ddph_error_t* ddph_session_stats(ddph_session_t* s, ddph_stats_t* out) {
   return api_guard([&] {
     auto& session = session_of(s, "ddph_session_stats");
-    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_stats: out is NULL");
-    DDPH_CHECK(out->struct_size >= DDPH_STATS_SIZE_V1_0, DDPH_INVALID_ARGUMENT,
-               "ddph_session_stats: out->struct_size is "
-                   << out->struct_size << ", smaller than the v1.0 size " << DDPH_STATS_SIZE_V1_0);
+    check_out("ddph_session_stats", out, DDPH_STATS_SIZE_V1_0, "v1.0");
     session.stats(out);
   });
 }
@@ -71,27 +89,16 @@ ddph_error_t* ddph_session_take_metrics(ddph_session_t* s, ddph_bucket_metrics_t
                                         int32_t* taken) {
   return api_guard([&] {
     auto& session = session_of(s, "ddph_session_take_metrics");
-    DDPH_CHECK(taken != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_metrics: taken is NULL");
-    *taken = 0;
-    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_metrics: out is NULL");
-    DDPH_CHECK(out->struct_size >= DDPH_BUCKET_METRICS_SIZE_V1_5, DDPH_INVALID_ARGUMENT,
-               "ddph_session_take_metrics: out->struct_size is " << out->struct_size
-                                                                 << ", smaller than the v1.5 size "
-                                                                 << DDPH_BUCKET_METRICS_SIZE_V1_5);
-    *taken = session.take_metrics(out) ? 1 : 0;
+    take_one("ddph_session_take_metrics", out, taken, DDPH_BUCKET_METRICS_SIZE_V1_5, "v1.5",
+             [&] { return session.take_metrics(out); });
   });
 }
 
 ddph_error_t* ddph_session_take_spans(ddph_session_t* s, ddph_span_t* out, int32_t* taken) {
   return api_guard([&] {
     auto& session = session_of(s, "ddph_session_take_spans");
-    DDPH_CHECK(taken != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_spans: taken is NULL");
-    *taken = 0;
-    DDPH_CHECK(out != nullptr, DDPH_INVALID_ARGUMENT, "ddph_session_take_spans: out is NULL");
-    DDPH_CHECK(out->struct_size >= DDPH_SPAN_SIZE_V1_7, DDPH_INVALID_ARGUMENT,
-               "ddph_session_take_spans: out->struct_size is "
-                   << out->struct_size << ", smaller than the v1.7 size " << DDPH_SPAN_SIZE_V1_7);
-    *taken = session.take_spans(out) ? 1 : 0;
+    take_one("ddph_session_take_spans", out, taken, DDPH_SPAN_SIZE_V1_7, "v1.7",
+             [&] { return session.take_spans(out); });
   });
 }
 

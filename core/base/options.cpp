@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/base/abi_struct.h"
 #include "core/base/error.h"
 
 namespace ddph {
@@ -13,16 +14,7 @@ namespace {
 
 ddph_option_spec_t make_spec(const char* name, ddph_type_t type, const char* default_value,
                              const char* doc, double lo, double hi, const char* choices) {
-  ddph_option_spec_t s{};
-  s.struct_size = sizeof s;
-  s.name = name;
-  s.type = type;
-  s.default_value = default_value;
-  s.doc = doc;
-  s.min_value = lo;
-  s.max_value = hi;
-  s.choices = choices;
-  return s;
+  return abi_struct<ddph_option_spec_t>(name, type, default_value, doc, lo, hi, choices);
 }
 
 bool in_choices(const char* choices, const std::string& v) {

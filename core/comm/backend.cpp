@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/base/abi_struct.h"
 #include "core/base/device_allocator.h"
 #include "core/base/error.h"
 #include "core/base/host.h"
@@ -160,15 +161,7 @@ ddph_comm_factory_t comm_factory(const char* backend, const char* summary,
                                  const ddph_option_spec_t* options, size_t num_options,
                                  ddph_error_t* (*create)(const ddph_comm_init_t*, ddph_comm_t**),
                                  ddph_error_t* (*check)(ddph_check_t*)) {
-  ddph_comm_factory_t f{};
-  f.struct_size = sizeof f;
-  f.backend = backend;
-  f.summary = summary;
-  f.options = options;
-  f.num_options = num_options;
-  f.create = create;
-  f.check = check;
-  return f;
+  return abi_struct<ddph_comm_factory_t>(backend, summary, options, num_options, create, check);
 }
 
 }  // namespace ddph

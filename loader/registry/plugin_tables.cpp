@@ -32,6 +32,18 @@ void check_specs(const ddph_option_spec_t* specs, size_t n, const std::string& w
   }
 }
 
+// Entry i of one of the description's arrays (`array`: "hooks", "comms"):
+// not NULL, and at least the v1.0 size of its `type`.
+template <class T>
+const T& entry_at(const T* const* entries, size_t i, const char* array, const char* type,
+                  size_t v1_0, const std::string& file) {
+  const std::string what = std::string(array) + "[" + std::to_string(i) + "]";
+  DDPH_CHECK(entries[i] != nullptr, DDPH_INVALID_ARGUMENT,
+             "plugin " << file << ": " << what << " is NULL");
+  check_size(entries[i]->struct_size, v1_0, std::string(type) + " " + what, file);
+  return *entries[i];
+}
+
 }  // namespace
 
 void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_family,
@@ -51,32 +63,26 @@ void check_plugin_desc(const ddph_plugin_t* desc, const std::string& expected_fa
   DDPH_CHECK(desc->num_hooks == 0 || desc->hooks != nullptr, DDPH_INVALID_ARGUMENT,
              "plugin " << file << ": hooks is NULL with num_hooks " << desc->num_hooks);
   for (size_t i = 0; i < desc->num_hooks; ++i) {
-    const ddph_hook_t* h = desc->hooks[i];
-    std::string what = "hooks[" + std::to_string(i) + "]";
-    DDPH_CHECK(h != nullptr, DDPH_INVALID_ARGUMENT,
-               "plugin " << file << ": " << what << " is NULL");
-    check_size(h->struct_size, DDPH_HOOK_SIZE_V1_0, "ddph_hook_t " + what, file);
-    DDPH_CHECK(h->name != nullptr && h->name[0] != '\0', DDPH_INVALID_ARGUMENT,
-               "plugin " << file << ": " << what << ".name is NULL or empty");
-    what = "hook '" + std::string(h->name) + "'";
-    DDPH_CHECK(h->create != nullptr && h->run_bucket != nullptr && h->destroy != nullptr,
+    const ddph_hook_t& h =
+        entry_at(desc->hooks, i, "hooks", "ddph_hook_t", DDPH_HOOK_SIZE_V1_0, file);
+    DDPH_CHECK(h.name != nullptr && h.name[0] != '\0', DDPH_INVALID_ARGUMENT,
+               "plugin " << file << ": hooks[" << i << "].name is NULL or empty");
+    const std::string what = "hook '" + std::string(h.name) + "'";
+    DDPH_CHECK(h.create != nullptr && h.run_bucket != nullptr && h.destroy != nullptr,
                DDPH_INVALID_ARGUMENT,
                "plugin " << file << ": " << what << " lacks create, run_bucket or destroy");
-    DDPH_CHECK((h->save_state == nullptr) == (h->load_state == nullptr), DDPH_INVALID_ARGUMENT,
+    DDPH_CHECK((h.save_state == nullptr) == (h.load_state == nullptr), DDPH_INVALID_ARGUMENT,
                "plugin " << file << ": " << what << " has only one of save_state/load_state");
-    check_specs(h->options, h->num_options, what, file);
+    check_specs(h.options, h.num_options, what, file);
   }
   DDPH_CHECK(desc->num_comms == 0 || desc->comms != nullptr, DDPH_INVALID_ARGUMENT,
              "plugin " << file << ": comms is NULL with num_comms " << desc->num_comms);
   for (size_t i = 0; i < desc->num_comms; ++i) {
-    const ddph_comm_factory_t* c = desc->comms[i];
-    std::string what = "comms[" + std::to_string(i) + "]";
-    DDPH_CHECK(c != nullptr, DDPH_INVALID_ARGUMENT,
-               "plugin " << file << ": " << what << " is NULL");
-    check_size(c->struct_size, DDPH_COMM_FACTORY_SIZE_V1_0, "ddph_comm_factory_t " + what, file);
-    DDPH_CHECK(c->backend != nullptr && c->create != nullptr, DDPH_INVALID_ARGUMENT,
-               "plugin " << file << ": " << what << " lacks backend or create");
-    check_specs(c->options, c->num_options, "comm backend '" + std::string(c->backend) + "'", file);
+    const ddph_comm_factory_t& c =
+        entry_at(desc->comms, i, "comms", "ddph_comm_factory_t", DDPH_COMM_FACTORY_SIZE_V1_0, file);
+    DDPH_CHECK(c.backend != nullptr && c.create != nullptr, DDPH_INVALID_ARGUMENT,
+               "plugin " << file << ": comms[" << i << "] lacks backend or create");
+    check_specs(c.options, c.num_options, "comm backend '" + std::string(c.backend) + "'", file);
   }
 }
 

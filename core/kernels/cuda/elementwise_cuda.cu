@@ -1,5 +1,6 @@
 #include "core/kernels/cuda/elementwise_cuda.h"
 
+#include "core/kernels/cuda/grid_stride.h"
 #include "core/kernels/scalar.h"
 
 namespace ddph {
@@ -22,9 +23,7 @@ unsigned blocks_for(size_t n) {
 
 template <class F>
 __global__ void for_each_index(size_t n, F f) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    f(i);
+  grid_stride_loop(n, f);
 }
 
 template <class F>

@@ -6,14 +6,14 @@
 // match the scalar level bit for bit.
 
 #include "core/kernels/prefetch.h"
+#include "core/kernels/simd_target.h"
 #include "core/quant/kernels/quant_math.h"
 #include "core/quant/kernels/quant_table.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,f16c")
+DDPH_TARGET_BEGIN("avx2,f16c")
 
 namespace ddph {
 namespace quantization {
@@ -177,5 +177,5 @@ const QuantTable& quant_table_avx2() {
 }  // namespace quantization
 }  // namespace ddph
 
-#pragma GCC pop_options
+DDPH_TARGET_END
 #endif

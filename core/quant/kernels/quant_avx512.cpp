@@ -5,6 +5,7 @@
 // shuffles: they are memory-bound.
 
 #include "core/kernels/prefetch.h"
+#include "core/kernels/simd_target.h"
 #include "core/quant/kernels/quant_math.h"
 #include "core/quant/kernels/quant_table.h"
 
@@ -18,8 +19,7 @@ void unpack_avx2(const uint8_t* in, size_t n, int bits, uint8_t* q);
 }  // namespace quantization
 }  // namespace ddph
 
-#pragma GCC push_options
-#pragma GCC target("avx2,f16c,avx512f,avx512bw,avx512vl")
+DDPH_TARGET_BEGIN("avx2,f16c,avx512f,avx512bw,avx512vl")
 
 namespace ddph {
 namespace quantization {
@@ -96,5 +96,5 @@ const QuantTable& quant_table_avx512() {
 }  // namespace quantization
 }  // namespace ddph
 
-#pragma GCC pop_options
+DDPH_TARGET_END
 #endif

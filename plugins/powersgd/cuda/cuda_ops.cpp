@@ -63,21 +63,15 @@ class CudaOps final : public LowRankOps {
     cuda::DeviceGuard on(device_, kWho);
     math_->set_stream(stream);
   }
-  void add(float* a, const float* b, size_t n) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->add(a, b, n);
-  }
+  void add(float* a, const float* b, size_t n) override { on_device(&LowRankCuda::add, a, b, n); }
   void subtract(float* a, const float* b, size_t n) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->subtract(a, b, n);
+    on_device(&LowRankCuda::subtract, a, b, n);
   }
   void scaled_copy(float* dst, const float* src, size_t n, float factor) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->scaled_copy(dst, src, n, factor);
+    on_device(&LowRankCuda::scaled_copy, dst, src, n, factor);
   }
   void flag_unusable(const float* x, size_t n, float limit, float* flag) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->flag_unusable(x, n, limit, flag);
+    on_device(&LowRankCuda::flag_unusable, x, n, limit, flag);
   }
   bool flag_set(const float* flag) override {
     cuda::DeviceGuard on(device_, kWho);
@@ -88,16 +82,13 @@ class CudaOps final : public LowRankOps {
     return v != 0.0f;
   }
   void poison_unusable(float* x, size_t n, float limit) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->poison_unusable(x, n, limit);
+    on_device(&LowRankCuda::poison_unusable, x, n, limit);
   }
   void saturate_overflow(float* m, const float* data, size_t n) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->saturate_overflow(m, data, n);
+    on_device(&LowRankCuda::saturate_overflow, m, data, n);
   }
   void fallback_error(float* err, const float* mean, size_t n) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->fallback_error(err, mean, n);
+    on_device(&LowRankCuda::fallback_error, err, mean, n);
   }
   void copy(float* dst, const float* src, size_t n) override {
     if (n == 0) return;
@@ -121,17 +112,14 @@ class CudaOps final : public LowRankOps {
     math_->multiply_mq(m, rows, cols, q, r, p);
   }
   void multiply_mtp(const float* m, int rows, int cols, const float* p, int r, float* q) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->multiply_mtp(m, rows, cols, p, r, q);
+    on_device(&LowRankCuda::multiply_mtp, m, rows, cols, p, r, q);
   }
   void reconstruct(const float* p, const float* q, int rows, int cols, int r, float* out,
                    float* before) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->reconstruct(p, q, rows, cols, r, out, before);
+    on_device(&LowRankCuda::reconstruct, p, q, rows, cols, r, out, before);
   }
   void orthogonalize(float* a, int batch, int rows, int cols, float eps) override {
-    cuda::DeviceGuard on(device_, kWho);
-    math_->orthogonalize(a, batch, rows, cols, eps);
+    on_device(&LowRankCuda::orthogonalize, a, batch, rows, cols, eps);
   }
   void upload(float* dst, const float* host, size_t n) override {
     if (n == 0) return;
@@ -148,6 +136,13 @@ class CudaOps final : public LowRankOps {
   }
 
  private:
+  // LowRankCuda's op, with this device current for its cuBLAS calls and launches.
+  template <class... Params, class... Args>
+  void on_device(void (LowRankCuda::*op)(Params...), Args... args) {
+    cuda::DeviceGuard on(device_, kWho);
+    (math_.get()->*op)(args...);
+  }
+
   int device_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<LowRankCuda> math_;

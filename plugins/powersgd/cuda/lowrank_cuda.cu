@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/kernels/cuda/cuda_check.h"
+#include "core/kernels/cuda/grid_stride.h"
 #include "plugins/powersgd/cuda/blas_api.h"
 #include "plugins/powersgd/cuda/lowrank_cuda.h"
 #include "plugins/powersgd/huge_values.h"
@@ -25,53 +26,37 @@ void check_solver(cusolverStatus_t s, const char* what) {
 }
 
 __global__ void add_kernel(float* err, const float* data, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    err[i] = saturated_add(err[i], data[i]);
+  cuda::grid_stride_loop(n, [&](size_t i) { err[i] = saturated_add(err[i], data[i]); });
 }
 
 __global__ void subtract_kernel(float* a, const float* b, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    a[i] = saturated_subtract(a[i], b[i]);
+  cuda::grid_stride_loop(n, [&](size_t i) { a[i] = saturated_subtract(a[i], b[i]); });
 }
 
 __global__ void scaled_copy_kernel(float* dst, const float* src, size_t n, float factor) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = saturated_scale(src[i], factor);
+  cuda::grid_stride_loop(n, [&](size_t i) { dst[i] = saturated_scale(src[i], factor); });
 }
 
 __global__ void flag_unusable_kernel(const float* x, size_t n, float limit, float* flag) {
   bool bad = false;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    bad |= unusable_factor(x[i], limit);
+  cuda::grid_stride_loop(n, [&](size_t i) { bad |= unusable_factor(x[i], limit); });
   if (bad) *flag = 1.0f;  // every writer stores the same value
 }
 
 __global__ void poison_unusable_kernel(float* x, size_t n, float limit) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    x[i] = poison_unusable(x[i], limit);
+  cuda::grid_stride_loop(n, [&](size_t i) { x[i] = poison_unusable(x[i], limit); });
 }
 
 __global__ void saturate_overflow_kernel(float* m, const float* data, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    m[i] = overflow_to_max(m[i], data[i]);
+  cuda::grid_stride_loop(n, [&](size_t i) { m[i] = overflow_to_max(m[i], data[i]); });
 }
 
 __global__ void fallback_error_kernel(float* err, const float* mean, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    err[i] = fallback_error(err[i], mean[i]);
+  cuda::grid_stride_loop(n, [&](size_t i) { err[i] = fallback_error(err[i], mean[i]); });
 }
 
 __global__ void divide_kernel(float* data, size_t n, float w) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    data[i] /= w;
+  cuda::grid_stride_loop(n, [&](size_t i) { data[i] /= w; });
 }
 
 constexpr int kThreads = 256;
@@ -125,11 +110,10 @@ __global__ void gram_schmidt_kernel(float* a, int rows, int cols, float eps) {
 // row-major matrix to column-major for cuSOLVER, and back.
 __global__ void transpose_kernel(const float* in, int rows, int cols, float* out) {
   const size_t n = size_t(rows) * cols;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
+  cuda::grid_stride_loop(n, [&](size_t i) {
     const size_t r = i / size_t(cols), c = i % size_t(cols);
     out[c * rows + r] = in[i];
-  }
+  });
 }
 
 // Per QR, on the device so that no host reads them: [0] the non-finite
@@ -146,9 +130,9 @@ constexpr int kQrStatusWords = 3;
 // device, so the host never waits for the flag.
 __global__ void find_nonfinite_kernel(const float* m, int rows, int cols, int usable, int* flag) {
   const size_t n = size_t(rows) * usable;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
+  cuda::grid_stride_loop(n, [&](size_t i) {
     if (unusable_factor(m[(i / usable) * cols + i % usable], kFactorLimit)) *flag = 1;
+  });
 }
 
 // status: the QR's words (kQrStatusWords), all zero when the result stands.
@@ -157,13 +141,22 @@ __global__ void nan_if_flagged_kernel(float* m, int rows, int cols, int usable, 
   for (int k = 0; k < kQrStatusWords; ++k) bad = bad || status[k] != 0;
   if (!bad) return;
   const size_t n = size_t(rows) * cols;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    m[i] = int(i % cols) < usable ? __int_as_float(0x7fc00000) : 0.0f;
+  cuda::grid_stride_loop(
+      n, [&](size_t i) { m[i] = int(i % cols) < usable ? __int_as_float(0x7fc00000) : 0.0f; });
 }
 
 unsigned grid_for(size_t n) {
   return unsigned(std::min<size_t>((n + kThreads - 1) / kThreads, 65535));
+}
+
+// An element-wise kernel over n elements on stream, its launch checked; none
+// when n is 0 (a grid of no blocks is a launch error).
+template <class... Params, class... Args>
+void launch_elementwise(void (*kernel)(Params...), size_t n, cudaStream_t stream, const char* what,
+                        Args... args) {
+  if (n == 0) return;
+  kernel<<<grid_for(n), kThreads, 0, stream>>>(args...);
+  DDPH_CUDA_CHECK_LAUNCH(what, kWho);
 }
 
 }  // namespace
@@ -228,51 +221,38 @@ void LowRankCuda::set_stream(void* stream) {
 }
 
 void LowRankCuda::add(float* err, const float* data, size_t n) {
-  if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, data, n);
-  DDPH_CUDA_CHECK_LAUNCH("add kernel", kWho);
+  launch_elementwise(add_kernel, n, impl_->stream, "add kernel", err, data, n);
 }
 
 void LowRankCuda::subtract(float* a, const float* b, size_t n) {
-  if (n == 0) return;
-  subtract_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(a, b, n);
-  DDPH_CUDA_CHECK_LAUNCH("subtract kernel", kWho);
+  launch_elementwise(subtract_kernel, n, impl_->stream, "subtract kernel", a, b, n);
 }
 
 void LowRankCuda::scaled_copy(float* dst, const float* src, size_t n, float factor) {
-  if (n == 0) return;
-  scaled_copy_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(dst, src, n, factor);
-  DDPH_CUDA_CHECK_LAUNCH("scaled copy kernel", kWho);
+  launch_elementwise(scaled_copy_kernel, n, impl_->stream, "scaled copy kernel", dst, src, n,
+                     factor);
 }
 
 void LowRankCuda::flag_unusable(const float* x, size_t n, float limit, float* flag) {
-  if (n == 0) return;
-  flag_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit, flag);
-  DDPH_CUDA_CHECK_LAUNCH("unusable factor kernel", kWho);
+  launch_elementwise(flag_unusable_kernel, n, impl_->stream, "unusable factor kernel", x, n, limit,
+                     flag);
 }
 
 void LowRankCuda::poison_unusable(float* x, size_t n, float limit) {
-  if (n == 0) return;
-  poison_unusable_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(x, n, limit);
-  DDPH_CUDA_CHECK_LAUNCH("poison kernel", kWho);
+  launch_elementwise(poison_unusable_kernel, n, impl_->stream, "poison kernel", x, n, limit);
 }
 
 void LowRankCuda::saturate_overflow(float* m, const float* data, size_t n) {
-  if (n == 0) return;
-  saturate_overflow_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(m, data, n);
-  DDPH_CUDA_CHECK_LAUNCH("saturate kernel", kWho);
+  launch_elementwise(saturate_overflow_kernel, n, impl_->stream, "saturate kernel", m, data, n);
 }
 
 void LowRankCuda::fallback_error(float* err, const float* mean, size_t n) {
-  if (n == 0) return;
-  fallback_error_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(err, mean, n);
-  DDPH_CUDA_CHECK_LAUNCH("fallback error kernel", kWho);
+  launch_elementwise(fallback_error_kernel, n, impl_->stream, "fallback error kernel", err, mean,
+                     n);
 }
 
 void LowRankCuda::divide(float* data, size_t n, int w) {
-  if (n == 0) return;
-  divide_kernel<<<grid_for(n), kThreads, 0, impl_->stream>>>(data, n, float(w));
-  DDPH_CUDA_CHECK_LAUNCH("divide kernel", kWho);
+  launch_elementwise(divide_kernel, n, impl_->stream, "divide kernel", data, n, float(w));
 }
 
 // Row-major X (a x b) is column-major X^T (b x a) with leading dimension b,
