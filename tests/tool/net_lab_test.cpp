@@ -359,7 +359,7 @@ TEST_F(Lab, AScheduledRateChangeSlowsTheStreamByTheRatesRatio) {
 // it), the one at 600 s is not, and the lab ends in far less than 600 s.
 TEST_F(Lab, AChangeNotYetDueWhenTheRanksEndIsNotMade) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Result r = ddph("lab --json --link 100mbit@0s,50mbit@0.3s,1gbit@600s -- sleep 1");
+  const Result r = ddph("lab --json --link 100mbit@0s,50mbit@0.3s,1gbit@600s -- sleep 2");
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << describe(r);
@@ -393,7 +393,7 @@ TEST_F(Lab, AFailedRateChangeIsReportedAndFailsTheLab) {
   const char* path = std::getenv("PATH");
   const std::string saved = path != nullptr ? path : "/usr/bin:/bin";
   setenv("PATH", (dir + ":" + saved).c_str(), 1);
-  const Result r = ddph("lab --link 100mbit@0s,10mbit@0.2s,1gbit@0.4s -- sleep 1");
+  const Result r = ddph("lab --link 100mbit@0s,10mbit@0.2s,1gbit@0.4s -- sleep 2");
   setenv("PATH", saved.c_str(), 1);
   std::system(("rm -rf " + dir).c_str());
   EXPECT_EQ(r.code, 1) << describe(r);

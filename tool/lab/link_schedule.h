@@ -1,6 +1,8 @@
 // A link that changes while the ranks run: `ddph lab --link
 // 400mbit@0s,40mbit@1.5s` (tool/lab/net_lab.h parses it). A thread sleeps
-// until each change is due and then changes every rank's rate.
+// until each change is due and then changes every rank's rate. It forks
+// `tc` while the main thread forks the ranks: glibc's fork leaves malloc and
+// stdio usable in either child, and the thread holds no other lock.
 #pragma once
 
 #include <chrono>
