@@ -6,8 +6,11 @@
 #include "tool/lab/net_lab.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -53,6 +56,116 @@ TEST(LinkFlag, RejectsWhatTcWouldMisread) {
   }
 }
 
+// A schedule of rates for `ddph lab` (issue 42: a link that slows down and
+// recovers): the first rate from 0s, each later one from its time.
+TEST(LinkSchedule, ReadsEachRateAndItsTimeInTcsUnits) {
+  LinkSpec l = parse_link("10gbit@0s,100mbit@20s,1gbit@40s", true);
+  EXPECT_EQ(l.rate_bits_per_s, 1e10);
+  EXPECT_EQ(l.latency_s, 0);
+  ASSERT_EQ(l.changes.size(), 2u);
+  EXPECT_EQ(l.changes[0].at_s, 20);
+  EXPECT_EQ(l.changes[0].rate_bits_per_s, 1e8);
+  EXPECT_EQ(l.changes[1].at_s, 40);
+  EXPECT_EQ(l.changes[1].rate_bits_per_s, 1e9);
+  EXPECT_EQ(l.text, "10gbit@0s,100mbit@20s,1gbit@40s");
+  // Every unit, the bounds of each, and a latency last.
+  l = parse_link("400Gbit@0ms,2.5mbit@250ms,40Mbit@1500000us,8kbit@1e6s,2ms", true);
+  EXPECT_EQ(l.rate_bits_per_s, 4e11);
+  EXPECT_DOUBLE_EQ(l.latency_s, 2e-3);
+  ASSERT_EQ(l.changes.size(), 3u);
+  EXPECT_DOUBLE_EQ(l.changes[0].at_s, 0.25);
+  EXPECT_EQ(l.changes[0].rate_bits_per_s, 2.5e6);
+  EXPECT_DOUBLE_EQ(l.changes[1].at_s, 1.5);
+  EXPECT_EQ(l.changes[1].rate_bits_per_s, 4e7);
+  EXPECT_EQ(l.changes[2].at_s, 1e6);
+  EXPECT_EQ(l.changes[2].rate_bits_per_s, 8e3);
+  // One piece at 0s is a fixed rate; 64 rates are the most.
+  l = parse_link("1gbit@0s", true);
+  EXPECT_EQ(l.rate_bits_per_s, 1e9);
+  EXPECT_TRUE(l.changes.empty());
+  std::string most = "1gbit@0s";
+  for (int i = 1; i < 64; ++i) most += ",1gbit@" + std::to_string(i) + "s";
+  EXPECT_EQ(parse_link(most, true).changes.size(), 63u);
+  // The same text without @ is the fixed link it always was.
+  l = parse_link("10gbit,50us", true);
+  EXPECT_EQ(l.rate_bits_per_s, 1e10);
+  EXPECT_DOUBLE_EQ(l.latency_s, 50e-6);
+  EXPECT_TRUE(l.changes.empty());
+  // A change is printed in tc's units, the largest that holds one.
+  EXPECT_EQ(ddph::tool::format_rate(4e7), "40mbit");
+  EXPECT_EQ(ddph::tool::format_rate(1.5e9), "1.5gbit");
+  EXPECT_EQ(ddph::tool::format_rate(8e3), "8kbit");
+  EXPECT_EQ(ddph::tool::format_rate(2.5e6), "2.5mbit");
+  EXPECT_EQ(ddph::tool::format_rate(4e11), "400gbit");
+}
+
+TEST(LinkSchedule, RefusesEachBadPieceByNumber) {
+  const std::string rate =
+      "the rate before @ is a number with kbit, mbit or gbit, from 8kbit to "
+      "400gbit";
+  const std::string time =
+      "the time after @ is a number with us, ms or s, from 0s to 1e6s (e.g. 20s)";
+  const std::string no_time =
+      "no @TIME (every rate of a schedule says when it starts, e.g. 100mbit@20s; a latency "
+      "comes last)";
+  const std::string order = "'s time (times increase)";
+  std::string many = "1gbit@0s";
+  for (int i = 1; i < 65; ++i) many += ",1gbit@" + std::to_string(i) + "s";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1gbit@0s,,2gbit@1s", "piece 2 is empty"},
+      {"1gbit@0s,2gbit@1s,", "piece 3 is empty"},
+      {",1gbit@0s", "piece 1 is empty"},
+      {"@0s,1gbit@1s", "piece 1 '@0s': " + rate},
+      {"1gbit@0s,2gbps@1s", "piece 2 '2gbps@1s': " + rate},
+      {"1gbit@0s,2@1s", "piece 2 '2@1s': " + rate},
+      {"1gbit@0s,0mbit@1s", "piece 2 '0mbit@1s': " + rate},
+      {"1gbit@0s,-1mbit@1s", "piece 2 '-1mbit@1s': " + rate},
+      {"1gbit@0s,nanmbit@1s", "piece 2 'nanmbit@1s': " + rate},
+      {"1gbit@0s,1kbit@1s", "piece 2 '1kbit@1s': " + rate},
+      {"1gbit@0s,1tbit@1s", "piece 2 '1tbit@1s': " + rate},
+      {"1gbit@0s,2gbit@1", "piece 2 '2gbit@1': " + time},
+      {"1gbit@0s,2gbit@", "piece 2 '2gbit@': " + time},
+      {"1gbit@0s,2gbit@1h", "piece 2 '2gbit@1h': " + time},
+      {"1gbit@0s,2gbit@-1s", "piece 2 '2gbit@-1s': " + time},
+      {"1gbit@-0s,2gbit@1s", "piece 1 '1gbit@-0s': " + time},
+      {"1gbit@0s,2gbit@nans", "piece 2 '2gbit@nans': " + time},
+      {"1gbit@0s,2gbit@infs", "piece 2 '2gbit@infs': " + time},
+      {"1gbit@0s,2gbit@1.1e6s", "piece 2 '2gbit@1.1e6s': " + time},
+      {"1gbit@0s,2gbit@1s@2s", "piece 2 '2gbit@1s@2s': " + time},
+      {"1gbit@1s,2gbit@2s", "piece 1 '1gbit@1s': the first rate starts at 0s (e.g. 10gbit@0s)"},
+      {"1gbit@0s,2gbit@0s", "piece 2 '2gbit@0s': not after piece 1" + order},
+      {"1gbit@0s,2gbit@2s,3gbit@2000ms", "piece 3 '3gbit@2000ms': not after piece 2" + order},
+      {"1gbit@0s,2gbit@2s,3gbit@1s", "piece 3 '3gbit@1s': not after piece 2" + order},
+      {"1gbit,2gbit@1s", "piece 1 '1gbit': " + no_time},
+      {"1gbit@0s,2gbit", "piece 2 '2gbit': " + no_time},
+      {"1gbit@0s,50us,2gbit@1s", "piece 2 '50us': " + no_time},
+      {"1gbit@0s,2gbit@1s,50",
+       "piece 3 '50': neither RATE@TIME nor a latency (a number with us, "
+       "ms or s, at most 10s)"},
+      {"1gbit@0s,2gbit@1s,11s",
+       "piece 3 '11s': neither RATE@TIME nor a latency (a number with "
+       "us, ms or s, at most 10s)"},
+      {many, "65 rates; a schedule has at most 64"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parse_link(c.first, true);
+      ADD_FAILURE() << "'" << c.first << "' was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "--link '" + c.first + "': " + c.second);
+    }
+  }
+  // bench and train keep one rate: a schedule is refused there by name.
+  try {
+    parse_link("1gbit@0s,2gbit@1s");
+    ADD_FAILURE() << "a schedule was accepted without `schedule`";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--link '1gbit@0s,2gbit@1s': a schedule of rates (RATE@TIME) is for ddph lab; this "
+              "command takes one RATE[,LATENCY]");
+  }
+}
+
 TEST(LabCli, BadFlagsFailBeforeAnyNamespaceIsMade) {
   Result r = ddph("lab --link 1gbt -- true");
   EXPECT_EQ(r.code, 2) << describe(r);
@@ -65,6 +178,18 @@ TEST(LabCli, BadFlagsFailBeforeAnyNamespaceIsMade) {
   r = ddph("bench --link 10 --config " + kConfigs + "allreduce.yaml");
   EXPECT_EQ(r.code, 2) << describe(r);
   EXPECT_NE(r.err.find("--link '10'"), std::string::npos) << describe(r);
+  // A bad schedule: code 2, not the lab's 3, and nothing run.
+  r = ddph("lab --link 1gbit@0s,2gbit@0s -- true");
+  EXPECT_EQ(r.code, 2) << describe(r);
+  EXPECT_EQ(r.err,
+            "ddph lab: --link '1gbit@0s,2gbit@0s': piece 2 '2gbit@0s': not after piece 1's time "
+            "(times increase)\n")
+      << describe(r);
+  EXPECT_EQ(r.out, "") << describe(r);
+  r = ddph("bench --link 1gbit@0s,2gbit@1s --config " + kConfigs + "allreduce.yaml");
+  EXPECT_EQ(r.code, 2) << describe(r);
+  EXPECT_NE(r.err.find("a schedule of rates (RATE@TIME) is for ddph lab"), std::string::npos)
+      << describe(r);
 }
 
 // The lab needs namespaces and iproute2; where this kernel or user lacks
@@ -193,6 +318,92 @@ TEST_F(Lab, EachRankIsSummedUpInOneLineWithItsExitTimeAndBytesSent) {
   ASSERT_TRUE(std::regex_search(j.out, m, bytes1)) << describe(j);
   EXPECT_GE(std::stoll(m[1]), payload) << describe(j);
   EXPECT_LE(std::stoll(m[1]), payload * 1.1) << describe(j);
+}
+
+// A link that slows down (issue 42): rank 1 streams to rank 0 for 5.5 s on
+// 400mbit@0s,40mbit@4s, and rank 0 measures what it received up to 3.9 s
+// (from its first byte: a loaded machine may start the ranks a second or
+// more late) and from 4.5 to 5.5 s, on the lab's clock
+// (DDPH_LAB_START_MONOTONIC), clear of the change and of the queue it
+// leaves. The second window is several times slower than the first (10x by
+// the rates; 10.1x measured), each within its link's rate; the lab printed
+// the change when it made it, not before 4 s. Before, `--link
+// 400mbit@0s,...` was refused.
+TEST_F(Lab, AScheduledRateChangeSlowsTheStreamByTheRatesRatio) {
+  const Result r =
+      ddph("lab --link 400mbit@0s,40mbit@4s --port 29614 -- python3 " +
+           std::string(DDPH_SOURCE_DIR) + "/tests/tool/lab_link_phases.py 5.5 0-3.9 4.5-5.5");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("window 0-3.9 s: ([0-9.]+) Mbit/s")))
+      << describe(r);
+  const double fast = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("window 4.5-5.5 s: ([0-9.]+) Mbit/s")))
+      << describe(r);
+  const double slow = std::stod(m[1]);
+  EXPECT_GE(fast / slow, 4.0) << describe(r);
+  EXPECT_LE(fast, 400 * 1.05) << describe(r);  // above it, the link is not shaped
+  EXPECT_LE(slow, 40 * 1.1) << describe(r);    // above it, the change did not take
+  EXPECT_GE(slow, 40 * 0.5) << describe(r);    // below it, the rate is not 40mbit
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex(R"(ddph lab: at ([0-9.]+) s, every rank's link is now 40mbit\n)")))
+      << describe(r);
+  EXPECT_GE(std::stod(m[1]), 4.0) << describe(r);
+  EXPECT_LT(r.out.find(m[0]), r.out.find("ddph lab: rank 0:")) << describe(r);
+  EXPECT_NE(r.out.find("ddph lab: rank 1: exit 0, "), std::string::npos) << describe(r);
+  EXPECT_EQ(r.err, "") << describe(r);
+}
+
+// Ranks that end before a change is due end the lab then: the change at
+// 0.3 s is made (under --json its line goes to stderr and the object lists
+// it), the one at 600 s is not, and the lab ends in far less than 600 s.
+TEST_F(Lab, AChangeNotYetDueWhenTheRanksEndIsNotMade) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = ddph("lab --json --link 100mbit@0s,50mbit@0.3s,1gbit@600s -- sleep 2");
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_LT(elapsed, 300) << describe(r);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.err, m, std::regex(R"(^ddph lab: at ([0-9.]+) s, every rank's link is now 50mbit\n$)")))
+      << describe(r);
+  EXPECT_GE(std::stod(m[1]), 0.3) << describe(r);
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex(
+          R"("link_changes":\[\{"at_s":([0-9.]+),"rate":"50mbit","bits_per_s":50000000.0,"ok":true\}\]\}\n$)")))
+      << describe(r);
+  EXPECT_GE(std::stod(m[1]), 0.3) << describe(r);
+}
+
+// A change that tc refuses is said on stderr, with rank and tc's own line,
+// and fails the lab (its ranks ran on another link than asked); the summary
+// still comes. Here a `tc` first on PATH refuses `tc class change` only.
+TEST_F(Lab, AFailedRateChangeIsReportedAndFailsTheLab) {
+  const std::string dir = ddph_test::make_temp_dir("ddph-fake-tc");
+  {
+    std::ofstream tc(dir + "/tc");
+    tc << "#!/bin/sh\n"
+          "if [ \"$1 $2\" = 'class change' ]; then echo 'Error: refused by the test' >&2; exit 2; "
+          "fi\n"
+          "exec /usr/sbin/tc \"$@\"\n";
+  }
+  ASSERT_EQ(chmod((dir + "/tc").c_str(), 0755), 0);
+  const char* path = std::getenv("PATH");
+  const std::string saved = path != nullptr ? path : "/usr/bin:/bin";
+  setenv("PATH", (dir + ":" + saved).c_str(), 1);
+  const Result r = ddph("lab --link 100mbit@0s,10mbit@0.2s,1gbit@0.4s -- sleep 2");
+  setenv("PATH", saved.c_str(), 1);
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(r.code, 1) << describe(r);
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(^ddph lab: at [0-9.]+ s, the link could not change to 10mbit, and )"
+                        R"(keeps its rate from then on: rank 0: `tc class change dev ddph0 )"
+                        R"([^`]*` failed: Error: refused by the test\n$)")))
+      << describe(r);
+  EXPECT_EQ(r.out.find("link is now"), std::string::npos) << describe(r);  // nor 1gbit after it
+  EXPECT_NE(r.out.find("ddph lab: rank 1: exit 0, "), std::string::npos) << describe(r);
 }
 
 // The lab changes the links, never the numbers: a training through it ends

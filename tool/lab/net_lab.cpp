@@ -26,9 +26,10 @@
 namespace ddph::tool {
 namespace {
 
-// "1.5gbit" -> 1.5e9; multipliers as tc reads them (decimal).
+// "1.5gbit" -> 1.5e9; multipliers as tc reads them (decimal). Zero only
+// with allow_zero (a schedule's first time), never negative.
 bool parse_quantity(const std::string& text, const char* const units[], const double scale[],
-                    size_t n, double* out) {
+                    size_t n, double* out, bool allow_zero = false) {
   size_t used = 0;
   double v = 0;
   try {
@@ -40,7 +41,7 @@ bool parse_quantity(const std::string& text, const char* const units[], const do
   for (size_t i = 0; i < n; ++i) {
     if (unit != units[i]) continue;
     *out = v * scale[i];
-    return std::isfinite(*out) && *out > 0;
+    return std::isfinite(*out) && (*out > 0 || (allow_zero && *out == 0 && !std::signbit(*out)));
   }
   return false;
 }
@@ -106,23 +107,100 @@ std::string in_child(int netns_fd, const std::function<std::string()>& body) {
 
 }  // namespace
 
-LinkSpec parse_link(const std::string& text) {
-  static const char* const kRateUnits[] = {"kbit", "mbit", "gbit"};
-  static const double kRateScale[] = {1e3, 1e6, 1e9};
-  static const char* const kTimeUnits[] = {"us", "ms", "s"};
-  static const double kTimeScale[] = {1e-6, 1e-3, 1.0};
+namespace {
+
+const char* const kRateUnits[] = {"kbit", "mbit", "gbit"};
+const double kRateScale[] = {1e3, 1e6, 1e9};
+const char* const kTimeUnits[] = {"us", "ms", "s"};
+const double kTimeScale[] = {1e-6, 1e-3, 1.0};
+constexpr double kMinRate = 8e3, kMaxRate = 4e11;  // what HTB takes
+constexpr double kMaxTime = 1e6;                   // --timeout's limit
+
+const char kRateRule[] = "is a number with kbit, mbit or gbit, from 8kbit to 400gbit";
+
+bool parse_rate(const std::string& text, double* out) {
+  return parse_quantity(text, kRateUnits, kRateScale, 3, out) && *out >= kMinRate &&
+         *out <= kMaxRate;
+}
+
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+// A schedule: "RATE@TIME,RATE@TIME,...[,LATENCY]", split at its commas.
+void parse_schedule(const std::string& text, const std::vector<std::string>& written,
+                    LinkSpec* link) {
+  std::vector<std::string> pieces;
+  for (const std::string& p : written) pieces.push_back(lowercase(p));
+  auto bad = [&](size_t i, const std::string& why) {
+    return std::invalid_argument("--link '" + text + "': piece " + std::to_string(i + 1) + " '" +
+                                 written[i] + "': " + why);
+  };
+  const std::string no_time =
+      "no @TIME (every rate of a schedule says when it starts, e.g. 100mbit@20s; a latency "
+      "comes last)";
+  size_t rates = pieces.size();
+  double ignored = 0;
+  if (pieces.back().find('@') == std::string::npos) {
+    --rates;  // the last piece is the latency
+    if (parse_rate(pieces.back(), &ignored)) throw bad(rates, no_time);
+    if (!parse_quantity(pieces.back(), kTimeUnits, kTimeScale, 3, &link->latency_s) ||
+        link->latency_s > 10)
+      throw bad(rates, "neither RATE@TIME nor a latency (a number with us, ms or s, at most 10s)");
+  }
+  if (rates > kMaxLinkRates)
+    throw std::invalid_argument("--link '" + text + "': " + std::to_string(rates) +
+                                " rates; a schedule has at most " + std::to_string(kMaxLinkRates));
+  for (size_t i = 0; i < rates; ++i) {
+    const size_t at = pieces[i].find('@');
+    if (at == std::string::npos) throw bad(i, no_time);
+    double rate = 0, time = 0;
+    if (!parse_rate(pieces[i].substr(0, at), &rate))
+      throw bad(i, std::string("the rate before @ ") + kRateRule);
+    if (!parse_quantity(pieces[i].substr(at + 1), kTimeUnits, kTimeScale, 3, &time, true) ||
+        time > kMaxTime)
+      throw bad(i, "the time after @ is a number with us, ms or s, from 0s to 1e6s (e.g. 20s)");
+    if (i == 0 && time != 0) throw bad(i, "the first rate starts at 0s (e.g. 10gbit@0s)");
+    if (i > 0 && time <= (i == 1 ? 0 : link->changes.back().at_s))
+      throw bad(i, "not after piece " + std::to_string(i) + "'s time (times increase)");
+    if (i == 0)
+      link->rate_bits_per_s = rate;
+    else
+      link->changes.push_back({time, rate});
+  }
+}
+
+}  // namespace
+
+LinkSpec parse_link(const std::string& text, bool schedule) {
   LinkSpec link;
   link.text = text;
-  std::string lower = text;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
+  const std::string lower = lowercase(text);
+  if (lower.find('@') != std::string::npos) {
+    if (!schedule)
+      throw std::invalid_argument("--link '" + text +
+                                  "': a schedule of rates (RATE@TIME) is for ddph lab; this "
+                                  "command takes one RATE[,LATENCY]");
+    std::vector<std::string> pieces;  // as written, for the errors
+    for (size_t from = 0;;) {
+      const size_t comma = text.find(',', from);
+      pieces.push_back(text.substr(from, comma - from));
+      if (pieces.back().empty())
+        throw std::invalid_argument("--link '" + text + "': piece " +
+                                    std::to_string(pieces.size()) + " is empty");
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    parse_schedule(text, pieces, &link);
+    return link;
+  }
   const size_t comma = lower.find(',');
   const std::string rate = lower.substr(0, comma);
-  if (!parse_quantity(rate, kRateUnits, kRateScale, 3, &link.rate_bits_per_s) ||
-      link.rate_bits_per_s < 8e3 || link.rate_bits_per_s > 4e11)
-    throw std::invalid_argument("--link '" + text +
-                                "': the rate is a number with kbit, mbit or gbit, from 8kbit to "
-                                "400gbit (e.g. 1gbit, 100mbit)");
+  if (!parse_rate(rate, &link.rate_bits_per_s))
+    throw std::invalid_argument("--link '" + text + "': the rate " + kRateRule +
+                                " (e.g. 1gbit, 100mbit)");
   if (comma != std::string::npos) {
     const std::string latency = lower.substr(comma + 1);
     if (!parse_quantity(latency, kTimeUnits, kTimeScale, 3, &link.latency_s) || link.latency_s > 10)
@@ -131,6 +209,14 @@ LinkSpec parse_link(const std::string& text) {
                                   "at most 10s (e.g. 1gbit,50us)");
   }
   return link;
+}
+
+std::string format_rate(double bits_per_s) {
+  size_t u = 0;
+  while (u + 1 < 3 && bits_per_s >= kRateScale[u + 1]) ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.10g%s", bits_per_s / kRateScale[u], kRateUnits[u]);
+  return buf;
 }
 
 double wire_seconds(const LinkSpec& link, double bytes) {
@@ -193,6 +279,28 @@ void NetLab::run(int rank, const std::vector<std::string>& argv) const {
   if (!err.empty()) throw std::runtime_error("`" + join(argv) + "` failed: " + err);
 }
 
+// `tc class VERB` of a rank's one HTB class, 1:1, at a rate.
+std::vector<std::string> NetLab::htb_class(const char* verb, double bits_per_s) {
+  // HTB sends a burst at once and then waits: 2 ms of the rate (at least
+  // 64 KiB) lets TCP keep the link full (a raw stream then reaches the
+  // rate less the 66 bytes of headers per 1500-byte packet).
+  const std::string burst = std::to_string(int64_t(std::max(65536.0, bits_per_s / 8.0 * 2e-3)));
+  const std::string rate = std::to_string(int64_t(std::llround(bits_per_s))) + "bit";
+  return {
+      "tc", "class", verb, "dev",   kInterface, "parent", "1:",  "classid", "1:1",  "htb", "rate",
+      rate, "ceil",  rate, "burst", burst,      "cburst", burst, "quantum", "60000"};
+}
+
+void NetLab::change_rate(double bits_per_s) const {
+  for (int r = 0; r < world_; ++r) {
+    try {
+      run(r, htb_class("change", bits_per_s));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("rank " + std::to_string(r) + ": " + e.what());
+    }
+  }
+}
+
 void NetLab::build() {
   // The hub is where this process now is; each rank's namespace is made
   // here, kept by its descriptor, and left again for the hub.
@@ -215,12 +323,6 @@ void NetLab::build() {
   if (!back) throw std::runtime_error(std::string("setns back to the hub: ") + strerror(errno));
 
   const std::string hub_path = "/proc/" + std::to_string(getpid()) + "/ns/net";
-  const double rate_bytes = link_.rate_bits_per_s / 8.0;
-  // HTB sends a burst at once and then waits: 2 ms of the rate (at least
-  // 64 KiB) lets TCP keep the link full (a raw stream then reaches the
-  // rate less the 66 bytes of headers per 1500-byte packet).
-  const std::string burst = std::to_string(int64_t(std::max(65536.0, rate_bytes * 2e-3)));
-  const std::string rate = std::to_string(int64_t(std::llround(link_.rate_bits_per_s))) + "bit";
   run(-1, {"ip", "link", "set", "lo", "up"});
   run(-1, {"ip", "link", "add", "ddph-hub", "type", "bridge"});
   run(-1, {"ip", "link", "set", "ddph-hub", "up"});
@@ -246,9 +348,7 @@ void NetLab::build() {
     run(r, {"ip", "link", "set", kInterface, "up"});
     run(r,
         {"tc", "qdisc", "add", "dev", kInterface, "root", "handle", "1:", "htb", "default", "1"});
-    run(r, {"tc",      "class", "add",    "dev",  kInterface, "parent", "1:",
-            "classid", "1:1",   "htb",    "rate", rate,       "ceil",   rate,
-            "burst",   burst,   "cburst", burst,  "quantum",  "60000"});
+    run(r, htb_class("add", link_.rate_bits_per_s));
     if (link_.latency_s > 0) {
       const std::string delay = std::to_string(int64_t(std::llround(link_.latency_s * 1e6))) + "us";
       try {

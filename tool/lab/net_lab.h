@@ -19,16 +19,35 @@
 
 namespace ddph::tool {
 
-struct LinkSpec {
+// A rate the link takes at_s seconds after the lab started its ranks.
+struct LinkChange {
+  double at_s = 0;             // > 0
   double rate_bits_per_s = 0;  // > 0
+};
+
+struct LinkSpec {
+  double rate_bits_per_s = 0;  // > 0; with a schedule, the rate from 0s
   double latency_s = 0;        // one way, added to each rank's egress; 0: none
   std::string text;            // as the user wrote it, for reports
+  // `ddph lab` only: the rates after the first, in time order; empty: the
+  // rate never changes.
+  std::vector<LinkChange> changes;
 };
+
+// The most rates one schedule holds (each change forks a `tc` per rank).
+constexpr size_t kMaxLinkRates = 64;
 
 // Parses "RATE[,LATENCY]": RATE a number with kbit, mbit or gbit (tc's
 // units, decimal), LATENCY with us, ms or s: "1gbit", "10gbit,50us",
-// "100mbit,1ms". Throws std::invalid_argument naming --link.
-LinkSpec parse_link(const std::string& text);
+// "100mbit,1ms". With `schedule` (ddph lab) it also takes a schedule of
+// rates, RATE@TIME pieces from 0s on at increasing times, then optionally a
+// latency: "10gbit@0s,100mbit@20s,1gbit@40s", "400mbit@0s,40mbit@1.5s,2ms".
+// Throws std::invalid_argument naming --link and the piece that is wrong.
+LinkSpec parse_link(const std::string& text, bool schedule = false);
+
+// A rate as tc's units write it, in the largest unit it has at least one
+// of: 4e7 -> "40mbit", 1.5e9 -> "1.5gbit".
+std::string format_rate(double bits_per_s);
 
 // Seconds to send `bytes` of payload at the link's rate: the wire bound.
 double wire_seconds(const LinkSpec& link, double bytes);
@@ -66,6 +85,12 @@ class NetLab {
   };
   std::vector<Leftover> kill_leftovers() const;
 
+  // Changes every rank's link to a new rate (its HTB class and burst, as
+  // the lab was built with), rank by rank; safe from a thread other than
+  // the one that forks the ranks. Throws std::runtime_error naming the
+  // rank and tc's own error; the ranks before it have the new rate.
+  void change_rate(double bits_per_s) const;
+
   // The bytes each rank's card has sent so far, headers included: what its
   // port on the hub received (/proc/self/net/dev, read in the hub, where
   // this process lives). -1 for a rank whose count cannot be read.
@@ -76,6 +101,7 @@ class NetLab {
 
  private:
   void build();
+  static std::vector<std::string> htb_class(const char* verb, double bits_per_s);
   // Runs `tool args...` (ip or tc) inside rank r's namespace (r < 0: the
   // hub); throws with the tool's own error line on failure.
   void run(int rank, const std::vector<std::string>& argv) const;
