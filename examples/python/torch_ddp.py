@@ -86,6 +86,11 @@ def worker(rank, world, init_file, args):
                             rank=rank, world_size=world)
     try:
         train(rank, world, args)
+        # Every rank waits for the others (rank 0 still saves the checkpoint)
+        # before any tears its process group down: under PyTorch 2.15, rank
+        # 1's Gloo teardown while rank 0 was still saving once ended in
+        # std::terminate ("terminate called without an active exception").
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
@@ -102,6 +107,7 @@ def main():
         dist.init_process_group("nccl" if args.cuda else "gloo")
         try:
             train(dist.get_rank(), dist.get_world_size(), args)
+            dist.barrier()  # as in worker(): no rank tears down while another works
         finally:
             dist.destroy_process_group()
         return
