@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define DDPH_ABI_MAJOR 1 /* host and plugin must agree exactly */
-#define DDPH_ABI_MINOR 9 /* capability level: a plugin with a newer minor still loads */
+#define DDPH_ABI_MINOR 10 /* capability level: a plugin with a newer minor still loads */
 
 /* The size of a struct up to and including one of its fields: the size a
  * reader accepts as the minimum for that struct's version. */
@@ -557,10 +557,23 @@ typedef struct ddph_hook {
    * DDPH_HOOK_STATELESS from it and every other flag from `flags`; an older
    * host reads `flags` alone. state: one that create made. [thread-safe] */
   uint32_t (*state_flags)(void *state);
+  /* --- ABI 1.10 --- */
+  /* Optional (NULL: the hook keeps no residual between buckets): adds the
+   * error-feedback residual this state holds for bucket->index (what its
+   * last reduction of that bucket left out) into bucket->buffer, element by
+   * element, and forgets it, so that another hook reduces it instead. The
+   * bucket has the layout the hook last saw for that index; a bucket index
+   * it holds nothing for leaves the buffer unchanged. The auto chooser
+   * (docs/auto.md) calls it on the hook it leaves, before the next hook
+   * reduces the bucket, so no residual is ever dropped. Read only when
+   * struct_size >= DDPH_HOOK_SIZE_V1_10. [serialized] with run_bucket; never
+   * while a bucket is in flight. */
+  ddph_error_t *(*take_residual)(void *state, const ddph_bucket_t *bucket);
 } ddph_hook_t;
 #define DDPH_HOOK_SIZE_V1_0 DDPH_SIZE_THROUGH(ddph_hook_t, stats)
 #define DDPH_HOOK_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_hook_t, check)
 #define DDPH_HOOK_SIZE_V1_9 DDPH_SIZE_THROUGH(ddph_hook_t, state_flags)
+#define DDPH_HOOK_SIZE_V1_10 DDPH_SIZE_THROUGH(ddph_hook_t, take_residual)
 
 /* ======================================================================
  * The one exported symbol of every plugin (file libddph_<family>.so).
@@ -671,9 +684,26 @@ typedef struct ddph_bucket_metrics {
   /* CLOCK_MONOTONIC nanoseconds when the worker started it, the clock of
    * ddph_span_t: its hook time is [start_ns, start_ns + hook_seconds]. */
   uint64_t start_ns;
+  /* --- ABI 1.10 --- */
+  /* For `hook: {family: auto}` (docs/auto.md): the candidate that ran the
+   * bucket, as its index in the session's candidate list (-1 for a fixed
+   * hook or a rule's), and why it was chosen (a ddph_choice_reason_t). */
+  int32_t candidate;
+  int32_t choice_reason;
 } ddph_bucket_metrics_t;
 #define DDPH_BUCKET_METRICS_SIZE_V1_5 DDPH_SIZE_THROUGH(ddph_bucket_metrics_t, ok)
 #define DDPH_BUCKET_METRICS_SIZE_V1_7 DDPH_SIZE_THROUGH(ddph_bucket_metrics_t, start_ns)
+#define DDPH_BUCKET_METRICS_SIZE_V1_10 DDPH_SIZE_THROUGH(ddph_bucket_metrics_t, choice_reason)
+
+/* ABI 1.10: why the auto chooser ran a bucket with the candidate it did. */
+typedef enum ddph_choice_reason {
+  DDPH_CHOICE_FIXED = 0,    /* not an auto hook: the job's hook or a rule's */
+  DDPH_CHOICE_WARMUP = 1,   /* the first steps: the least lossy candidate */
+  DDPH_CHOICE_EXPLORE = 2,  /* timing a candidate, in a bounded share of steps */
+  DDPH_CHOICE_FASTEST = 3,  /* the fastest candidate the agreed measurements show */
+  DDPH_CHOICE_CRITICAL = 4, /* the gradient norm jumped: lossy candidates held back */
+  DDPH_CHOICE_MODEL = 5     /* deterministic mode: the stated link's model, not timings */
+} ddph_choice_reason_t;
 
 /* ABI 1.5: takes the oldest record not taken yet into *out
  * (out->struct_size set by the caller) and sets *taken to 1, or sets *taken
