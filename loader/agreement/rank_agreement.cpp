@@ -115,7 +115,22 @@ std::string ordinal(size_t n) {
 
 std::string job_signature(const Job& job) {
   std::ostringstream out;
-  describe_chain(*job.hook, out);
+  if (job.auto_choice) {
+    // The settings too: ranks that decide differently would pair buckets
+    // of different candidates.
+    const AutoSettings& a = job.auto_choice->settings;
+    out << "auto{warmup=" << a.warmup_steps << ";share=" << std::hexfloat << a.explore_share
+        << ";recheck=" << a.recheck_steps << ";drift=" << a.drift << ";norm_jump=" << a.norm_jump
+        << ";hold=" << a.hold_steps << ";max=" << a.max_compression
+        << ";deterministic=" << a.deterministic << ";link=" << a.link_mbit << std::defaultfloat
+        << "}:";
+    for (size_t i = 0; i < job.auto_choice->candidates.size(); ++i) {
+      out << " " << job.auto_choice->specs[i].info.name << "=";
+      describe_chain(*job.auto_choice->candidates[i], out);
+    }
+  } else {
+    describe_chain(*job.hook, out);
+  }
   for (const ResolvedRule& rule : job.rules) {
     out << "; rule <= " << rule.max_bytes << ": ";
     describe_chain(*rule.hook, out);

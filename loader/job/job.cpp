@@ -42,6 +42,12 @@ const Plugin* load_family(Resolver& r, const std::string& family, const Location
 std::unique_ptr<ResolvedHook> resolve_hook(Resolver& r, const HookSpec& spec) {
   Problems& problems = r.problems;
   if (spec.family.empty() || spec.name.empty()) return nullptr;  // already reported
+  if (spec.family == kAutoFamily) {
+    problems.add(spec.family_at, spec.key + ".family", DDPH_INVALID_ARGUMENT,
+                 "'auto' chooses the job's hook (hook:) and cannot be a rule's or a wrapped "
+                 "hook");
+    return nullptr;
+  }
   auto out = std::make_unique<ResolvedHook>();
   bool ok = true;
   std::unique_ptr<ResolvedHook> inner;
@@ -76,6 +82,50 @@ std::unique_ptr<ResolvedHook> resolve_hook(Resolver& r, const HookSpec& spec) {
       spec.options_at.line ? spec.options_at : spec.at, problems, &out->options);
   if (!ok) return nullptr;
   out->inner = std::move(inner);
+  return out;
+}
+
+// A candidate must take a bucket as the others do: only its gradients,
+// reduced in place, the optimizer left to the host.
+constexpr uint32_t kFlagsNoCandidateHas = DDPH_HOOK_NEEDS_INNER | DDPH_HOOK_NEEDS_PARAMS |
+                                          DDPH_HOOK_RESULT_ELSEWHERE | DDPH_HOOK_STEPS_OPTIMIZER |
+                                          DDPH_HOOK_MAKES_INNER;
+
+std::unique_ptr<ResolvedAuto> resolve_auto(Resolver& r, const HookSpec& spec) {
+  Problems& problems = r.problems;
+  if (spec.name != kAutoHook) {
+    problems.add(spec.name_at, spec.key + ".name", DDPH_NOT_FOUND,
+                 "family 'auto' has one hook, 'auto' (got '" + spec.name + "')");
+    return nullptr;
+  }
+  if (spec.wrap) {
+    problems.add(spec.wrap->at, spec.key + ".wrap", DDPH_INVALID_ARGUMENT,
+                 "'auto' does not wrap another hook; name its candidates in "
+                 "options.candidates");
+    return nullptr;
+  }
+  auto out = std::make_unique<ResolvedAuto>();
+  out->specs = parse_auto_options(spec, problems, &out->settings);
+  for (const CandidateSpec& c : out->specs) {
+    std::unique_ptr<ResolvedHook> hook = resolve_hook(r, c.hook);
+    if (!hook) continue;  // reported under hook.options.candidates[i]
+    check_hook_options(c.hook, *hook, DLDataType{}, problems);
+    const uint32_t wrong = hook->hook->flags & kFlagsNoCandidateHas;
+    if (wrong != 0) {
+      problems.add(c.hook.at, c.hook.key, DDPH_INVALID_ARGUMENT,
+                   "candidate '" + c.info.name + "' (" + c.hook.family + "/" + c.hook.name +
+                       ") " +
+                       ((wrong & DDPH_HOOK_NEEDS_INNER) ? "wraps another hook"
+                                                        : "takes the parameters or steps the "
+                                                          "optimizer") +
+                       ": every candidate must reduce the same bucket in place, from its "
+                       "gradients alone");
+      continue;
+    }
+    out->candidates.push_back(std::move(hook));
+  }
+  if (out->candidates.empty() || out->candidates.size() != out->specs.size())
+    return nullptr;
   return out;
 }
 
@@ -118,9 +168,13 @@ Job build_job(const ConfigSource& source, Problems& problems, bool open_outside_
   job.registry = std::make_shared<Registry>(plugin_search_path(job.config.plugin_path), policy);
   Resolver r{*job.registry, problems, open_outside_plugins, {}};
   resolve_comm(r, job.config.comm, &job.comm);
-  job.hook = resolve_hook(r, job.config.hook);
-  // The options as a whole (ABI 1.5 check), once each hook's schema passed.
-  if (job.hook) check_hook_options(job.config.hook, *job.hook, DLDataType{}, problems);
+  if (job.config.hook.family == kAutoFamily) {
+    job.auto_choice = resolve_auto(r, job.config.hook);
+  } else {
+    job.hook = resolve_hook(r, job.config.hook);
+    // The options as a whole (ABI 1.5 check), once each hook's schema passed.
+    if (job.hook) check_hook_options(job.config.hook, *job.hook, DLDataType{}, problems);
+  }
   for (const RuleSpec& rule : job.config.rules) {
     ResolvedRule resolved;
     resolved.max_bytes = rule.max_bytes;
@@ -133,6 +187,18 @@ Job build_job(const ConfigSource& source, Problems& problems, bool open_outside_
 }
 
 }  // namespace
+
+std::vector<CandidateInfo> ResolvedAuto::infos() const {
+  std::vector<CandidateInfo> out;
+  for (const CandidateSpec& c : specs) out.push_back(c.info);
+  return out;
+}
+
+const ResolvedHook& main_hook(const Job& job) {
+  if (job.auto_choice) return *job.auto_choice->candidates.front();
+  DDPH_CHECK(job.hook != nullptr, DDPH_INTERNAL, "a job without a hook");
+  return *job.hook;
+}
 
 Job load_job(const ConfigSource& source) {
   Problems problems;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/base/options.h"
+#include "loader/auto/candidates.h"
 #include "loader/job/config.h"
 #include "loader/registry/registry.h"
 
@@ -36,13 +37,28 @@ struct ResolvedRule {
   std::unique_ptr<ResolvedHook> hook;
 };
 
+// `hook: {family: auto}`: the chooser's settings and one chain per
+// candidate, in the order `candidates` names them.
+struct ResolvedAuto {
+  AutoSettings settings;
+  std::vector<CandidateSpec> specs;
+  std::vector<std::unique_ptr<ResolvedHook>> candidates;
+  std::vector<CandidateInfo> infos() const;
+};
+
 struct Job {
   std::shared_ptr<Registry> registry;  // keeps every plugin below loaded
   Config config;
   ResolvedComm comm;
-  std::unique_ptr<ResolvedHook> hook;
+  std::unique_ptr<ResolvedHook> hook;         // NULL for an auto hook
+  std::unique_ptr<ResolvedAuto> auto_choice;  // NULL unless hook.family is auto
   std::vector<ResolvedRule> rules;
 };
+
+// The chain of `hook`, or an auto hook's first candidate: every candidate
+// takes buckets the same way (load_job checks it), so what a tool reads of
+// the hook's flags holds for all of them.
+const ResolvedHook& main_hook(const Job& job);
 
 // Where a job comes from: a file path, or YAML text.
 struct ConfigSource {

@@ -185,18 +185,35 @@ void append_stateful(const ChainElements& elements, std::vector<const ChainEleme
       out.push_back(element.get());
 }
 
+ddph_error_t* take_residuals(const ChainElements& elements, const ddph_bucket_t& bucket) {
+  for (const auto& e : elements) {
+    const ddph_hook_t* h = e->ref.hook;
+    if (h->struct_size < DDPH_HOOK_SIZE_V1_10 || h->take_residual == nullptr) continue;
+    if (ddph_error_t* error = h->take_residual(e->ref.state, &bucket)) return error;
+  }
+  return nullptr;
+}
+
 std::string save_states(const std::vector<const ChainElement*>& hooks) {
+  return encode_state(state_records(hooks));
+}
+
+std::vector<StateRecord> state_records(const std::vector<const ChainElement*>& hooks) {
   std::vector<StateRecord> records;
   for (const ChainElement* element : hooks) {
     StateRecord r{element->plugin->family(), element->ref.hook->name, {}};
     DDPH_CALL(element->ref.hook->save_state(element->ref.state, &append_to_string, &r.blob));
     records.push_back(std::move(r));
   }
-  return encode_state(records);
+  return records;
 }
 
 void load_states(const std::vector<const ChainElement*>& hooks, const void* bytes, size_t n) {
-  const std::vector<StateRecord> records = decode_state(bytes, n);
+  load_records(hooks, decode_state(bytes, n));
+}
+
+void load_records(const std::vector<const ChainElement*>& hooks,
+                  const std::vector<StateRecord>& records) {
   DDPH_CHECK(records.size() <= hooks.size(), DDPH_INVALID_ARGUMENT,
              "state blob holds " << records.size() << " hook states, but this session has "
                                  << hooks.size() << " stateful hooks");

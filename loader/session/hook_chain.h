@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loader/job/job.h"
+#include "loader/session/state_blob.h"
 
 namespace ddph {
 namespace loader {
@@ -44,13 +45,22 @@ void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm,
 // use its inner hook while it goes), and clears them.
 void destroy_elements(ChainElements& elements);
 
+// Adds what each hook of the chain holds for bucket.index as error feedback
+// into the bucket's buffer and clears it (ddph_hook_t.take_residual, ABI
+// 1.10; hooks without it hold none). Returns the first error.
+ddph_error_t* take_residuals(const ChainElements& elements, const ddph_bucket_t& bucket);
+
 // The stateful hooks (save_state set) of elements, appended to `out` in order.
 void append_stateful(const ChainElements& elements, std::vector<const ChainElement*>& out);
 // One state container (state_blob.h) holding the states of `hooks`, in order.
 std::string save_states(const std::vector<const ChainElement*>& hooks);
+// The records of that container, for a caller that adds its own.
+std::vector<StateRecord> state_records(const std::vector<const ChainElement*>& hooks);
 // Loads a container made by save_states into `hooks`: every record is
 // checked against its hook's family and name before any is loaded.
 void load_states(const std::vector<const ChainElement*>& hooks, const void* bytes, size_t n);
+void load_records(const std::vector<const ChainElement*>& hooks,
+                  const std::vector<StateRecord>& records);
 
 }  // namespace loader
 }  // namespace ddph

@@ -66,7 +66,9 @@ void Session::save_state(ddph_write_fn write, void* sink) {
   worker_->run_and_wait([&] {
     in_flight_.wait();
     try {
-      blob = save_states(chains_.stateful());
+      std::vector<StateRecord> records = state_records(chains_.stateful());
+      save_chooser(records);
+      blob = encode_state(records);
     } catch (...) {
       failure = std::current_exception();  // rethrown on the caller's thread
     }
@@ -77,12 +79,19 @@ void Session::save_state(ddph_write_fn write, void* sink) {
 
 void Session::load_state(const void* bytes, size_t n) {
   check_not_in_done("ddph_session_load_state");
-  decode_state(bytes, n);  // a malformed blob is refused before waiting for the worker
+  // A malformed blob is refused before waiting for the worker.
+  std::vector<StateRecord> records = decode_state(bytes, n);
   std::exception_ptr failure;
   worker_->run_and_wait([&] {
     in_flight_.wait();
     try {
-      load_states(chains_.stateful(), bytes, n);
+      std::unique_ptr<Chooser> chooser = read_chooser(records);  // takes the last record
+      load_records(chains_.stateful(), records);
+      if (chooser != nullptr) {
+        chooser_ = std::move(chooser);
+        auto_step_ = UINT64_MAX;
+        auto_last_.clear();  // the next bucket of each index flushes every other candidate
+      }
     } catch (...) {
       failure = std::current_exception();  // rethrown on the caller's thread
     }

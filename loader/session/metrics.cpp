@@ -78,6 +78,8 @@ void SessionMetrics::record(const PendingBucket& pending, const BucketOutcome& o
   }
   r.queue_seconds = outcome.queue_seconds;
   r.hook_seconds = outcome.hook_seconds;
+  r.candidate = pending.auto_pick.candidate;
+  r.choice_reason = pending.auto_pick.reason;
   r.ok = outcome.ok ? 1 : 0;
   r.start_ns = pending.started_ns;
   metrics_.push(r);

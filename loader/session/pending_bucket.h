@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loader/agreement/rank_agreement.h"
+#include "loader/auto/chooser.h"
 #include "loader/session/span_registry.h"
 
 namespace ddph {
@@ -41,6 +42,8 @@ struct PendingBucket {
   RunningBucket running;
   std::unique_ptr<BucketRegistration> registration;
   uint64_t started_ns = 0;  // when the worker took it up, on the spans' clock
+  // An auto hook's choice for it (candidate -1: a fixed chain ran it).
+  Pick auto_pick{-1, DDPH_CHOICE_FIXED, false, 0};
 
  private:
   const int64_t* copy(const int64_t* values, int32_t n);

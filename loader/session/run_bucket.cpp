@@ -40,7 +40,15 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
     finish(pending, error, false, outcome);
     return;
   }
-  const HookChain& chain = chains_.for_bytes(pending.bytes);
+  const HookChain* chosen = &chains_.for_bytes(pending.bytes);
+  if (chooser_ != nullptr && !chosen->is_rule) {
+    try {
+      chosen = &auto_chain(pending);
+    } catch (const Error& e) {
+      error = make_c_error(e.code(), e.what());
+    }
+  }
+  const HookChain& chain = *chosen;
   const size_t index = size_t(&chain - chains_.all().data());
   const Started how = lanes_.runs(index) ? Started::kOnLanes
                       : pipelined(chain) ? Started::kPipelined
@@ -56,10 +64,12 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
   // (run_on_lane.cpp).
   const Counters before =
       how == Started::kOnLanes ? Counters{} : read_counters(chain, comm_, false);
-  try {
-    checks_.before_hook(pending);
-  } catch (const Error& e) {
-    error = make_c_error(e.code(), e.what());
+  if (error == nullptr) {
+    try {
+      checks_.before_hook(pending);
+    } catch (const Error& e) {
+      error = make_c_error(e.code(), e.what());
+    }
   }
   if (error == nullptr && how == Started::kOnLanes)
     return start_on_lane(pending_ptr, index, started);
@@ -84,6 +94,8 @@ void Session::run_bucket(const std::shared_ptr<PendingBucket>& pending_ptr) {
 
 void Session::finish(PendingBucket& pending, ddph_error_t* error, bool out_of_step,
                      const BucketOutcome& outcome) {
+  if (error == nullptr && pending.auto_pick.candidate >= 0)
+    chooser_->measured(pending.auto_pick, pending.metrics_bucket, outcome.hook_seconds);
   if (error == nullptr) {
     ++buckets_;
     if (pending.bucket.is_last) ++steps_;

@@ -61,8 +61,7 @@ void Session::create_lanes() {
     lane.chain_of.assign(runs.size(), -1);
     for (size_t c = 0; c < runs.size(); ++c) {
       if (!runs[c]) continue;
-      // The chains are the rules' (in YAML order), then the main one.
-      const ResolvedHook& resolved = c < job_.rules.size() ? *job_.rules[c].hook : *job_.hook;
+      const ResolvedHook& resolved = resolved_chain(c);
       lane.chain_of[c] = int(lane.own.all().size());
       lane.own.create(resolved, false, 0, lane.comm, device_allocator_);
     }

@@ -13,6 +13,8 @@
 #include <ddph/ddph.h>
 
 #include <atomic>
+#include <map>
+#include <vector>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -27,6 +29,7 @@
 #include "loader/session/metrics.h"
 #include "loader/session/pending_bucket.h"
 #include "loader/session/placement.h"
+#include "loader/session/state_blob.h"
 #include "loader/session/worker.h"
 
 namespace ddph {
@@ -107,6 +110,24 @@ class Session {
                      Clock::time_point started);
   // host_calls.cpp
   void check_not_in_done(const char* function) const;
+  // The job's resolved chain for the session's chain `index`: the rules'
+  // (in YAML order), then the job's hook or an auto hook's candidates.
+  const ResolvedHook& resolved_chain(size_t index) const;
+  // auto_steps.cpp. For `hook: {family: auto}`: a chain per candidate on
+  // hooks_comm, the chooser and the communicator of its exchanges
+  // (collective, at open). A candidate that fails to open is named.
+  void create_auto(ddph_comm_t* hooks_comm);
+  // On the worker, for a bucket no rule matched: the ranks' exchange when
+  // one is due at a step's start, the candidate's chain, and the residual
+  // of the candidate the bucket leaves flushed into it. Throws on a failed
+  // exchange or flush.
+  const HookChain& auto_chain(PendingBucket& pending);
+  // Checkpoints: the chooser's record, after the hooks'. read_chooser takes
+  // it off `records` and returns the chooser it holds (a fresh one, said in
+  // the log, for another world size), for the caller to install once the
+  // hooks' records have loaded too; NULL when the job is not auto.
+  void save_chooser(std::vector<StateRecord>& records) const;
+  std::unique_ptr<Chooser> read_chooser(std::vector<StateRecord>& records) const;
 
   Job job_;
   Placement placement_;
@@ -119,6 +140,14 @@ class Session {
   const ddph_device_allocator_t* device_allocator_ = nullptr;
   ddph_comm_t* control_ = nullptr;  // for rank agreement: split from comm_ (owned), or comm_
   Chains chains_;
+  // auto jobs only: the chooser, the communicator of its exchanges (split
+  // from comm_ and owned, or control_ where nothing else uses that on
+  // another thread), and each bucket index's last candidate.
+  std::unique_ptr<Chooser> chooser_;
+  ddph_comm_t* auto_comm_ = nullptr;
+  bool owns_auto_comm_ = false;
+  uint64_t auto_step_ = UINT64_MAX;  // the metrics step the chooser began last
+  std::map<int64_t, int> auto_last_;
   std::atomic<uint64_t> steps_{0}, buckets_{0};
   SessionMetrics metrics_;  // numbering under submit_mu_
   SessionErrors errors_;

@@ -59,7 +59,11 @@ Session::Session(const ddph_session_options_t& opts) {
     ddph_comm_t* hooks_comm = checks_.hooks_comm(comm_);
     for (const ResolvedRule& rule : job_.rules)
       chains_.create(*rule.hook, true, rule.max_bytes, hooks_comm, device_allocator_);
-    chains_.create(*job_.hook, false, 0, hooks_comm, device_allocator_);
+    if (job_.auto_choice) {
+      create_auto(hooks_comm);
+    } else {
+      chains_.create(*job_.hook, false, 0, hooks_comm, device_allocator_);
+    }
     create_lanes();
     worker_ = std::make_unique<Worker>();
     worker_->post([rank = placement_.rank] { set_thread_log_rank(rank); });
@@ -87,6 +91,12 @@ Session::~Session() {
   if (job_store_ != nullptr) job_store_->release();  // keys of later splits, if any
   // job_ (and with it the registry, unless shared) goes last: plugins unload
   // only after every state made from them is gone.
+}
+
+const ResolvedHook& Session::resolved_chain(size_t index) const {
+  if (index < job_.rules.size()) return *job_.rules[index].hook;
+  if (job_.auto_choice) return *job_.auto_choice->candidates.at(index - job_.rules.size());
+  return *job_.hook;
 }
 
 void Session::create_communicator(const ddph_session_options_t& opts) {
@@ -161,6 +171,9 @@ void Session::create_control_communicator() {
 
 void Session::destroy_communicators() {
   checks_.close();  // its thread uses control_
+  if (owns_auto_comm_ && auto_comm_->destroy != nullptr) auto_comm_->destroy(auto_comm_->ctx);
+  auto_comm_ = nullptr;
+  owns_auto_comm_ = false;
   if (control_ != nullptr && control_ != comm_ && control_->destroy != nullptr)
     control_->destroy(control_->ctx);
   control_ = nullptr;

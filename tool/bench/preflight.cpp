@@ -15,7 +15,7 @@ namespace {
 const ddph::loader::ResolvedHook& chain_for(const ddph::loader::Job& job, int64_t bytes) {
   for (const ddph::loader::ResolvedRule& rule : job.rules)
     if (uint64_t(bytes) <= rule.max_bytes) return *rule.hook;
-  return *job.hook;
+  return main_hook(job);
 }
 
 // Whether the layer-wise hook factors any parameter of the bench's bucket,

@@ -44,7 +44,7 @@ HookNeeds hook_needs(const std::string& config_path) {
       n.steps = n.steps || (e->hook->flags & DDPH_HOOK_STEPS_OPTIMIZER) != 0;
     return n;
   };
-  const HookNeeds main = needs_of(*job.hook);
+  const HookNeeds main = needs_of(main_hook(job));
   for (const ddph::loader::ResolvedRule& rule : job.rules) {
     const HookNeeds r = needs_of(*rule.hook);
     if (r.params != main.params || r.grads_there != main.grads_there || r.steps != main.steps)

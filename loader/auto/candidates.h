@@ -1,0 +1,77 @@
+// `hook: {family: auto, name: auto}` (docs/auto.md): the hook chains the
+// chooser may run a bucket with, and the options that steer it. The loader
+// resolves an auto hook into one ordinary hook chain per candidate; nothing
+// here runs a bucket.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loader/job/config.h"
+
+namespace ddph {
+namespace loader {
+
+// The ranks' exchange has room for this many candidates, and measures
+// this many buckets of a step apart (later ones share the last one's).
+constexpr size_t kMaxCandidates = 8;
+constexpr size_t kMaxSlots = 32;
+
+// The family and hook name that select the chooser.
+constexpr const char* kAutoFamily = "auto";
+constexpr const char* kAutoHook = "auto";
+
+// A candidate as the chooser knows it.
+struct CandidateInfo {
+  std::string name;  // as written in `candidates`
+  // Gradient bytes per byte on the wire, as the chooser assumes before it
+  // has measured (max_compression, the link model): 1 allreduce, 2 fp16
+  // and bf16, 4 8-bit, 8 4-bit, 16 PowerSGD rank 4; 1 for a family/hook.
+  double nominal_ratio = 1;
+  // Nanoseconds of computation per gradient byte that deterministic mode
+  // assumes (no timing there): round figures from docs/performance.md.
+  double cpu_ns_per_byte = 0;
+  // Beyond 16-bit: held back while warming up and after a norm jump.
+  bool lossy() const { return nominal_ratio > 2; }
+};
+
+// One candidate as the user names it: a built-in short name ("q4ef") or
+// "family/hook" with that hook's default options.
+struct CandidateSpec {
+  CandidateInfo info;
+  HookSpec hook;  // the hook it stands for, its key "hook.options.candidates[i]"
+};
+
+// What steers the chooser; every field but the candidates an option of the
+// auto hook.
+struct AutoSettings {
+  int64_t warmup_steps = 10;     // the least compressed candidate only
+  double explore_share = 0.03;   // of the run's bucket time, for exploring again
+  int64_t recheck_steps = 5;     // the ranks compare measurements this often
+  double drift = 0.5;            // relative change of a bucket's time that re-explores
+  double norm_jump = 0.5;        // Accordion's relative gradient-norm change (0: off)
+  int64_t hold_steps = 10;       // lossy candidates held back after a jump
+  double max_compression = 1e6;  // largest nominal ratio allowed
+  bool deterministic = false;    // decide from the stated link, never from timings
+  double link_mbit = 0;          // deterministic mode's link rate
+};
+
+// The auto hook's option schema (for `ddph plugins`-style listings and the
+// YAML checks).
+const std::vector<ddph_option_spec_t>& auto_option_specs();
+
+// The built-in short names, in the default order, as "allreduce, fp16, ...".
+std::string builtin_candidate_names();
+
+// Reads the auto hook's options into *settings and its candidates. Problems
+// (an unknown option, an empty candidate list, an unknown short name, a
+// candidate named twice, deterministic without link_mbit) go to problems,
+// under spec.key.
+std::vector<CandidateSpec> parse_auto_options(const HookSpec& spec, Problems& problems,
+                                              AutoSettings* settings);
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,523 @@
+#include "loader/auto/chooser.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/base/error.h"
+#include "core/base/le_bytes.h"
+
+namespace ddph {
+namespace loader {
+namespace {
+
+constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
+constexpr uint32_t kStateVersion = 1;
+
+uint64_t bits_of(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+double double_of(uint64_t b) {
+  double v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+const char* reason_name(ddph_choice_reason_t r) {
+  switch (r) {
+    case DDPH_CHOICE_FIXED: return "fixed";
+    case DDPH_CHOICE_WARMUP: return "warm-up";
+    case DDPH_CHOICE_EXPLORE: return "exploring";
+    case DDPH_CHOICE_FASTEST: return "fastest";
+    case DDPH_CHOICE_CRITICAL: return "held back: the gradient norm jumped";
+    case DDPH_CHOICE_MODEL: return "the stated link's model";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Chooser::Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates,
+                 int world_size)
+    : settings_(settings), candidates_(std::move(candidates)), world_size_(world_size) {
+  next_exchange_ = uint64_t(settings_.warmup_steps);
+  norm_step_ = next_exchange_ - 1;  // wraps for no warm-up: no norm before step 0
+}
+
+bool Chooser::allowed(int c) const {
+  const CandidateInfo& info = candidates_[size_t(c)];
+  if (info.nominal_ratio > settings_.max_compression) return false;
+  const bool held = step_ < held_until_ || phase_ == Phase::kWarmup;
+  return !(held && info.lossy());
+}
+
+int Chooser::least_compressed() const {
+  int best = -1;
+  for (int c = 0; c < int(candidates_.size()); ++c) {
+    if (candidates_[size_t(c)].nominal_ratio > settings_.max_compression) continue;
+    if (best < 0 || candidates_[size_t(c)].nominal_ratio < candidates_[size_t(best)].nominal_ratio)
+      best = c;
+  }
+  return best < 0 ? 0 : best;  // max_compression below every candidate: the first
+}
+
+bool Chooser::begin_step() {
+  step_ = begun_++;
+  in_step_ = true;
+  return step_ == next_exchange_;
+}
+
+Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
+  const size_t s = std::min<size_t>(slot_index, kMaxSlots - 1);
+  if (slots_.size() <= s) slots_.resize(s + 1);
+  Slot& slot = slots_[s];
+  // A bucket of a new size here (DDP rebuilds its buckets after the first
+  // step): what was measured for the old one no longer holds. The last
+  // slot holds every later bucket and keeps the first size it saw.
+  if (slot.bytes != bytes && (s + 1 < kMaxSlots || slot.bytes == 0)) {
+    const bool had = slot.bytes != 0;
+    slot = Slot{};
+    slot.bytes = bytes;
+    if (had || phase_ == Phase::kExploit) {
+      std::lock_guard<std::mutex> lock(mu_);
+      window_.new_slot = true;
+    }
+  }
+  Pick p;
+  p.step = step_;
+  if (phase_ == Phase::kWarmup) {
+    p.candidate = least_compressed();
+    p.reason = DDPH_CHOICE_WARMUP;
+  } else if (settings_.deterministic) {
+    int best = -1;
+    for (int c = 0; c < int(candidates_.size()); ++c) {
+      if (!allowed(c)) continue;
+      if (best < 0 || model_seconds(c, bytes) < model_seconds(best, bytes)) best = c;
+    }
+    p.candidate = best < 0 ? least_compressed() : best;
+    p.reason = step_ < held_until_ ? DDPH_CHOICE_CRITICAL : DDPH_CHOICE_MODEL;
+  } else if (phase_ == Phase::kExplore) {
+    p.candidate = round_[round_pos_];
+    p.reason = DDPH_CHOICE_EXPLORE;
+  } else if (slot.choice >= 0) {
+    p.candidate = slot.choice;
+    p.reason = slot.reason;
+  } else {
+    // A bucket not measured yet (a new one): the first bucket's choice
+    // until the next round measures it.
+    p.candidate = !slots_.empty() && slots_[0].choice >= 0 ? slots_[0].choice : least_compressed();
+    p.reason = !slots_.empty() && slots_[0].choice >= 0 ? slots_[0].reason : DDPH_CHOICE_FASTEST;
+  }
+  slot.run = slot.last == p.candidate ? slot.run + 1 : 1;
+  slot.last = p.candidate;
+  p.settled = slot.run > kSettleSteps;
+  return p;
+}
+
+void Chooser::add_norm_sq(double sum_sq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  window_.norm_sq += sum_sq;
+}
+
+void Chooser::measured(const Pick& pick, uint32_t slot, double seconds) {
+  const size_t s = std::min<size_t>(slot, kMaxSlots - 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  window_.seconds += seconds;
+  if (!pick.settled || pick.candidate < 0 || size_t(pick.candidate) >= kMaxCandidates) return;
+  window_.sum[s][size_t(pick.candidate)] += seconds;
+  ++window_.count[s][size_t(pick.candidate)];
+}
+
+std::vector<double> Chooser::report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<double> out(kReportWords, 0.0);
+  out[0] = std::sqrt(window_.norm_sq);
+  out[1] = window_.seconds;
+  out[2] = window_.new_slot ? 1 : 0;
+  for (size_t s = 0; s < kMaxSlots; ++s)
+    for (size_t c = 0; c < kMaxCandidates; ++c)
+      if (window_.count[s][c] > 0)
+        out[3 + s * kMaxCandidates + c] = window_.sum[s][c] / window_.count[s][c];
+  return out;
+}
+
+void Chooser::agreed(const std::vector<double>& combined) {
+  DDPH_CHECK(combined.size() == kReportWords, DDPH_INTERNAL,
+             "auto: the ranks' report has " << combined.size() << " words, not " << kReportWords);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    window_ = Window{};
+  }
+  total_seconds_ += combined[1];
+  const bool new_slot = combined[2] > 0;
+  auto mean = [&](size_t s, int c) { return combined[3 + s * kMaxCandidates + size_t(c)]; };
+  // Accordion's test, on the agreed norm of the step before this one.
+  hold_back_if_norm_jumped(combined[0]);
+  const bool held = step_ < held_until_;
+  if (settings_.deterministic) {
+    phase_ = Phase::kExploit;
+    next_exchange_ = step_ + uint64_t(settings_.recheck_steps);
+  } else if (phase_ == Phase::kWarmup) {
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const int c = least_compressed();
+      if (mean(s, c) > 0) slots_[s].agreed[size_t(c)] = mean(s, c);
+    }
+    start_round(false);
+  } else if (phase_ == Phase::kExplore) {
+    const int c = round_[round_pos_];
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      Slot& slot = slots_[s];
+      if (mean(s, c) <= 0) continue;
+      slot.agreed[size_t(c)] = mean(s, c);
+      double best = 0;
+      for (double t : slot.agreed)
+        if (t > 0 && (best == 0 || t < best)) best = t;
+      explore_cost_ += double(kExploreSteps) * std::max(0.0, mean(s, c) - best);
+    }
+    ++round_pos_;
+    next_in_round();
+  } else {
+    bool drifted = new_slot;
+    std::vector<double> now(slots_.size(), 0.0);
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const Slot& slot = slots_[s];
+      if (slot.choice < 0) {
+        drifted = true;
+        continue;
+      }
+      now[s] = mean(s, slot.choice);
+      if (now[s] > 0 && slot.decided_seconds > 0 &&
+          std::fabs(now[s] / slot.decided_seconds - 1) > settings_.drift)
+        drifted = true;
+    }
+    const bool affordable = explore_cost_ <= settings_.explore_share * total_seconds_;
+    const bool probe =
+        step_ >= last_round_ + kProbeRechecks * uint64_t(settings_.recheck_steps);
+    if ((drifted || probe) && affordable) {
+      bool slower = false;
+      for (size_t s = 0; s < slots_.size(); ++s) {
+        Slot& slot = slots_[s];
+        // The link model: a candidate's time is its computation plus the
+        // link's time per gradient byte over its compression. The chosen
+        // one's change gives the link's change; a slower link adds it to
+        // every candidate scaled by its compression. (A faster one is cheap
+        // to explore in full: nothing is predicted.)
+        const int c0 = slot.choice;
+        const double extra =
+            drifted && c0 >= 0 && now[s] > slot.decided_seconds && slot.decided_seconds > 0
+                ? (now[s] - slot.decided_seconds) * candidates_[size_t(c0)].nominal_ratio
+                : 0;
+        slower |= extra > 0;
+        for (size_t c = 0; c < kMaxCandidates; ++c) {
+          slot.predicted[c] = extra > 0 && slot.agreed[c] > 0 && int(c) != c0
+                                  ? slot.agreed[c] + extra / candidates_[c].nominal_ratio
+                                  : 0;
+          // What was measured before the change no longer holds.
+          slot.agreed[c] = int(c) == c0 ? now[s] : 0;
+        }
+      }
+      start_round(!slower);
+    } else {
+      for (size_t s = 0; s < slots_.size(); ++s)
+        if (now[s] > 0) slots_[s].agreed[size_t(slots_[s].choice)] = now[s];
+      if (held != held_) decide(DDPH_CHOICE_FASTEST);
+      next_exchange_ = step_ + uint64_t(settings_.recheck_steps);
+    }
+  }
+  norm_step_ = next_exchange_ - 1;
+  describe();
+}
+
+void Chooser::start_round(bool reference_first) {
+  last_round_ = step_;
+  round_.clear();
+  for (int c = 0; c < int(candidates_.size()); ++c) {
+    if (candidates_[size_t(c)].nominal_ratio > settings_.max_compression) continue;
+    // Measured in every bucket just now (the warm-up's, or the one every
+    // bucket ran): nothing to explore.
+    bool fresh = !slots_.empty();
+    for (const Slot& slot : slots_) fresh &= slot.agreed[size_t(c)] > 0;
+    if (!fresh) round_.push_back(c);
+  }
+  const int ref = least_compressed();
+  std::stable_sort(round_.begin(), round_.end(), [&](int a, int b) {
+    if (reference_first && (a == ref) != (b == ref)) return a == ref;
+    return candidates_[size_t(a)].nominal_ratio > candidates_[size_t(b)].nominal_ratio;
+  });
+  phase_ = Phase::kExplore;
+  round_pos_ = 0;
+  next_in_round();
+}
+
+bool Chooser::skip(int c) const {
+  if (!allowed(c)) return true;  // held back now: explored next round
+  const double ratio = candidates_[size_t(c)].nominal_ratio;
+  // The best measured so far, and the least compressed candidate measured
+  // in every bucket that is less compressed than c: the link model's
+  // reference (its time is mostly the link's).
+  int ref = -1;
+  double best = 0;
+  for (int r = 0; r < int(candidates_.size()); ++r) {
+    double sum = 0;
+    bool all = !slots_.empty();
+    for (const Slot& slot : slots_) {
+      all &= slot.agreed[size_t(r)] > 0;
+      sum += slot.agreed[size_t(r)];
+    }
+    if (!all) continue;
+    if (best == 0 || sum < best) best = sum;
+    const double r_ratio = candidates_[size_t(r)].nominal_ratio;
+    if (r_ratio < ratio && (ref < 0 || r_ratio < candidates_[size_t(ref)].nominal_ratio)) ref = r;
+  }
+  if (best == 0) return false;
+  double estimate = 0;
+  bool predicted = !slots_.empty();
+  for (const Slot& slot : slots_) {
+    predicted &= slot.predicted[size_t(c)] > 0;
+    estimate += slot.predicted[size_t(c)];
+  }
+  if (!predicted) {
+    if (ref < 0) return false;  // nothing to scale from: explore it
+    // Its time if only the bytes on the wire changed.
+    double ref_sum = 0;
+    for (const Slot& slot : slots_) ref_sum += slot.agreed[size_t(ref)];
+    estimate = ref_sum * candidates_[size_t(ref)].nominal_ratio / ratio;
+  }
+  return estimate > kSkipFactor * best;
+}
+
+void Chooser::next_in_round() {
+  while (round_pos_ < round_.size() && skip(round_[round_pos_])) ++round_pos_;
+  if (round_pos_ < round_.size()) {
+    next_exchange_ = step_ + kExploreSteps;
+    return;
+  }
+  decide(DDPH_CHOICE_FASTEST);
+  for (Slot& slot : slots_) slot.predicted.fill(0);
+  phase_ = Phase::kExploit;
+  next_exchange_ = step_ + uint64_t(settings_.recheck_steps);
+}
+
+void Chooser::decide(ddph_choice_reason_t reason) {
+  const bool held = step_ < held_until_;
+  held_ = held;
+  for (Slot& slot : slots_) {
+    int best = -1;
+    for (int c = 0; c < int(candidates_.size()); ++c) {
+      const double t = slot.agreed[size_t(c)];
+      if (t <= 0 || !allowed(c)) continue;
+      if (best < 0 || t < slot.agreed[size_t(best)]) best = c;
+    }
+    if (best < 0) {
+      slot.choice = least_compressed();
+      slot.decided_seconds = 0;
+    } else {
+      // Near-ties go to the less compressed: the same speed, less error.
+      int choice = best;
+      const double limit = slot.agreed[size_t(best)] * (1 + kPreferLessCompressed);
+      for (int c = 0; c < int(candidates_.size()); ++c) {
+        const double t = slot.agreed[size_t(c)];
+        if (t <= 0 || t > limit || !allowed(c)) continue;
+        if (candidates_[size_t(c)].nominal_ratio < candidates_[size_t(choice)].nominal_ratio)
+          choice = c;
+      }
+      slot.choice = choice;
+      slot.decided_seconds = slot.agreed[size_t(choice)];
+    }
+    slot.reason = held ? DDPH_CHOICE_CRITICAL : reason;
+  }
+}
+
+double Chooser::model_seconds(int c, uint64_t bytes) const {
+  const CandidateInfo& info = candidates_[size_t(c)];
+  // A ring allreduce or reduce-scatter + allgather puts 2(w-1)/w of the
+  // payload on each rank's link.
+  const double w = double(std::max(world_size_, 1));
+  const double wire_bits = 8.0 * double(bytes) / info.nominal_ratio * 2 * (w - 1) / w;
+  return wire_bits / (settings_.link_mbit * 1e6) + double(bytes) * info.cpu_ns_per_byte * 1e-9;
+}
+
+void Chooser::hold_back_if_norm_jumped(double norm) {
+  if (settings_.norm_jump > 0 && norm > 0 && last_norm_ > 0 &&
+      std::fabs(norm - last_norm_) / last_norm_ >= settings_.norm_jump)
+    held_until_ = step_ + uint64_t(settings_.hold_steps);
+  if (norm > 0) last_norm_ = norm;
+}
+
+void Chooser::describe() {
+  std::ostringstream out;
+  out << "auto: step " << step_ << ": ";
+  if (phase_ == Phase::kExplore) {
+    out << "exploring " << candidates_[size_t(round_[round_pos_])].name << " for "
+        << kExploreSteps << " steps";
+  } else if (settings_.deterministic) {
+    out << "from the stated link (" << settings_.link_mbit << " Mbit/s)"
+        << (step_ < held_until_ ? ", lossy candidates held back: the gradient norm jumped" : "");
+  }
+  for (size_t s = 0; s < slots_.size() && phase_ == Phase::kExploit && !settings_.deterministic;
+       ++s) {
+    const Slot& slot = slots_[s];
+    out << (s ? "; " : "") << "bucket " << s << " (" << slot.bytes << " bytes): "
+        << candidates_[size_t(std::max(slot.choice, 0))].name << ", " << reason_name(slot.reason)
+        << " (";
+    bool first = true;
+    for (size_t c = 0; c < candidates_.size(); ++c) {
+      if (slot.agreed[c] <= 0) continue;
+      out << (first ? "" : ", ") << candidates_[c].name << " " << slot.agreed[c] * 1e3 << " ms";
+      first = false;
+    }
+    out << ")";
+  }
+  last_decision_ = out.str();
+}
+
+std::string Chooser::save() const {
+  LeWriter w;
+  put_frame_header(w, kStateMagic, kStateVersion);
+  w.put(uint64_t(world_size_), 4);
+  w.put(candidates_.size(), 4);
+  for (const CandidateInfo& c : candidates_) {
+    w.put(c.name.size(), 4);
+    w.put_bytes(c.name.data(), c.name.size());
+  }
+  w.put(uint64_t(phase_), 4);
+  w.put(held_ ? 1 : 0, 1);
+  for (uint64_t v : {begun_, next_exchange_, norm_step_, held_until_, last_round_,
+                     uint64_t(round_pos_)})
+    w.put(v, 8);
+  w.put(round_.size(), 4);
+  for (int c : round_) w.put(uint64_t(c), 4);
+  for (double v : {last_norm_, total_seconds_, explore_cost_}) w.put(bits_of(v), 8);
+  w.put(slots_.size(), 4);
+  for (const Slot& s : slots_) {
+    w.put(s.bytes, 8);
+    for (double t : s.agreed) w.put(bits_of(t), 8);
+    for (double t : s.predicted) w.put(bits_of(t), 8);
+    w.put(uint64_t(uint32_t(s.choice)), 4);
+    w.put(uint64_t(s.reason), 4);
+    w.put(bits_of(s.decided_seconds), 8);
+    w.put(uint64_t(uint32_t(s.last)), 4);
+    w.put(s.run, 8);
+  }
+  // This rank's timings since the last exchange: a chooser loaded from it
+  // reports them at the next one, as this one would have.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (double v : {window_.seconds, window_.norm_sq}) w.put(bits_of(v), 8);
+  w.put(window_.new_slot ? 1 : 0, 1);
+  for (size_t s = 0; s < kMaxSlots; ++s)
+    for (size_t c = 0; c < kMaxCandidates; ++c) {
+      w.put(bits_of(window_.sum[s][c]), 8);
+      w.put(window_.count[s][c], 4);
+    }
+  return finish_frame(w);
+}
+
+bool Chooser::load(const void* bytes, size_t n) {
+  LeReader r = open_frame(bytes, n, kStateMagic, kStateVersion, "auto chooser state",
+                             "the auto chooser (ddph_session_save_state)");
+  const int world = int(r.get(4, "world size"));
+  const size_t count = size_t(r.get(4, "candidate count"));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count && i < kMaxCandidates + 1; ++i) {
+    const size_t len = size_t(r.get(4, "candidate name length"));
+    const uint8_t* p = r.take(len, "candidate name");
+    names.emplace_back(reinterpret_cast<const char*>(p), len);
+  }
+  std::vector<std::string> mine;
+  for (const CandidateInfo& c : candidates_) mine.push_back(c.name);
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+    return out;
+  };
+  DDPH_CHECK(names == mine, DDPH_INVALID_ARGUMENT,
+             "auto chooser state: the checkpoint's candidates are '"
+                 << joined(names) << "', this job's are '" << joined(mine) << "'");
+  if (world != world_size_) return false;
+  Chooser loaded(settings_, candidates_, world_size_);
+  const uint64_t phase = r.get(4, "phase");
+  DDPH_CHECK(phase <= uint64_t(Phase::kExploit), DDPH_INVALID_ARGUMENT,
+             "auto chooser state: phase " << phase << " is not one this build knows");
+  loaded.phase_ = Phase(phase);
+  const uint64_t held = r.get(1, "held back");
+  DDPH_CHECK(held <= 1, DDPH_INVALID_ARGUMENT, "auto chooser state: a held-back flag of " << held);
+  loaded.held_ = held == 1;
+  loaded.begun_ = r.get(8, "steps");
+  loaded.next_exchange_ = r.get(8, "next exchange");
+  loaded.norm_step_ = r.get(8, "norm step");
+  loaded.held_until_ = r.get(8, "held until");
+  loaded.last_round_ = r.get(8, "last round");
+  loaded.round_pos_ = size_t(r.get(8, "round position"));
+  const size_t round = size_t(r.get(4, "round length"));
+  DDPH_CHECK(round <= count && loaded.round_pos_ <= round, DDPH_INVALID_ARGUMENT,
+             "auto chooser state: a round of " << round << " candidates at position "
+                                               << loaded.round_pos_);
+  for (size_t i = 0; i < round; ++i) {
+    const uint64_t c = r.get(4, "round candidate");
+    DDPH_CHECK(c < count, DDPH_INVALID_ARGUMENT, "auto chooser state: candidate " << c);
+    loaded.round_.push_back(int(c));
+  }
+  DDPH_CHECK(loaded.phase_ != Phase::kExplore || loaded.round_pos_ < round, DDPH_INVALID_ARGUMENT,
+             "auto chooser state: exploring past the end of its round");
+  loaded.last_norm_ = double_of(r.get(8, "last norm"));
+  loaded.total_seconds_ = double_of(r.get(8, "total seconds"));
+  loaded.explore_cost_ = double_of(r.get(8, "exploration seconds"));
+  const size_t slots = size_t(r.get(4, "bucket count"));
+  DDPH_CHECK(slots <= kMaxSlots, DDPH_INVALID_ARGUMENT,
+             "auto chooser state: " << slots << " buckets, at most " << kMaxSlots);
+  for (size_t i = 0; i < slots; ++i) {
+    Slot s;
+    s.bytes = r.get(8, "bucket bytes");
+    for (double& t : s.agreed) t = double_of(r.get(8, "bucket seconds"));
+    for (double& t : s.predicted) t = double_of(r.get(8, "predicted seconds"));
+    s.choice = int(int32_t(uint32_t(r.get(4, "choice"))));
+    s.reason = ddph_choice_reason_t(r.get(4, "reason"));
+    s.decided_seconds = double_of(r.get(8, "decided seconds"));
+    s.last = int(int32_t(uint32_t(r.get(4, "last candidate"))));
+    s.run = r.get(8, "run");
+    DDPH_CHECK(s.choice >= -1 && s.choice < int(count) && s.last >= -1 && s.last < int(count) &&
+                   s.reason <= DDPH_CHOICE_MODEL,
+               DDPH_INVALID_ARGUMENT, "auto chooser state: bucket " << i << " names candidate "
+                                                                    << s.choice);
+    loaded.slots_.push_back(s);
+  }
+  Window window;
+  window.seconds = double_of(r.get(8, "window seconds"));
+  window.norm_sq = double_of(r.get(8, "window norm"));
+  const uint64_t new_slot = r.get(1, "window new bucket");
+  DDPH_CHECK(new_slot <= 1, DDPH_INVALID_ARGUMENT,
+             "auto chooser state: a new-bucket flag of " << new_slot);
+  window.new_slot = new_slot == 1;
+  for (size_t s = 0; s < kMaxSlots; ++s)
+    for (size_t c = 0; c < kMaxCandidates; ++c) {
+      window.sum[s][c] = double_of(r.get(8, "window sum"));
+      window.count[s][c] = uint32_t(r.get(4, "window count"));
+    }
+  DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
+             "auto chooser state: " << r.left() << " bytes after its end");
+  std::lock_guard<std::mutex> lock(mu_);
+  phase_ = loaded.phase_;
+  begun_ = loaded.begun_;
+  next_exchange_ = loaded.next_exchange_;
+  norm_step_ = loaded.norm_step_;
+  held_until_ = loaded.held_until_;
+  held_ = loaded.held_;
+  last_round_ = loaded.last_round_;
+  round_ = loaded.round_;
+  round_pos_ = loaded.round_pos_;
+  last_norm_ = loaded.last_norm_;
+  total_seconds_ = loaded.total_seconds_;
+  explore_cost_ = loaded.explore_cost_;
+  slots_ = loaded.slots_;
+  window_ = window;
+  in_step_ = false;
+  describe();
+  return true;
+}
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,147 @@
+// The auto hook's decisions (docs/auto.md): which candidate runs each bucket
+// of a step, from what the ranks measured. Pure logic, no communicator: the
+// session (loader/session/auto_steps.cpp) hands it each rank's timings,
+// runs the exchange it asks for, and feeds back the ranks' combined report.
+//
+// Every decision is taken at a step boundary from the combined report
+// alone (each value the MAX over the ranks: a collective takes as long as
+// its slowest rank), so every rank takes the same one whatever it measured.
+// Between exchanges the plan is a fixed function of the last decision.
+//
+// Phases: warm-up (the least compressed candidate), a round of exploring
+// (each candidate runs every bucket for kExploreSteps steps, the most
+// compressed first; one whose time, scaled from the reference by its wire
+// bytes, or predicted by the link model after a slowdown, is far above the
+// best already measured is skipped), then each
+// bucket runs its fastest candidate. Every recheck_steps the ranks compare
+// again: a bucket whose time drifted past `drift` starts a new round, if
+// the exploring so far cost less than explore_share of the run; a gradient
+// norm that jumped by norm_jump (Accordion's test) holds lossy candidates
+// back for hold_steps.
+#pragma once
+
+#include <ddph/ddph.h>
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "loader/auto/candidates.h"
+
+namespace ddph {
+namespace loader {
+
+struct Pick {
+  int candidate = 0;
+  ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;
+  bool settled = false;  // the candidate ran this slot in the last kSettleSteps steps too
+  uint64_t step = 0;     // the chooser's own step count, for measured()
+};
+
+class Chooser {
+ public:
+  // A bucket's first steps on a candidate are not timed: PowerSGD compresses
+  // from its third step, and the first use of a hook allocates.
+  static constexpr uint64_t kSettleSteps = 2;
+  static constexpr uint64_t kExploreSteps = kSettleSteps + 2;
+  // A candidate within this share of the fastest, and less compressed, wins.
+  static constexpr double kPreferLessCompressed = 0.05;
+  // A candidate whose scaled time is this many times the best is skipped.
+  static constexpr double kSkipFactor = 1.5;
+  // A compressed candidate's time hardly changes when the link gets
+  // faster, so no drift shows it: after this many exchanges without a
+  // round, one starts anyway (within explore_share), timing the least
+  // compressed candidate first, the link model's reference.
+  static constexpr uint64_t kProbeRechecks = 20;
+  // The exchange: norm, bucket seconds, a new-bucket flag, then
+  // kMaxSlots x kMaxCandidates mean seconds (0: not measured).
+  static constexpr size_t kReportWords = 3 + kMaxSlots * kMaxCandidates;
+
+  Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates, int world_size);
+
+  // Before a step's first bucket: starts the step; true when the ranks
+  // must exchange reports (report, then agreed) before its buckets run.
+  bool begin_step();
+  // This rank's report since the last exchange.
+  std::vector<double> report() const;
+  // The ranks' reports combined by MAX, element by element: decides.
+  void agreed(const std::vector<double>& combined);
+  // The candidate for the bucket in `slot` of the step begun last.
+  Pick pick(uint32_t slot, uint64_t bytes);
+  // Whether this step's buckets should add their squared norms.
+  bool wants_norm() const { return in_step_ && norm_step_ == step_; }
+  // [thread-safe] A bucket's squared gradient norm on this rank.
+  void add_norm_sq(double sum_sq);
+  // [thread-safe] A bucket's time on this rank, for the pick it ran with.
+  void measured(const Pick& pick, uint32_t slot, double seconds);
+
+  // The decisions of the last exchange, as a log line: "step 40: bucket 0
+  // (7.5 MB): q4ef, fastest (q4ef 8.1 ms, q8 9.0 ms, ...)".
+  const std::string& last_decision() const { return last_decision_; }
+  const std::vector<CandidateInfo>& candidates() const { return candidates_; }
+  double exploration_seconds() const { return explore_cost_; }
+
+  // Checkpoints: everything above but this rank's window. load throws
+  // DDPH_INVALID_ARGUMENT on a corrupt blob or other candidates; a blob
+  // from another world size is not loaded (returns false: start fresh).
+  std::string save() const;
+  bool load(const void* bytes, size_t n);
+
+ private:
+  enum class Phase : uint32_t { kWarmup = 0, kExplore = 1, kExploit = 2 };
+  struct Slot {
+    uint64_t bytes = 0;
+    std::array<double, kMaxCandidates> agreed{};  // mean seconds; 0: unknown
+    // After the link slowed down: each candidate's time as the link model
+    // predicts it (0: none), so that a round explores only the likely ones.
+    std::array<double, kMaxCandidates> predicted{};
+    int choice = -1;
+    ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;
+    double decided_seconds = 0;
+    // This step's candidate and how many steps in a row it ran here.
+    int last = -1;
+    uint64_t run = 0;
+  };
+  struct Window {  // this rank's, since the last exchange; under mu_
+    std::array<std::array<double, kMaxCandidates>, kMaxSlots> sum{};
+    std::array<std::array<uint32_t, kMaxCandidates>, kMaxSlots> count{};
+    double seconds = 0, norm_sq = 0;
+    bool new_slot = false;
+  };
+
+  bool allowed(int c) const;
+  int least_compressed() const;
+  // reference_first: time the least compressed candidate first (a probe).
+  void start_round(bool reference_first);
+  // After the explored candidate's exchange: the next one not skipped.
+  void next_in_round();
+  bool skip(int c) const;
+  void decide(ddph_choice_reason_t reason);
+  void decide_by_model();
+  double model_seconds(int c, uint64_t bytes) const;
+  void hold_back_if_norm_jumped(double norm);
+  void describe();
+
+  AutoSettings settings_;
+  std::vector<CandidateInfo> candidates_;
+  int world_size_;
+  Phase phase_ = Phase::kWarmup;
+  uint64_t begun_ = 0;  // steps begun
+  uint64_t step_ = 0;   // the step begun last
+  bool in_step_ = false;
+  uint64_t next_exchange_ = 0, norm_step_ = 0, held_until_ = 0;
+  bool held_ = false;  // the last decision held lossy candidates back
+  uint64_t last_round_ = 0;  // the step the last round started
+  std::vector<int> round_;  // candidates of this round, in order
+  size_t round_pos_ = 0;
+  double last_norm_ = 0, total_seconds_ = 0, explore_cost_ = 0;
+  std::vector<Slot> slots_;
+  std::string last_decision_;
+  mutable std::mutex mu_;
+  Window window_;
+};
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,122 @@
+// `hook: {family: auto}` in the session (docs/auto.md): one chain per
+// candidate, the ranks' exchange of what they measured at the step
+// boundaries the chooser asks for, and the error-feedback residual of the
+// candidate a bucket leaves flushed into the one it goes to.
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.h"
+#include "core/base/host.h"
+#include "core/base/tensor.h"
+#include "core/comm/comm_call.h"
+#include "loader/session/session.h"
+
+namespace ddph {
+namespace loader {
+namespace {
+
+// The bucket's squared L2 norm on this rank, for Accordion's test: fp32
+// buffers in host memory only (0 for others, which never trip it).
+double squared_norm(const ddph_bucket_t& bucket) {
+  const DLTensor& t = bucket.buffer;
+  if (t.device.device_type != kDLCPU || t.dtype.code != kDLFloat || t.dtype.bits != 32 ||
+      t.dtype.lanes != 1)
+    return 0;
+  const float* p = reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset);
+  int64_t n = 1;
+  for (int32_t d = 0; d < t.ndim; ++d) n *= t.shape[d];
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += double(p[i]) * double(p[i]);
+  return std::isfinite(sum) ? sum : 0;
+}
+
+}  // namespace
+
+void Session::create_auto(ddph_comm_t* hooks_comm) {
+  const ResolvedAuto& a = *job_.auto_choice;
+  for (size_t i = 0; i < a.candidates.size(); ++i) {
+    try {
+      chains_.create(*a.candidates[i], false, 0, hooks_comm, device_allocator_);
+    } catch (const Error& e) {
+      const CandidateSpec& c = a.specs[i];
+      DDPH_FAIL(e.code(), "auto candidate '" << c.info.name << "' (" << c.hook.family << "/"
+                                             << c.hook.name << ") failed to open: " << e.what());
+    }
+  }
+  chooser_ = std::make_unique<Chooser>(a.settings, a.infos(), placement_.world_size);
+  // Its exchanges come at step boundaries, on the worker. control_ serves
+  // when only the worker uses it; else a communicator of its own, so that
+  // an exchange can only ever pair with another rank's exchange.
+  auto_comm_ = control_;
+  if (comm_->split != nullptr && comm_->size(comm_->ctx) > 1) {
+    ddph_comm_t* own = nullptr;
+    DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &own));
+    DDPH_CHECK(own != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
+    auto_comm_ = own;
+    owns_auto_comm_ = true;
+  }
+}
+
+const HookChain& Session::auto_chain(PendingBucket& pending) {
+  if (pending.metrics_step != auto_step_) {
+    auto_step_ = pending.metrics_step;
+    if (chooser_->begin_step()) {
+      in_flight_.wait();  // every bucket before this step has been measured
+      std::vector<double> report = chooser_->report();
+      if (comm_size(auto_comm_) > 1) {
+        FlatTensor t(report.data(), DType::F64, int64_t(report.size()));
+        comm_allreduce(auto_comm_, t, DDPH_MAX, nullptr);
+      }
+      chooser_->agreed(report);
+      log(DDPH_LOG_INFO, "auto", chooser_->last_decision());
+    }
+  }
+  const Pick pick = chooser_->pick(pending.metrics_bucket, pending.bytes);
+  pending.auto_pick = pick;
+  if (chooser_->wants_norm()) chooser_->add_norm_sq(squared_norm(pending.bucket));
+  const size_t first = job_.rules.size();
+  const int64_t index = pending.bucket.index;
+  // What the candidate it leaves still owes this bucket (its error
+  // feedback) joins the gradients the next one reduces. A bucket index not
+  // seen since open or a checkpoint's load may owe any candidate.
+  auto last = auto_last_.find(index);
+  if (last == auto_last_.end() || last->second != pick.candidate) {
+    in_flight_.wait();
+    for (size_t c = 0; c < job_.auto_choice->candidates.size(); ++c) {
+      const bool left = last == auto_last_.end() ? int(c) != pick.candidate
+                                                 : int(c) == last->second;
+      if (left) DDPH_CALL(take_residuals(chains_.all()[first + c].elements, pending.bucket));
+    }
+  }
+  auto_last_[index] = pick.candidate;
+  return chains_.all()[first + size_t(pick.candidate)];
+}
+
+void Session::save_chooser(std::vector<StateRecord>& records) const {
+  if (chooser_ != nullptr) records.push_back(StateRecord{kAutoFamily, kAutoHook, chooser_->save()});
+}
+
+std::unique_ptr<Chooser> Session::read_chooser(std::vector<StateRecord>& records) const {
+  if (chooser_ == nullptr) return nullptr;
+  const bool last_is_chooser = !records.empty() && records.back().family == kAutoFamily &&
+                               records.back().hook == kAutoHook;
+  DDPH_CHECK(last_is_chooser, DDPH_INVALID_ARGUMENT,
+             "state blob has no auto chooser record (it was saved by a job without "
+             "hook: {family: auto})");
+  const StateRecord mine = records.back();
+  records.pop_back();
+  auto chooser = std::make_unique<Chooser>(job_.auto_choice->settings, job_.auto_choice->infos(),
+                                       placement_.world_size);
+  if (!chooser->load(mine.blob.data(), mine.blob.size())) {
+    // Its timings were of another world size: they say nothing here.
+    chooser = std::make_unique<Chooser>(job_.auto_choice->settings, job_.auto_choice->infos(),
+                                       placement_.world_size);
+    log(DDPH_LOG_WARN, "auto",
+        "auto: the checkpoint's chooser state is from another world size; the chooser starts "
+        "fresh (warm-up, then exploring)");
+  }
+  return chooser;
+}
+
+}  // namespace loader
+}  // namespace ddph

@@ -1,0 +1,387 @@
+// The auto hook's decisions (loader/auto/chooser.h), without communicators:
+// synthetic timings in, picks out. Ranks are simulated by choosers whose
+// reports are combined element by element with MAX, as the session's
+// allreduce does.
+#include "loader/auto/chooser.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/base/error.h"
+
+namespace ddph {
+namespace loader {
+namespace {
+
+// The built-in candidates in their default order, with their nominal
+// ratios and costs (loader/auto/candidates.cpp).
+enum : int { kAllreduce = 0, kFp16 = 1, kBf16 = 2, kQ8 = 3, kQ4ef = 4, kPsgd4 = 5 };
+
+std::vector<CandidateInfo> builtins() {
+  return {{"allreduce", 1, 0.05}, {"fp16", 2, 0.3},   {"bf16", 2, 0.3},
+          {"q8", 4, 0.8},         {"q4ef", 8, 1.2},   {"powersgd4", 16, 1.5}};
+}
+
+AutoSettings settings() {
+  AutoSettings s;
+  s.warmup_steps = 5;
+  s.recheck_steps = 5;
+  s.explore_share = 0.5;
+  s.norm_jump = 0;  // tests that want it turn it on
+  return s;
+}
+
+// seconds(rank, step, slot, candidate)
+using TimeFn = std::function<double(int, uint64_t, uint32_t, int)>;
+
+struct StepPicks {
+  std::vector<Pick> picks;
+  bool exchanged = false;
+};
+
+// Runs `steps` steps of `slots` buckets (sizes `bytes`) on every chooser,
+// exchanging as the session does; returns each step's picks of rank 0 and
+// checks that every rank picked the same.
+std::vector<StepPicks> run(std::vector<Chooser*> ranks, uint64_t steps,
+                           const std::vector<uint64_t>& bytes, const TimeFn& seconds,
+                           uint64_t first_step = 0, const std::function<double(uint64_t)>& norm = {}) {
+  std::vector<StepPicks> out;
+  for (uint64_t k = first_step; k < first_step + steps; ++k) {
+    StepPicks step;
+    bool due = false;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const bool d = ranks[r]->begin_step();
+      if (r == 0) due = d;
+      EXPECT_EQ(d, due) << "rank " << r << " step " << k;
+    }
+    if (due) {
+      std::vector<double> combined(Chooser::kReportWords, 0.0);
+      for (Chooser* c : ranks) {
+        const std::vector<double> mine = c->report();
+        for (size_t i = 0; i < combined.size(); ++i) combined[i] = std::max(combined[i], mine[i]);
+      }
+      for (Chooser* c : ranks) c->agreed(combined);
+      step.exchanged = true;
+    }
+    for (uint32_t s = 0; s < bytes.size(); ++s) {
+      std::vector<Pick> picks;
+      for (Chooser* c : ranks) picks.push_back(c->pick(s, bytes[s]));
+      for (size_t r = 1; r < ranks.size(); ++r) {
+        EXPECT_EQ(picks[r].candidate, picks[0].candidate) << "rank " << r << " step " << k;
+        EXPECT_EQ(picks[r].reason, picks[0].reason) << "rank " << r << " step " << k;
+      }
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        if (ranks[r]->wants_norm() && norm) ranks[r]->add_norm_sq(norm(k) * norm(k));
+        ranks[r]->measured(picks[r], s, seconds(int(r), k, s, picks[r].candidate));
+      }
+      step.picks.push_back(picks[0]);
+    }
+    out.push_back(step);
+  }
+  return out;
+}
+
+std::vector<StepPicks> run(Chooser& one, uint64_t steps, const std::vector<uint64_t>& bytes,
+                           const TimeFn& seconds) {
+  return run(std::vector<Chooser*>{&one}, steps, bytes, seconds);
+}
+
+// Per-candidate times in ms for one bucket, whatever the rank and step.
+TimeFn fixed_ms(std::vector<double> ms) {
+  return [ms](int, uint64_t, uint32_t, int c) { return ms[size_t(c)] * 1e-3; };
+}
+
+int count(const std::vector<StepPicks>& steps, ddph_choice_reason_t reason) {
+  int n = 0;
+  for (const StepPicks& s : steps)
+    for (const Pick& p : s.picks) n += p.reason == reason;
+  return n;
+}
+
+TEST(AutoChooser, WarmsUpOnTheLeastCompressedThenExploresMostCompressedFirstThenPicksTheFastest) {
+  Chooser ch(settings(), builtins(), 2);
+  // A 1 Gbit/s-like bucket: 8-bit is fastest.
+  const auto steps = run(ch, 60, {4 << 20}, fixed_ms({40, 22, 22, 9, 11, 14}));
+  for (uint64_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(steps[k].picks[0].candidate, kAllreduce) << k;
+    EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_WARMUP) << k;
+  }
+  // Then the others for kExploreSteps steps each, the most compressed
+  // first (allreduce was timed while warming up). 16-bit is skipped: half
+  // of allreduce's 40 ms is over 1.5 x 8-bit's 9 ms.
+  const std::vector<int> order = {kPsgd4, kQ4ef, kQ8};
+  uint64_t k = 5;
+  for (int c : order)
+    for (uint64_t i = 0; i < Chooser::kExploreSteps; ++i, ++k) {
+      EXPECT_EQ(steps[k].picks[0].candidate, c) << k;
+      EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_EXPLORE) << k;
+    }
+  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), int(3 * Chooser::kExploreSteps));
+  for (; k < 60; ++k) {
+    EXPECT_EQ(steps[k].picks[0].candidate, kQ8) << k;
+    EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_FASTEST) << k;
+  }
+  EXPECT_NE(ch.last_decision().find("q8"), std::string::npos) << ch.last_decision();
+}
+
+TEST(AutoChooser, OnASlowLinkSkipsCandidatesWhoseScaledTimeCannotWin) {
+  Chooser ch(settings(), builtins(), 2);
+  // 100 Mbit/s-like: allreduce 600 ms, PowerSGD 20 ms. Scaled from
+  // allreduce by wire bytes, 4-bit would take 75 ms, over 1.5 x 20: skipped,
+  // as are 8-bit and 16-bit.
+  const auto steps = run(ch, 30, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
+  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), int(Chooser::kExploreSteps));
+  EXPECT_EQ(steps[5].picks[0].candidate, kPsgd4);
+  EXPECT_EQ(steps[29].picks[0].candidate, kPsgd4);
+  EXPECT_EQ(steps[29].picks[0].reason, DDPH_CHOICE_FASTEST);
+}
+
+TEST(AutoChooser, NearTiesGoToTheLessCompressedCandidate) {
+  Chooser ch(settings(), builtins(), 2);
+  // 4-bit is 3% faster than fp16: within kPreferLessCompressed, fp16 wins.
+  const auto steps = run(ch, 40, {1 << 20}, fixed_ms({18, 10, 12, 11, 9.7, 20}));
+  EXPECT_EQ(steps[39].picks[0].candidate, kFp16);
+}
+
+TEST(AutoChooser, EveryRankTakesTheSameDecisionWhenTheyMeasureDifferently) {
+  AutoSettings s = settings();
+  s.drift = 0.3;
+  Chooser r0(s, builtins(), 3), r1(s, builtins(), 3), r2(s, builtins(), 3);
+  // Each rank sees other times (rank 2 is slow on 8-bit, rank 1 noisy), and
+  // the link slows down at step 70: the picks are compared step by step.
+  const TimeFn seconds = [](int rank, uint64_t step, uint32_t slot, int c) {
+    const double base[] = {40, 22, 22, 9, 11, 14};
+    double t = base[c] * (1 + 0.1 * slot);
+    if (rank == 2 && c == kQ8) t *= 2;
+    if (rank == 1) t *= 1 + 0.2 * double((step * 7 + size_t(c)) % 5) / 4;
+    if (step >= 70 && c != kPsgd4) t *= 10;
+    return t * 1e-3;
+  };
+  const auto steps = run({&r0, &r1, &r2}, 140, {1 << 22, 1 << 20, 1 << 16}, seconds);
+  // The agreed view is the slowest rank's: 8-bit is 18 ms there, so 4-bit
+  // wins before the link slows down, PowerSGD after it.
+  EXPECT_EQ(steps[60].picks[0].candidate, kQ4ef);
+  EXPECT_EQ(steps[139].picks[0].candidate, kPsgd4);
+  EXPECT_EQ(steps[139].picks[2].candidate, kPsgd4);
+}
+
+TEST(AutoChooser, ALinkThatSlowsDownMakesItExploreAgainAndSwitch) {
+  Chooser ch(settings(), builtins(), 2);
+  bool slow = false;
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double fast[] = {12, 8, 8, 9, 11, 14};   // 10 Gbit/s-like: fp16
+    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
+    return (slow ? slowed : fast)[c] * 1e-3;
+  };
+  const auto before = run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
+  EXPECT_EQ(before.back().picks[0].candidate, kFp16);
+  slow = true;
+  const auto after = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 50);
+  EXPECT_GT(count(after, DDPH_CHOICE_EXPLORE), 0);
+  EXPECT_EQ(after.back().picks[0].candidate, kPsgd4);
+  EXPECT_EQ(after.back().picks[0].reason, DDPH_CHOICE_FASTEST);
+  // A drift is seen at the first exchange after the change, within
+  // recheck_steps, and the new round starts there.
+  int first_explore = -1;
+  for (size_t i = 0; i < after.size() && first_explore < 0; ++i)
+    if (after[i].picks[0].reason == DDPH_CHOICE_EXPLORE) first_explore = int(i);
+  EXPECT_GE(first_explore, 0);
+  EXPECT_LE(first_explore, 5);
+}
+
+TEST(AutoChooser, ALinkThatGetsFasterIsFoundByAProbeAndSwitchedTo) {
+  Chooser ch(settings(), builtins(), 2);
+  bool fast = false;
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like: PowerSGD
+    const double quick[] = {12, 8, 8, 6, 11, 14};           // 8-bit; PowerSGD barely changes
+    return (fast ? quick : slowed)[c] * 1e-3;
+  };
+  const auto before = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 0);
+  EXPECT_EQ(before.back().picks[0].candidate, kPsgd4);
+  fast = true;
+  const auto after = run(std::vector<Chooser*>{&ch}, 200, {4 << 20}, seconds, 60);
+  // PowerSGD's 30% change is no drift; the probe comes within
+  // kProbeRechecks exchanges of the last round, timing allreduce first.
+  int first_explore = -1;
+  for (size_t i = 0; i < after.size() && first_explore < 0; ++i)
+    if (after[i].picks[0].reason == DDPH_CHOICE_EXPLORE) first_explore = int(i);
+  ASSERT_GE(first_explore, 0);
+  EXPECT_LE(first_explore, int(Chooser::kProbeRechecks * 5));
+  EXPECT_EQ(after[size_t(first_explore)].picks[0].candidate, kAllreduce);
+  EXPECT_EQ(after.back().picks[0].candidate, kQ8);
+}
+
+TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
+  AutoSettings s = settings();
+  s.explore_share = 0;  // nothing may be spent on exploring again
+  Chooser ch(s, builtins(), 2);
+  bool slow = false;
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double fast[] = {12, 8, 8, 9, 11, 14};
+    const double slowed[] = {600, 300, 300, 150, 80, 20};
+    return (slow ? slowed : fast)[c] * 1e-3;
+  };
+  run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
+  slow = true;
+  const auto after = run(std::vector<Chooser*>{&ch}, 40, {4 << 20}, seconds, 50);
+  EXPECT_EQ(count(after, DDPH_CHOICE_EXPLORE), 0);
+  EXPECT_EQ(after.back().picks[0].candidate, kFp16);  // stays: no budget
+  EXPECT_GT(ch.exploration_seconds(), 0);
+}
+
+TEST(AutoChooser, AGradientNormJumpHoldsLossyCandidatesBackForHoldSteps) {
+  AutoSettings s = settings();
+  s.norm_jump = 0.5;
+  s.hold_steps = 20;
+  Chooser ch(s, builtins(), 2);
+  // 4-bit is fastest; the norm doubles at step 60.
+  const auto steps =
+      run(std::vector<Chooser*>{&ch}, 120, {1 << 20}, fixed_ms({16, 10, 11, 15, 9, 14}), 0,
+          [](uint64_t k) { return k < 60 ? 1.0 : 2.0; });
+  EXPECT_EQ(steps[55].picks[0].candidate, kQ4ef);
+  int held = 0;
+  for (const StepPicks& st : steps) {
+    const Pick& p = st.picks[0];
+    if (p.reason != DDPH_CHOICE_CRITICAL) continue;
+    ++held;
+    // The fastest of the 16-bit and fp32 candidates.
+    EXPECT_EQ(p.candidate, kFp16);
+  }
+  // Seen at the exchange after step 60 (every 5 steps), held for 20 steps.
+  EXPECT_GE(held, 16);
+  EXPECT_LE(held, 20);
+  EXPECT_EQ(steps[95].picks[0].candidate, kQ4ef);
+  EXPECT_EQ(steps[95].picks[0].reason, DDPH_CHOICE_FASTEST);
+}
+
+TEST(AutoChooser, MaxCompressionKeepsMoreCompressedCandidatesOut) {
+  AutoSettings s = settings();
+  s.max_compression = 4;
+  Chooser ch(s, builtins(), 2);
+  const auto steps = run(ch, 60, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
+  for (const StepPicks& st : steps) {
+    EXPECT_NE(st.picks[0].candidate, kQ4ef);
+    EXPECT_NE(st.picks[0].candidate, kPsgd4);
+  }
+  EXPECT_EQ(steps.back().picks[0].candidate, kQ8);
+}
+
+// The model's time of a candidate, from the formula docs/auto.md states.
+double model_ms(const CandidateInfo& c, double bytes, double mbit, int world) {
+  const double wire_bits = 8 * bytes / c.nominal_ratio * 2 * (world - 1) / world;
+  return (wire_bits / (mbit * 1e6) + bytes * c.cpu_ns_per_byte * 1e-9) * 1e3;
+}
+
+TEST(AutoChooser, DeterministicModeDecidesFromTheStatedLinkAloneAndNeverExplores) {
+  for (const double mbit : {100.0, 1000.0, 10000.0}) {
+    AutoSettings s = settings();
+    s.deterministic = true;
+    s.link_mbit = mbit;
+    Chooser a(s, builtins(), 4), b(s, builtins(), 4);
+    const double bytes = 7.5e6;
+    int expected = 0;
+    const std::vector<CandidateInfo> c = builtins();
+    for (int i = 1; i < int(c.size()); ++i)
+      if (model_ms(c[size_t(i)], bytes, mbit, 4) < model_ms(c[size_t(expected)], bytes, mbit, 4))
+        expected = i;
+    // Different timings on the two: the same picks, from the model.
+    const auto pa = run(a, 30, {uint64_t(bytes)}, fixed_ms({1, 2, 3, 4, 5, 6}));
+    const auto pb = run(b, 30, {uint64_t(bytes)}, fixed_ms({6, 5, 4, 3, 2, 1}));
+    EXPECT_EQ(count(pa, DDPH_CHOICE_EXPLORE), 0);
+    for (size_t k = 5; k < 30; ++k) {
+      EXPECT_EQ(pa[k].picks[0].candidate, expected) << mbit << " Mbit/s, step " << k;
+      EXPECT_EQ(pb[k].picks[0].candidate, expected) << mbit << " Mbit/s, step " << k;
+      EXPECT_EQ(pa[k].picks[0].reason, DDPH_CHOICE_MODEL);
+    }
+    // 100 Mbit/s: PowerSGD; 10 Gbit/s: 16-bit (the formula, at 7.5 MB).
+    if (mbit == 100) {
+      EXPECT_EQ(expected, kPsgd4);
+    }
+    if (mbit == 10000) {
+      EXPECT_EQ(expected, kFp16);
+    }
+  }
+}
+
+TEST(AutoChooser, ABucketOfANewSizeIsExploredAgain) {
+  Chooser ch(settings(), builtins(), 2);
+  run(ch, 50, {4 << 20}, fixed_ms({40, 22, 22, 9, 11, 14}));
+  // DDP rebuilt its buckets: two buckets of other sizes.
+  const auto after = run(std::vector<Chooser*>{&ch}, 40, {3 << 20, 1 << 20},
+                         fixed_ms({40, 22, 22, 9, 11, 14}), 50);
+  EXPECT_GT(count(after, DDPH_CHOICE_EXPLORE), 0);
+  EXPECT_EQ(after.back().picks[1].candidate, kQ8);
+  EXPECT_EQ(after.back().picks[1].reason, DDPH_CHOICE_FASTEST);
+}
+
+TEST(AutoChooser, ACheckpointRestoresEveryDecisionToCome) {
+  AutoSettings s = settings();
+  s.norm_jump = 0.5;
+  const TimeFn seconds = [](int, uint64_t step, uint32_t slot, int c) {
+    const double base[] = {40, 22, 22, 9, 11, 14};
+    return base[c] * (1 + 0.3 * slot) * (step >= 40 ? 5 : 1) * 1e-3;
+  };
+  for (const uint64_t cut : {3u, 8u, 27u, 45u}) {
+    Chooser original(s, builtins(), 2);
+    run(std::vector<Chooser*>{&original}, cut, {1 << 20, 1 << 18}, seconds, 0);
+    const std::string blob = original.save();
+    Chooser restored(s, builtins(), 2);
+    ASSERT_TRUE(restored.load(blob.data(), blob.size()));
+    const auto a = run(std::vector<Chooser*>{&original}, 60, {1 << 20, 1 << 18}, seconds, cut);
+    const auto b = run(std::vector<Chooser*>{&restored}, 60, {1 << 20, 1 << 18}, seconds, cut);
+    for (size_t k = 0; k < a.size(); ++k)
+      for (size_t i = 0; i < a[k].picks.size(); ++i) {
+        EXPECT_EQ(a[k].picks[i].candidate, b[k].picks[i].candidate) << cut << "+" << k;
+        EXPECT_EQ(a[k].picks[i].reason, b[k].picks[i].reason) << cut << "+" << k;
+      }
+  }
+}
+
+TEST(AutoChooser, ACheckpointOfAnotherWorldSizeIsNotLoaded) {
+  Chooser four(settings(), builtins(), 4);
+  run(four, 30, {1 << 20}, fixed_ms({40, 22, 22, 9, 11, 14}));
+  const std::string blob = four.save();
+  Chooser two(settings(), builtins(), 2);
+  EXPECT_FALSE(two.load(blob.data(), blob.size()));
+  // It starts fresh: warm-up on allreduce.
+  two.begin_step();
+  EXPECT_EQ(two.pick(0, 1 << 20).reason, DDPH_CHOICE_WARMUP);
+}
+
+TEST(AutoChooser, ACheckpointOfOtherCandidatesOrACorruptOneIsRefused) {
+  Chooser six(settings(), builtins(), 2);
+  run(six, 20, {1 << 20}, fixed_ms({40, 22, 22, 9, 11, 14}));
+  const std::string blob = six.save();
+  std::vector<CandidateInfo> two = {builtins()[0], builtins()[4]};
+  Chooser other(settings(), two, 2);
+  try {
+    other.load(blob.data(), blob.size());
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("allreduce,fp16,bf16,q8,q4ef,powersgd4"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'allreduce,q4ef'"), std::string::npos) << e.what();
+  }
+  size_t refused = 0;
+  for (size_t i = 0; i < blob.size(); ++i) {
+    std::string bad = blob;
+    bad[i] = char(bad[i] ^ 0x20);
+    Chooser fresh(settings(), builtins(), 2);
+    try {
+      fresh.load(bad.data(), bad.size());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), DDPH_INVALID_ARGUMENT);
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, blob.size());
+}
+
+}  // namespace
+}  // namespace loader
+}  // namespace ddph
