@@ -77,9 +77,17 @@ int run_flush_case(const FlushCase& c, int rank, int world, const std::string& d
         for (size_t i = 0; i < n; ++i) truth[i] += double(g[i]) / world;
       }
     }
+    // A bucket of another layout (twice as long: batched_powersgd's padded
+    // square then differs too) is refused, and changes nothing: the flush
+    // below must still find every residual.
+    std::vector<float> other(2 * n, 0.0f);
+    ErrorInfo e = take(hook.ref(), other, {{int64_t(2 * n)}}, index, uint64_t(c.steps));
+    out->other_layout_refused =
+        e.code == DDPH_INVALID_ARGUMENT && e.message.find("bucket 3") != std::string::npos &&
+        std::all_of(other.begin(), other.end(), [](float x) { return x == 0; });
     // The residuals into a zero bucket, averaged exactly over the ranks.
     std::vector<float> flushed(n, 0.0f);
-    ErrorInfo e = take(hook.ref(), flushed, c.shapes, index, uint64_t(c.steps));
+    e = take(hook.ref(), flushed, c.shapes, index, uint64_t(c.steps));
     DDPH_CHILD_CHECK(e.code == DDPH_OK, "rank %d: take_residual: %s", rank, e.message.c_str());
     out->first_empty = std::all_of(flushed.begin(), flushed.end(), [](float x) { return x == 0; });
     const std::vector<float> all = gathered(comm, flushed, world);
@@ -125,6 +133,8 @@ void expect_flush_keeps_the_sum(const FlushCase& c, bool residual, double roundi
                            "rank %d: dropping the residual loses only %g: no test", rank,
                            o.unflushed);
           DDPH_CHILD_CHECK(!o.first_empty, "rank %d: nothing flushed", rank);
+          DDPH_CHILD_CHECK(o.other_layout_refused,
+                           "rank %d: a bucket of another layout was not refused by name", rank);
         } else {
           DDPH_CHILD_CHECK(o.first_empty, "rank %d: a hook without error feedback flushed", rank);
         }

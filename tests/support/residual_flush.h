@@ -35,6 +35,9 @@ struct FlushOutcome {
   double scale = 0;               // max |sum of true means|
   bool second_empty = false;      // a second take_residual leaves a zero bucket zero
   bool unseen_unchanged = false;  // an index never reduced: the buffer bit for bit
+  // Before the flush: a bucket of another length at the same index came
+  // back DDPH_INVALID_ARGUMENT naming the bucket, unchanged.
+  bool other_layout_refused = false;
 };
 
 // Runs c on this rank (a run_ranks body: the ranks meet over a file store
