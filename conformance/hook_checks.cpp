@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -366,6 +367,61 @@ Outcome check_state(const ddph_hook_t* h, double wait_s) {
   return pass(std::to_string(blob.size()) + "-byte blob round trips; truncated ones refused");
 }
 
+// ABI 1.10: take_residual of a bucket index the state never reduced, and a
+// second take of one it did, leave the buffer bit for bit; NULL state and
+// bucket are refused, never a crash.
+Outcome check_take_residual(const ddph_hook_t* h, double wait_s) {
+  if (h->struct_size < DDPH_HOOK_SIZE_V1_10 || h->take_residual == nullptr)
+    return {Status::kSkip, "no take_residual"};
+  Outcome skip;
+  if (needs_options(h, &skip)) return skip;
+  Instance a(h, self_comm());
+  if (!a.ok()) return fail("create with default options failed: " + a.error());
+  TestBucket bucket(1000, 0);
+  note("run_bucket before take_residual");
+  RunResult r = run_once(h, a.state(), &bucket.b, wait_s);
+  if (!r.problem.empty() || r.returned_error || r.code != DDPH_OK)
+    return fail("the bucket did not run: " + (r.problem.empty() ? r.message : r.problem));
+  auto unchanged = [&](uint64_t index, const char* what) -> std::string {
+    TestBucket t(1000, 1);
+    t.b.index = index;
+    for (int64_t i = 0; i < t.n; ++i) t.values()[i] = float(i % 7) - 3.0f;
+    const std::vector<float> before(t.values(), t.values() + t.n);
+    note(what);
+    if (ddph_error_t* e = h->take_residual(a.state(), &t.b)) {
+      std::string m = ddph_error_message(e);
+      ddph_error_free(e);
+      return std::string(what) + " failed: " + m;
+    }
+    return std::equal(before.begin(), before.end(), t.values())
+               ? ""
+               : std::string(what) + " changed the buffer";
+  };
+  if (std::string why = unchanged(bucket.b.index + 1000, "take_residual of an unseen index");
+      !why.empty())
+    return fail(why);
+  TestBucket first(1000, 1);
+  first.b.index = bucket.b.index;
+  note("take_residual of the bucket's index");
+  if (ddph_error_t* e = h->take_residual(a.state(), &first.b)) {
+    std::string m = ddph_error_message(e);
+    ddph_error_free(e);
+    return fail("take_residual of the bucket's index failed: " + m);
+  }
+  if (std::string why = unchanged(bucket.b.index, "a second take_residual"); !why.empty())
+    return fail(why);
+  note("take_residual(NULL state)");
+  if (Outcome o = expect_invalid(h->take_residual(nullptr, &first.b), "take_residual(NULL state)");
+      o.status != Status::kPass)
+    return o;
+  note("take_residual(NULL bucket)");
+  if (Outcome o =
+          expect_invalid(h->take_residual(a.state(), nullptr), "take_residual(NULL bucket)");
+      o.status != Status::kPass)
+    return o;
+  return pass("an unseen index and a second take leave the bucket; NULLs refused");
+}
+
 }  // namespace
 
 const std::vector<HookCheck>& hook_checks() {
@@ -380,6 +436,7 @@ const std::vector<HookCheck>& hook_checks() {
       {"nonfinite", check_nonfinite},
       {"bucket_misuse", check_misuse},
       {"state_round_trip", check_state},
+      {"take_residual", check_take_residual},
   };
   return checks;
 }

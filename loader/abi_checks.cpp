@@ -35,15 +35,21 @@ static_assert(DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) &&
 static_assert(DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t),
               "the 1.3 allocator table is complete");
 static_assert(offsetof(ddph_bucket_metrics_t, struct_size) == 0 &&
-                  DDPH_BUCKET_METRICS_SIZE_V1_7 == sizeof(ddph_bucket_metrics_t) &&
                   offsetof(ddph_bucket_metrics_t, start_ns) - DDPH_BUCKET_METRICS_SIZE_V1_5 <
                       alignof(ddph_bucket_metrics_t),
               "1.7 appends start_ns to the 1.5 metrics record");
+static_assert(DDPH_BUCKET_METRICS_SIZE_V1_10 == sizeof(ddph_bucket_metrics_t) &&
+                  offsetof(ddph_bucket_metrics_t, candidate) == DDPH_BUCKET_METRICS_SIZE_V1_7 &&
+                  DDPH_BUCKET_METRICS_SIZE_V1_10 ==
+                      DDPH_BUCKET_METRICS_SIZE_V1_7 + 2 * sizeof(int32_t),
+              "1.10 appends candidate and choice_reason to the 1.7 metrics record");
 static_assert(DDPH_HOOK_SIZE_V1_5 == DDPH_HOOK_SIZE_V1_0 + sizeof(void*),
               "1.5 appends check to ddph_hook_t");
-static_assert(DDPH_HOOK_SIZE_V1_9 == sizeof(ddph_hook_t) &&
-                  DDPH_HOOK_SIZE_V1_9 == DDPH_HOOK_SIZE_V1_5 + sizeof(void*),
+static_assert(DDPH_HOOK_SIZE_V1_9 == DDPH_HOOK_SIZE_V1_5 + sizeof(void*),
               "1.9 appends state_flags to ddph_hook_t");
+static_assert(DDPH_HOOK_SIZE_V1_10 == sizeof(ddph_hook_t) &&
+                  DDPH_HOOK_SIZE_V1_10 == DDPH_HOOK_SIZE_V1_9 + sizeof(void*),
+              "1.10 appends take_residual to ddph_hook_t");
 static_assert(DDPH_COMM_FACTORY_SIZE_V1_5 == sizeof(ddph_comm_factory_t) &&
                   DDPH_COMM_FACTORY_SIZE_V1_5 == DDPH_COMM_FACTORY_SIZE_V1_0 + sizeof(void*),
               "1.5 appends check to ddph_comm_factory_t");

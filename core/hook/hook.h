@@ -44,6 +44,11 @@ class Hook {
   // 1.9): table_flags with the flag set or cleared. Offered in the table
   // only by a class that declares `static constexpr bool kStatelessByState`.
   virtual uint32_t state_flags(uint32_t table_flags) const { return table_flags; }
+  // Adds the error-feedback residual kept for bucket.index into the bucket
+  // (already validated; dtype is its buffer's type) and forgets it (ABI
+  // 1.10); nothing when none is kept. Offered in the table only by a class
+  // that overrides it.
+  virtual void take_residual(const ddph_bucket_t&, DType) {}
   // Fills what this hook counts; the base counts bytes in and out.
   virtual void stats(ddph_stats_t* out) const {
     out->bytes_in = bytes_in_.load();
@@ -126,6 +131,14 @@ struct StatelessByState<T, decltype(void(T::kStatelessByState))> {
   static constexpr bool value = T::kStatelessByState;
 };
 
+// Whether T keeps an error-feedback residual it can hand back (ABI 1.10):
+// it overrides Hook::take_residual.
+template <class T>
+struct TakesResidual {
+  static constexpr bool value =
+      !std::is_same<decltype(&T::take_residual), decltype(&Hook::take_residual)>::value;
+};
+
 template <class T>
 struct HookFunctions {
   static ddph_error_t* create(const ddph_hook_init_t* init, void** state) {
@@ -187,6 +200,16 @@ struct HookFunctions {
     const uint32_t table = FlagsOf<T>::value;
     return state == nullptr ? table : static_cast<const Hook*>(state)->state_flags(table);
   }
+  static ddph_error_t* take_residual(void* state, const ddph_bucket_t* bucket) {
+    return guard([&] {
+      DDPH_CHECK(state != nullptr, DDPH_INVALID_ARGUMENT, "take_residual: state is NULL");
+      DType dtype = check_bucket(
+          bucket, RunsOnCuda<T>::value ? BucketMemory::kHostOrCuda : BucketMemory::kHost);
+      Hook* hook = static_cast<Hook*>(state);
+      DeviceAllocatorScope scope(hook->device_allocator_);
+      hook->take_residual(*bucket, dtype);
+    });
+  }
   static ddph_error_t* stats(void* state, ddph_stats_t* out) {
     return guard([&] {
       DDPH_CHECK(state != nullptr && out != nullptr, DDPH_INVALID_ARGUMENT,
@@ -220,6 +243,7 @@ ddph_hook_t hook_table(const char* name, const char* summary, const ddph_option_
   h.stats = &HookFunctions<T>::stats;
   if constexpr (HasOptionCheck<T>::value) h.check = &HookFunctions<T>::check;
   if constexpr (StatelessByState<T>::value) h.state_flags = &HookFunctions<T>::state_flags;
+  if constexpr (TakesResidual<T>::value) h.take_residual = &HookFunctions<T>::take_residual;
   return h;
 }
 
@@ -256,6 +280,7 @@ struct KeepsState {
 //   static OptionSpecs option_specs();           its option schema
 //   static void check_options(OptionCheck&);     the rules on the options as a whole
 //   save_state and load_state overrides          its state goes into checkpoints
+//   a take_residual override                     flushes its residuals (1.10)
 template <class T>
 const ddph_hook_t& hook_table() {
   static const ddph_hook_t table = [] {

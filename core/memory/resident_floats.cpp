@@ -1,6 +1,7 @@
 #include "core/memory/resident_floats.h"
 
 #include <algorithm>
+#include <vector>
 
 #ifdef DDPH_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -69,6 +70,31 @@ void device_download(int, const float*, float*, size_t, const char* who) {
 #endif
 
 }  // namespace
+
+void add_host_floats(const Where& at, DType dtype, void* dst, const float* add, size_t n,
+                     const char* who) {
+  if (n == 0) return;
+  if (!at.cuda() && dtype == DType::F32) {
+    float* x = static_cast<float*>(dst);
+    for (size_t i = 0; i < n; ++i) x[i] += add[i];
+    return;
+  }
+  // The values as float32 on the host (through a float32 copy in at's
+  // memory on a GPU), the sum there, and back.
+  ResidentFloats staged(who);
+  std::vector<float> sum(n);
+  if (at.cuda()) {
+    staged.zeros(at, n);
+    cast_into(at, dtype, dst, DType::F32, staged.data(), n);
+    staged.download(sum.data());
+  } else {
+    cast_into(at, dtype, dst, DType::F32, sum.data(), n);
+  }
+  for (size_t i = 0; i < n; ++i) sum[i] += add[i];
+  if (!at.cuda()) return cast_into(at, DType::F32, sum.data(), dtype, dst, n);
+  staged.upload(at, sum.data(), n);
+  cast_into(at, DType::F32, staged.data(), dtype, dst, n);
+}
 
 ResidentFloats::~ResidentFloats() {
   release();

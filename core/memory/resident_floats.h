@@ -22,9 +22,19 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/dtype.h"
 #include "core/kernels/on_device.h"
 
 namespace ddph {
+
+// dst[i] += add[i] for the n values of dtype (float32, float16 or bfloat16)
+// at dst, in at's memory, from n host floats: in float32, a
+// 16-bit value rounded once. For the rare flush of a kept residual into a
+// bucket (ABI 1.10's take_residual), so on a GPU it goes through the host
+// and waits for the device rather than needing a kernel of its own. `who`
+// names the caller in errors.
+void add_host_floats(const Where& at, DType dtype, void* dst, const float* add, size_t n,
+                     const char* who);
 
 // One float array, in host memory or on one GPU.
 class ResidentFloats {

@@ -61,6 +61,14 @@ struct MadeChain {
       load_states(hooks, bytes, n);
     });
   }
+  static ddph_error_t* take_residual(void* state, const ddph_bucket_t* bucket) {
+    MadeChain* chain = nullptr;
+    ddph_error_t* e = guard([&] {
+      chain = of(state, "take_residual");
+      DDPH_CHECK(bucket != nullptr, DDPH_INVALID_ARGUMENT, "take_residual: bucket is NULL");
+    });
+    return e != nullptr ? e : take_residuals(chain->elements, *bucket);
+  }
   // As the session counts a chain: bytes in as the outermost hook saw them,
   // bytes out the larger of the outermost's count (a wrapper's includes its
   // inner's, and zero's reduce_scatter sends instead of its inner) and the
@@ -114,6 +122,10 @@ struct MadeChain {
     table.save_state = keeps_state ? &save_state : nullptr;
     table.load_state = keeps_state ? &load_state : nullptr;
     table.stats = &stats;
+    // 1.10: the chain hands back its hooks' residuals when one of them can.
+    for (const auto& e : elements)
+      if (e->ref.hook->struct_size >= DDPH_HOOK_SIZE_V1_10 && e->ref.hook->take_residual != nullptr)
+        table.take_residual = &take_residual;
   }
 };
 
@@ -179,19 +191,20 @@ void destroy_elements(ChainElements& elements) {
   elements.clear();
 }
 
+ddph_error_t* take_residuals(const ChainElements& elements, const ddph_bucket_t& bucket) noexcept {
+  for (const auto& element : elements) {
+    const ddph_hook_ref_t& ref = element->ref;
+    if (ref.hook->struct_size < DDPH_HOOK_SIZE_V1_10 || ref.hook->take_residual == nullptr)
+      continue;
+    if (ddph_error_t* e = ref.hook->take_residual(ref.state, &bucket)) return e;
+  }
+  return nullptr;
+}
+
 void append_stateful(const ChainElements& elements, std::vector<const ChainElement*>& out) {
   for (const auto& element : elements)
     if (element->ref.hook->save_state != nullptr && element->ref.hook->load_state != nullptr)
       out.push_back(element.get());
-}
-
-ddph_error_t* take_residuals(const ChainElements& elements, const ddph_bucket_t& bucket) {
-  for (const auto& e : elements) {
-    const ddph_hook_t* h = e->ref.hook;
-    if (h->struct_size < DDPH_HOOK_SIZE_V1_10 || h->take_residual == nullptr) continue;
-    if (ddph_error_t* error = h->take_residual(e->ref.state, &bucket)) return error;
-  }
-  return nullptr;
 }
 
 std::string save_states(const std::vector<const ChainElement*>& hooks) {

@@ -45,10 +45,13 @@ void create_elements(const ResolvedHook& resolved, ddph_comm_t* comm,
 // use its inner hook while it goes), and clears them.
 void destroy_elements(ChainElements& elements);
 
-// Adds what each hook of the chain holds for bucket.index as error feedback
-// into the bucket's buffer and clears it (ddph_hook_t.take_residual, ABI
-// 1.10; hooks without it hold none). Returns the first error.
-ddph_error_t* take_residuals(const ChainElements& elements, const ddph_bucket_t& bucket);
+// ABI 1.10: each hook of elements that offers take_residual (struct_size
+// >= DDPH_HOOK_SIZE_V1_10, not NULL) adds the error-feedback residual it
+// keeps for bucket.index into bucket.buffer and forgets it, outer first.
+// For the auto chooser when it moves a bucket away from this chain. Stops
+// at the first error and returns it (owned by the caller); NULL when all
+// succeed, or when no hook keeps a residual.
+ddph_error_t* take_residuals(const ChainElements& elements, const ddph_bucket_t& bucket) noexcept;
 
 // The stateful hooks (save_state set) of elements, appended to `out` in order.
 void append_stateful(const ChainElements& elements, std::vector<const ChainElement*>& out);

@@ -58,6 +58,11 @@ class BatchedStep final : public CompressionStep {
             "(docs/powersgd.md#batched-powersgd-at-low-rank)");
   }
 
+  size_t error_numel(size_t n) const override {
+    const size_t side = size_t(side_of(n));
+    return side * side;
+  }
+
   void compress(const StepContext& ctx, float* data, size_t n) override {
     LowRankOps& ops = ctx.ops;
     const PsgdOptions& opts = ctx.opts;

@@ -52,6 +52,9 @@ class CompressionStep {
   virtual void compress(const StepContext& step, float* data, size_t n) = 0;
   // Once, when the hook is opened with these options (after they are checked).
   virtual void opened(const PsgdOptions& opts) { (void)opts; }
+  // The floats of the error buffer of an n-element bucket (the batched step
+  // pads it to a square).
+  virtual size_t error_numel(size_t n) const { return n; }
 
  protected:
   // The bucket's P and Q for this step: the remembered ones, or fresh ones

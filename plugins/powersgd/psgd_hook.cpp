@@ -2,8 +2,10 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/base/tensor.h"
+#include "core/memory/resident_floats.h"
 
 namespace ddph {
 namespace powersgd {
@@ -20,12 +22,16 @@ PsgdHook::PsgdHook(const ddph_hook_init_t& init, const char* name, HookKind kind
   step_->opened(opts_);
 }
 
-void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
+void PsgdHook::check_dtype(const ddph_bucket_t& bucket, DType dtype) const {
   char text[32];
   DDPH_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16, DDPH_UNSUPPORTED,
              "powersgd/" << name_ << ": bucket dtype " << dl_dtype_text(bucket.buffer.dtype, text)
                          << " is not supported (float32, or float16/bfloat16 as the "
                             "fp16_wrapper/bf16_wrapper hand it)");
+}
+
+void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& done) {
+  check_dtype(bucket, dtype);
   const Where at = where_of(bucket);
   LowRankOps& ops = bind(at);
   {
@@ -45,6 +51,22 @@ void PsgdHook::run(const ddph_bucket_t& bucket, DType dtype, const Completion& d
   }
   if (bucket.is_last) log_.finish_step(++iter_, name_);
   done.ok();
+}
+
+// ABI 1.10: the bucket's error (M minus the mean's estimate, this rank's,
+// PyTorch's error_dict entry) goes into the bucket. The next step's mean
+// over ranks then reduces what the last compressed means left out, as the
+// next PowerSGD step would have. A batched error's padding is no gradient
+// and goes. Without error feedback no error is kept.
+void PsgdHook::take_residual(const ddph_bucket_t& bucket, DType dtype) {
+  if (!opts_.error_feedback) return;
+  check_dtype(bucket, dtype);
+  const Where at = where_of(bucket);
+  require_cuda_build(at, name_);
+  const size_t n = size_t(bucket.buffer.shape[0]);
+  std::vector<float> error;
+  if (!memory_.take_error(bucket.index, step_->error_numel(n), name_, &error)) return;
+  add_host_floats(at, dtype, data_ptr(bucket.buffer), error.data(), n, name_);
 }
 
 LowRankOps& PsgdHook::bind(const Where& at) {

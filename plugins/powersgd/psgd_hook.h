@@ -42,8 +42,11 @@ class PsgdHook : public Hook {
   void save_state(ddph_write_fn write, void* sink) override;
   void load_state(const void* bytes, size_t n) override;
   void stats(ddph_stats_t* out) const override;
+  void take_residual(const ddph_bucket_t& bucket, DType dtype) override;
 
  private:
+  // Refuses a dtype other than float32, float16 and bfloat16, naming it.
+  void check_dtype(const ddph_bucket_t& bucket, DType dtype) const;
   // The arithmetic for at's memory, with P, Q and errors moved there.
   LowRankOps& bind(const Where& at);
 

@@ -91,6 +91,23 @@ const ResidentFactors::Deferred* ResidentFactors::deferred_error(
   return nullptr;
 }
 
+bool ResidentFactors::take_error(uint64_t index, size_t numel, const char* name,
+                                 std::vector<float>* host) {
+  Table::Arrays* a = arrays_.find(index);
+  if (a == nullptr || (*a)[kError].empty()) return false;
+  ResidentFloats& error = (*a)[kError];
+  DDPH_CHECK(error.size() == numel, DDPH_INVALID_ARGUMENT,
+             "powersgd/" << name << ": take_residual: bucket " << index << " keeps an error of "
+                         << error.size() << " floats, but the bucket given needs " << numel
+                         << "; it must have the layout this hook last reduced");
+  *host = error.to_host();
+  auto d = deferred_.find(index);
+  if (d != deferred_.end()) settle(d->second, host->data());
+  deferred_.erase(index);
+  error.release();
+  return true;
+}
+
 std::map<uint64_t, SavedBucket> ResidentFactors::to_host() const {
   std::map<uint64_t, SavedBucket> out;
   for (const auto& kv : arrays_) {

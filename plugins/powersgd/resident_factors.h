@@ -74,6 +74,12 @@ class ResidentFactors {
   const Deferred* deferred_error(uint64_t index, const std::vector<MatrixSlot>& matrices);
   void forget_deferred(uint64_t index) { deferred_.erase(index); }
 
+  // The error of bucket `index`, settled, into *host, and forgotten (the
+  // next step starts from zeros; P and Q stay): take_residual (ABI 1.10).
+  // False, and nothing changes, when the index keeps no error. `numel` is
+  // the length its layout needs: another one is an error naming `name`.
+  bool take_error(uint64_t index, size_t numel, const char* name, std::vector<float>* host);
+
   // Host copies of every index's arrays, with errors settled (checkpoints:
   // from a GPU, waiting for the steps ordered before).
   std::map<uint64_t, SavedBucket> to_host() const;

@@ -5,12 +5,15 @@
 // Codec and the Workspace (codec.h), and residuals live where their
 // buckets run.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/tensor.h"
 #include "core/comm/comm_call.h"
 #include "core/hook/hook.h"
 #include "core/kernels/on_device.h"
+#include "core/memory/resident_floats.h"
+#include "core/quant/chunking.h"
 #include "plugins/quantization/hooks.h"
 #include "plugins/quantization/options.h"
 #include "plugins/quantization/protocols.h"
@@ -87,6 +90,29 @@ class QuantHook : public Hook {
                                 : table_flags | DDPH_HOOK_STATELESS;
   }
 
+  // ABI 1.10: the residuals of bucket.index go into the bucket, so that the
+  // next reduction, by whichever hook, pays them back. Each rank's own
+  // residual is its error in its own units: a mean over ranks divides it by
+  // the world size, as the quantized mean it was left out of did. The owner
+  // residual is an error of the mean of this rank's chunk, which no other
+  // rank holds: world times it, on this rank alone, averages back to it.
+  // Without error feedback nothing is kept, and nothing changes.
+  void take_residual(const ddph_bucket_t& bucket, DType dtype) override {
+    if (!opts_.error_feedback) return;
+    const BucketJob job = bucket_job(comm_, bucket, dtype, kWho);
+    BucketResidual kept;
+    if (!residuals_.peek(bucket.index, &kept)) return;
+    const Chunk mine = split_chunks(job.n, opts_.channel_size, job.world)[size_t(job.rank)];
+    check_residual_length(bucket, "", kept.own.size(), job.n);
+    check_residual_length(bucket, "owner ", kept.owner.size(), mine.seg.n);
+    std::vector<float> add(job.n, 0.0f);
+    if (!kept.own.empty()) add = std::move(kept.own);
+    for (size_t j = 0; j < kept.owner.size(); ++j)
+      add[mine.begin + j] += float(job.world) * kept.owner[j];
+    add_host_floats(job.at, DType::F32, job.data, add.data(), job.n, kWho);
+    residuals_.forget(bucket.index);
+  }
+
   void save_state(ddph_write_fn write, void* sink) override {
     const std::string blob = encode_residuals(residuals_.to_host());
     write(sink, blob.data(), blob.size());
@@ -107,6 +133,17 @@ class QuantHook : public Hook {
                     << (opts_.channel_size ? " times option 'channel_size' " : "")
                     << (opts_.channel_size ? std::to_string(opts_.channel_size) : "")
                     << "; each rank's range must be whole and equal");
+  }
+
+  // A kept residual of another length than the bucket's layout needs (an
+  // empty one: nothing was kept) would be added to the wrong elements.
+  void check_residual_length(const ddph_bucket_t& bucket, const char* what, size_t have,
+                             size_t want) const {
+    DDPH_CHECK(have == 0 || have == want, DDPH_INVALID_ARGUMENT,
+               kWho << ": take_residual: bucket " << bucket.index << " keeps " << have
+                    << " floats of " << what << "residual, but a bucket of "
+                    << bucket.buffer.shape[0] << " elements needs " << want
+                    << "; the bucket must have the layout this hook last reduced");
   }
 
   // PyTorch's allreduce numerics (DDPH_AVG is divide-first), for buckets

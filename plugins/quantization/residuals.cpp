@@ -39,6 +39,19 @@ void Residuals::keep_copy(uint64_t index) {
   std::swap(kept_[index][kOwn], spare(index));
 }
 
+bool Residuals::peek(uint64_t index, BucketResidual* out) {
+  auto* kept = kept_.find(index);
+  if (kept == nullptr) return false;
+  out->own = (*kept)[kOwn].to_host();
+  out->owner = (*kept)[kOwner].to_host();
+  return true;
+}
+
+void Residuals::forget(uint64_t index) {
+  kept_.erase(index);
+  spare_.erase(index);
+}
+
 ResidualMap Residuals::to_host() const {
   ResidualMap out;
   for (auto& kv : kept_.to_host()) {

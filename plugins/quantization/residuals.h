@@ -44,6 +44,10 @@ class Residuals {
   // residual into; keep_copy makes it the own residual.
   float* spare_own(uint64_t index, const Where& at);
   void keep_copy(uint64_t index);
+  // Host copies of bucket `index`'s residuals into *out, or false when
+  // none are kept for it; forget drops them (take_residual, ABI 1.10).
+  bool peek(uint64_t index, BucketResidual* out);
+  void forget(uint64_t index);
   // Host copies of every residual, for save_state.
   ResidualMap to_host() const;
   void replace(ResidualMap map);

@@ -7,7 +7,8 @@
  * ddph_store_t and ddph_session_options_t; 1.5 check to ddph_hook_t and
  * ddph_comm_factory_t; 1.7 span to ddph_host_t, and ddph_span_t; 1.8
  * params_checked to ddph_bucket_t, whose padding follows it; 1.9
- * state_flags to ddph_hook_t). */
+ * state_flags to ddph_hook_t; 1.10 take_residual to ddph_hook_t, and
+ * candidate and choice_reason to ddph_bucket_metrics_t). */
 typedef char store_size_ok[DDPH_STORE_SIZE_V1_4 == sizeof(ddph_store_t) ? 1 : -1];
 typedef char host_size_ok[DDPH_HOST_SIZE_V1_7 == sizeof(ddph_host_t) ? 1 : -1];
 typedef char span_size_ok[DDPH_SPAN_SIZE_V1_7 == sizeof(ddph_span_t) ? 1 : -1];
@@ -17,7 +18,8 @@ typedef char comm_init_size_ok[DDPH_COMM_INIT_SIZE_V1_3 == sizeof(ddph_comm_init
 typedef char options_size_ok[DDPH_SESSION_OPTIONS_SIZE_V1_4 == sizeof(ddph_session_options_t) ? 1 : -1];
 typedef char allocator_size_ok[DDPH_DEVICE_ALLOCATOR_SIZE_V1_3 == sizeof(ddph_device_allocator_t) ? 1 : -1];
 typedef char bucket_size_ok[sizeof(ddph_bucket_t) - DDPH_BUCKET_SIZE_V1_8 < sizeof(void *) ? 1 : -1];
-typedef char hook_size_ok[DDPH_HOOK_SIZE_V1_9 == sizeof(ddph_hook_t) ? 1 : -1];
+typedef char hook_size_ok[DDPH_HOOK_SIZE_V1_10 == sizeof(ddph_hook_t) ? 1 : -1];
+typedef char metrics_size_ok[DDPH_BUCKET_METRICS_SIZE_V1_10 == sizeof(ddph_bucket_metrics_t) ? 1 : -1];
 typedef char comm_factory_size_ok[DDPH_COMM_FACTORY_SIZE_V1_5 == sizeof(ddph_comm_factory_t) ? 1 : -1];
 typedef char plugin_size_ok[DDPH_PLUGIN_SIZE_V1_0 == sizeof(ddph_plugin_t) ? 1 : -1];
 

@@ -155,6 +155,24 @@ TEST(AbiLayout, V1_8AppendsParamsChecked) {
   EXPECT_EQ(sizeof(ddph_bucket_t), 120u);
 }
 
-TEST(AbiLayout, CurrentMinorIs1_9) {
-  EXPECT_EQ(DDPH_ABI_MINOR, 9);
+// 1.10 appended take_residual to ddph_hook_t, after 1.9's state_flags, and
+// candidate and choice_reason to the metrics record, after 1.7's start_ns.
+TEST(AbiLayout, V1_10AppendsTakeResidualAndTheChoice) {
+  EXPECT_EQ(offsetof(ddph_hook_t, take_residual), DDPH_HOOK_SIZE_V1_9);
+  EXPECT_EQ(DDPH_HOOK_SIZE_V1_10, 120u);
+  EXPECT_EQ(sizeof(ddph_hook_t), 120u);
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, candidate), DDPH_BUCKET_METRICS_SIZE_V1_7);
+  EXPECT_EQ(offsetof(ddph_bucket_metrics_t, choice_reason), 84u);
+  EXPECT_EQ(DDPH_BUCKET_METRICS_SIZE_V1_10, 88u);
+  EXPECT_EQ(sizeof(ddph_bucket_metrics_t), 88u);
+  EXPECT_EQ(DDPH_CHOICE_FIXED, 0);
+  EXPECT_EQ(DDPH_CHOICE_WARMUP, 1);
+  EXPECT_EQ(DDPH_CHOICE_EXPLORE, 2);
+  EXPECT_EQ(DDPH_CHOICE_FASTEST, 3);
+  EXPECT_EQ(DDPH_CHOICE_CRITICAL, 4);
+  EXPECT_EQ(DDPH_CHOICE_MODEL, 5);
+}
+
+TEST(AbiLayout, CurrentMinorIs1_10) {
+  EXPECT_EQ(DDPH_ABI_MINOR, 10);
 }

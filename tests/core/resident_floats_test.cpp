@@ -180,4 +180,18 @@ TEST(ResidentTable, AMoveOfEveryArrayToAGpuIsRefusedWithoutOne) {
   EXPECT_EQ(t[1][0].to_host(), (std::vector<float>{1, 2}));
 }
 
+// ABI 1.10's flush of a residual into a bucket: float32 exactly, a 16-bit
+// bucket in float32 with one rounding (1 + 2^-9 is not a bfloat16: it rounds
+// to even, 1).
+TEST(AddHostFloats, AddsIntoFloat32AndSixteenBitBuckets) {
+  std::vector<float> f32 = {1.0f, -2.0f, 0.5f};
+  const std::vector<float> add = {0.25f, 2.0f, 1.0f / 512};
+  ddph::add_host_floats(kHost, ddph::DType::F32, f32.data(), add.data(), 3, "kit test");
+  EXPECT_EQ(f32, (std::vector<float>{1.25f, 0.0f, 0.5f + 1.0f / 512}));
+  // bfloat16 1.0, -2.0, 1.0 as bits.
+  std::vector<uint16_t> bf16 = {0x3F80, 0xC000, 0x3F80};
+  ddph::add_host_floats(kHost, ddph::DType::BF16, bf16.data(), add.data(), 3, "kit test");
+  EXPECT_EQ(bf16, (std::vector<uint16_t>{0x3FA0, 0x0000, 0x3F80}));
+}
+
 }  // namespace

@@ -41,5 +41,5 @@ TEST(ErrorObjects, GuardTurnsExceptionsIntoErrors) {
 }
 
 TEST(ErrorObjects, VersionText) {
-  EXPECT_STREQ(ddph_version(), "1.9");
+  EXPECT_STREQ(ddph_version(), "1.10");
 }

@@ -43,6 +43,9 @@ std::vector<std::string> flag_names(const ddph_hook_t& hook, bool json) {
   // 1.9: stateless with some options, which each state says.
   if (hook.struct_size >= DDPH_HOOK_SIZE_V1_9 && hook.state_flags != nullptr)
     out.push_back(json ? "stateless_by_options" : "stateless with some options (state_flags)");
+  // 1.10: hands back its error-feedback residuals when auto switches away.
+  if (hook.struct_size >= DDPH_HOOK_SIZE_V1_10 && hook.take_residual != nullptr)
+    out.push_back(json ? "flushes_residuals" : "flushes residuals (take_residual)");
   return out;
 }
 
