@@ -78,6 +78,9 @@ HOOKS = {
                                           wrap=_hook("post_localsgd", "post_localsgd",
                                                      {"start_localsgd_iter": LOCALSGD_START,
                                                       "post_local_gradient_allreduce": False}))),
+    # The hook that chooses (docs/auto.md), with its defaults.
+    "ddph_auto": ("ddph auto (chooses per bucket)", "ddph",
+                  lambda world: _ddph("auto", "auto")),
     # In the lab every link has the same rate, so there is no fast link inside
     # a "machine": this row shows the hierarchy's cost, not the gain it has
     # on a real cluster. Machines of world/2 ranks; the 8-bit hook between them.

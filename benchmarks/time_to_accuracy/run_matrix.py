@@ -13,6 +13,9 @@ Phases, in this order (a run stopped early keeps what it measured):
   every hook, seed 0).
 - 100mbit: MLP, world 2 and 4: both fp16 hooks and ddph's two best
   compressed hooks of 1gbit.
+- auto (only when named): every cell above again with `auto`
+  (docs/auto.md), the cell's best fixed ddph hook as --best-from's runs
+  measured it, and PyTorch's allreduce_hook, in one launch each.
 
 Each (model, link, world) cell is one `ddph lab` launch that trains every
 hook in turn on the same processes (train_rank.py). When a launch fails, the
@@ -152,7 +155,10 @@ def best_ddph(runs, model, link, world, n=1):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--phases", default="headline,1gbit,10gbit,100mbit")
+    p.add_argument("--phases", default="headline,1gbit,10gbit,100mbit",
+                   help="comma-separated; 'auto' only when named (best with --out-dir)")
+    p.add_argument("--best-from", default=os.path.join(HERE, "results", "runs.jsonl"),
+                   help="the runs whose best fixed ddph hook per cell the auto phase runs")
     p.add_argument("--ddph", default=os.path.join(ROOT, "build", "bin", "ddph"))
     p.add_argument("--library", default=os.path.join(ROOT, "build", "lib", "libddph.so"))
     p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
@@ -207,6 +213,14 @@ def plan(args, out):
             compressed = [k for k in best if k not in ("ddph_fp16", "ddph_bf16")][:2]
             yield ("100mbit", world, "mlp", ["torch_fp16", "ddph_fp16"] + compressed, 0,
                    "100mbit")
+    if "auto" in phases:
+        best_runs = read_runs(args.best_from)
+        cells = [("100mbit", "mlp")] + [(link, model) for link in ("1gbit", "10gbit")
+                                        for model in ("mlp", "cnn")]
+        for link, model in cells:
+            for world in WORLDS:
+                best = best_ddph(best_runs, model, link, world)
+                yield (link, world, model, ["ddph_auto"] + best + ["torch_allreduce"], 0, "auto")
 
 
 if __name__ == "__main__":

@@ -77,18 +77,20 @@ const HookChain& Session::auto_chain(PendingBucket& pending) {
   const size_t first = job_.rules.size();
   const int64_t index = pending.bucket.index;
   // What the candidate it leaves still owes this bucket (its error
-  // feedback) joins the gradients the next one reduces. A bucket index not
-  // seen since open or a checkpoint's load may owe any candidate.
+  // feedback) joins the gradients the next one reduces. A bucket of
+  // another size under the same index (DDP rebuilds its buckets after the
+  // first step) is another bucket: its old residual is no part of it, and
+  // the hook that kept one drops it when it next runs that index. A bucket
+  // index not run since open or a checkpoint's load is not flushed: a
+  // residual loaded with the hooks stays with its candidate.
   auto last = auto_last_.find(index);
-  if (last == auto_last_.end() || last->second != pick.candidate) {
+  if (last != auto_last_.end() && last->second.candidate != pick.candidate &&
+      last->second.bytes == pending.bytes) {
     in_flight_.wait();
-    for (size_t c = 0; c < job_.auto_choice->candidates.size(); ++c) {
-      const bool left = last == auto_last_.end() ? int(c) != pick.candidate
-                                                 : int(c) == last->second;
-      if (left) DDPH_CALL(take_residuals(chains_.all()[first + c].elements, pending.bucket));
-    }
+    DDPH_CALL(take_residuals(chains_.all()[first + size_t(last->second.candidate)].elements,
+                             pending.bucket));
   }
-  auto_last_[index] = pick.candidate;
+  auto_last_[index] = AutoLast{pick.candidate, pending.bytes};
   return chains_.all()[first + size_t(pick.candidate)];
 }
 

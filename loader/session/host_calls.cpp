@@ -90,7 +90,7 @@ void Session::load_state(const void* bytes, size_t n) {
       if (chooser != nullptr) {
         chooser_ = std::move(chooser);
         auto_step_ = UINT64_MAX;
-        auto_last_.clear();  // the next bucket of each index flushes every other candidate
+        auto_last_.clear();
       }
     } catch (...) {
       failure = std::current_exception();  // rethrown on the caller's thread

@@ -147,7 +147,11 @@ class Session {
   ddph_comm_t* auto_comm_ = nullptr;
   bool owns_auto_comm_ = false;
   uint64_t auto_step_ = UINT64_MAX;  // the metrics step the chooser began last
-  std::map<int64_t, int> auto_last_;
+  struct AutoLast {
+    int candidate;
+    uint64_t bytes;
+  };
+  std::map<int64_t, AutoLast> auto_last_;
   std::atomic<uint64_t> steps_{0}, buckets_{0};
   SessionMetrics metrics_;  // numbering under submit_mu_
   SessionErrors errors_;
