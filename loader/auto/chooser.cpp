@@ -152,6 +152,15 @@ void Chooser::agreed(const std::vector<double>& combined) {
     std::lock_guard<std::mutex> lock(mu_);
     window_ = Window{};
   }
+  auto plan = [this] {
+    std::vector<int64_t> p = {int64_t(phase_), int64_t(round_pos_), int64_t(round_.size())};
+    for (const Slot& s : slots_) {
+      p.push_back(s.choice);
+      p.push_back(s.reason);
+    }
+    return p;
+  };
+  const std::vector<int64_t> before = plan();
   total_seconds_ += combined[1];
   const bool new_slot = combined[2] > 0;
   auto mean = [&](size_t s, int c) { return combined[3 + s * kMaxCandidates + size_t(c)]; };
@@ -190,8 +199,9 @@ void Chooser::agreed(const std::vector<double>& combined) {
         continue;
       }
       now[s] = mean(s, slot.choice);
+      // Slower or faster by the same factor.
       if (now[s] > 0 && slot.decided_seconds > 0 &&
-          std::fabs(now[s] / slot.decided_seconds - 1) > settings_.drift)
+          std::fabs(std::log(now[s] / slot.decided_seconds)) > std::log1p(settings_.drift))
         drifted = true;
     }
     const bool affordable = explore_cost_ <= settings_.explore_share * total_seconds_;
@@ -201,6 +211,15 @@ void Chooser::agreed(const std::vector<double>& combined) {
       bool slower = false;
       for (size_t s = 0; s < slots_.size(); ++s) {
         Slot& slot = slots_[s];
+        // A bucket whose time held keeps what was measured of it.
+        const bool moved = slot.choice < 0 || now[s] <= 0 || slot.decided_seconds <= 0 ||
+                           std::fabs(std::log(now[s] / slot.decided_seconds)) >
+                               std::log1p(settings_.drift) ||
+                           probe;
+        if (!moved) {
+          slot.agreed[size_t(slot.choice)] = now[s];
+          continue;
+        }
         // The link model: a candidate's time is its computation plus the
         // link's time per gradient byte over its compression. The chosen
         // one's change gives the link's change; a slower link adds it to
@@ -229,6 +248,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
     }
   }
   norm_step_ = next_exchange_ - 1;
+  changed_ = plan() != before;
   describe();
 }
 
@@ -256,38 +276,34 @@ void Chooser::start_round(bool reference_first) {
 bool Chooser::skip(int c) const {
   if (!allowed(c)) return true;  // held back now: explored next round
   const double ratio = candidates_[size_t(c)].nominal_ratio;
-  // The best measured so far, and the least compressed candidate measured
-  // in every bucket that is less compressed than c: the link model's
-  // reference (its time is mostly the link's).
-  int ref = -1;
-  double best = 0;
-  for (int r = 0; r < int(candidates_.size()); ++r) {
-    double sum = 0;
-    bool all = !slots_.empty();
-    for (const Slot& slot : slots_) {
-      all &= slot.agreed[size_t(r)] > 0;
-      sum += slot.agreed[size_t(r)];
-    }
-    if (!all) continue;
-    if (best == 0 || sum < best) best = sum;
-    const double r_ratio = candidates_[size_t(r)].nominal_ratio;
-    if (r_ratio < ratio && (ref < 0 || r_ratio < candidates_[size_t(ref)].nominal_ratio)) ref = r;
-  }
-  if (best == 0) return false;
-  double estimate = 0;
-  bool predicted = !slots_.empty();
+  // Per bucket: c's time as measured (still valid), as the link model
+  // predicted it after a slowdown, or scaled by bytes on the wire from the
+  // least compressed candidate measured there that is less compressed than
+  // c (its time is mostly the link's). A bucket with none: explore.
+  double estimate = 0, best = 0;
   for (const Slot& slot : slots_) {
-    predicted &= slot.predicted[size_t(c)] > 0;
-    estimate += slot.predicted[size_t(c)];
+    double fastest = 0;
+    int ref = -1;
+    for (int r = 0; r < int(candidates_.size()); ++r) {
+      const double t = slot.agreed[size_t(r)];
+      if (t <= 0) continue;
+      if (fastest == 0 || t < fastest) fastest = t;
+      const double r_ratio = candidates_[size_t(r)].nominal_ratio;
+      if (r_ratio < ratio && (ref < 0 || r_ratio < candidates_[size_t(ref)].nominal_ratio)) ref = r;
+    }
+    if (fastest == 0) return false;
+    best += fastest;
+    if (slot.agreed[size_t(c)] > 0) {
+      estimate += slot.agreed[size_t(c)];
+    } else if (slot.predicted[size_t(c)] > 0) {
+      estimate += slot.predicted[size_t(c)];
+    } else if (ref >= 0) {
+      estimate += slot.agreed[size_t(ref)] * candidates_[size_t(ref)].nominal_ratio / ratio;
+    } else {
+      return false;
+    }
   }
-  if (!predicted) {
-    if (ref < 0) return false;  // nothing to scale from: explore it
-    // Its time if only the bytes on the wire changed.
-    double ref_sum = 0;
-    for (const Slot& slot : slots_) ref_sum += slot.agreed[size_t(ref)];
-    estimate = ref_sum * candidates_[size_t(ref)].nominal_ratio / ratio;
-  }
-  return estimate > kSkipFactor * best;
+  return !slots_.empty() && estimate > kSkipFactor * best;
 }
 
 void Chooser::next_in_round() {
@@ -342,10 +358,13 @@ double Chooser::model_seconds(int c, uint64_t bytes) const {
 }
 
 void Chooser::hold_back_if_norm_jumped(double norm) {
-  if (settings_.norm_jump > 0 && norm > 0 && last_norm_ > 0 &&
-      std::fabs(norm - last_norm_) / last_norm_ >= settings_.norm_jump)
+  if (norm <= 0) return;
+  // One step's norm moves with its batch: it is compared with the running
+  // mean of the earlier checks', up or down by the same factor.
+  if (settings_.norm_jump > 0 && last_norm_ > 0 &&
+      std::fabs(std::log(norm / last_norm_)) >= std::log1p(settings_.norm_jump))
     held_until_ = step_ + uint64_t(settings_.hold_steps);
-  if (norm > 0) last_norm_ = norm;
+  last_norm_ = last_norm_ > 0 ? (1 - kNormWeight) * last_norm_ + kNormWeight * norm : norm;
 }
 
 void Chooser::describe() {

@@ -55,6 +55,8 @@ class Chooser {
   // round, one starts anyway (within explore_share), timing the least
   // compressed candidate first, the link model's reference.
   static constexpr uint64_t kProbeRechecks = 20;
+  // The weight of the newest check in the running mean of gradient norms.
+  static constexpr double kNormWeight = 0.3;
   // The exchange: norm, bucket seconds, a new-bucket flag, then
   // kMaxSlots x kMaxCandidates mean seconds (0: not measured).
   static constexpr size_t kReportWords = 3 + kMaxSlots * kMaxCandidates;
@@ -80,6 +82,9 @@ class Chooser {
   // The decisions of the last exchange, as a log line: "step 40: bucket 0
   // (7.5 MB): q4ef, fastest (q4ef 8.1 ms, q8 9.0 ms, ...)".
   const std::string& last_decision() const { return last_decision_; }
+  // Whether the last exchange changed a bucket's candidate or reason, or
+  // the phase (what is worth a log line at info level).
+  bool decision_changed() const { return changed_; }
   const std::vector<CandidateInfo>& candidates() const { return candidates_; }
   double exploration_seconds() const { return explore_cost_; }
 
@@ -136,9 +141,11 @@ class Chooser {
   uint64_t last_round_ = 0;  // the step the last round started
   std::vector<int> round_;  // candidates of this round, in order
   size_t round_pos_ = 0;
-  double last_norm_ = 0, total_seconds_ = 0, explore_cost_ = 0;
+  double last_norm_ = 0;  // the running mean of the checks' norms
+  double total_seconds_ = 0, explore_cost_ = 0;
   std::vector<Slot> slots_;
   std::string last_decision_;
+  bool changed_ = false;
   mutable std::mutex mu_;
   Window window_;
 };

@@ -68,7 +68,8 @@ const HookChain& Session::auto_chain(PendingBucket& pending) {
         comm_allreduce(auto_comm_, t, DDPH_MAX, nullptr);
       }
       chooser_->agreed(report);
-      log(DDPH_LOG_INFO, "auto", chooser_->last_decision());
+      log(chooser_->decision_changed() ? DDPH_LOG_INFO : DDPH_LOG_DEBUG, "auto",
+          chooser_->last_decision());
     }
   }
   const Pick pick = chooser_->pick(pending.metrics_bucket, pending.bytes);

@@ -235,13 +235,14 @@ TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
 
 TEST(AutoChooser, AGradientNormJumpHoldsLossyCandidatesBackForHoldSteps) {
   AutoSettings s = settings();
-  s.norm_jump = 0.5;
+  s.norm_jump = 1;
   s.hold_steps = 20;
   Chooser ch(s, builtins(), 2);
-  // 4-bit is fastest; the norm doubles at step 60.
+  // 4-bit is fastest; the norm triples at step 60 (over the 1 + norm_jump
+  // times of the running mean; the next checks' are under it).
   const auto steps =
       run(std::vector<Chooser*>{&ch}, 120, {1 << 20}, fixed_ms({16, 10, 11, 15, 9, 14}), 0,
-          [](uint64_t k) { return k < 60 ? 1.0 : 2.0; });
+          [](uint64_t k) { return k < 60 ? 1.0 : 3.0; });
   EXPECT_EQ(steps[55].picks[0].candidate, kQ4ef);
   int held = 0;
   for (const StepPicks& st : steps) {
