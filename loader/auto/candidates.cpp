@@ -146,9 +146,25 @@ std::vector<CandidateSpec> parse_auto_options(const HookSpec& spec, Problems& pr
   const std::vector<ddph_option_spec_t>& specs = auto_option_specs();
   OptionList list;
   const Location section = spec.options_at.line ? spec.options_at : spec.at;
-  if (!resolve_yaml_options(specs.data(), specs.size(), spec.options, spec.key + ".options",
-                            section, problems, &list))
+  const bool resolved = resolve_yaml_options(specs.data(), specs.size(), spec.options,
+                                             spec.key + ".options", section, problems, &list);
+  // The candidates are checked even when another option is refused: every
+  // problem at once.
+  std::string names_text = kDefaultCandidates;
+  Location at = section;
+  for (const OptionValue& v : spec.options)
+    if (v.name == "candidates") {
+      names_text = v.text;
+      at = v.at;
+    }
+  if (!resolved) {
+    const std::vector<std::string> names = split_list(names_text);
+    for (size_t i = 0; i < names.size(); ++i) {
+      CandidateSpec c;
+      make_candidate(names[i], i, spec, at, problems, &c);
+    }
     return candidates;
+  }
   const Options o(list.data(), list.size());
   s.warmup_steps = o.get_int("warmup_steps");
   s.explore_share = o.get_float("explore_share");
@@ -159,9 +175,6 @@ std::vector<CandidateSpec> parse_auto_options(const HookSpec& spec, Problems& pr
   s.max_compression = o.get_float("max_compression");
   s.deterministic = o.get_bool("deterministic");
   s.link_mbit = o.get_float("link_mbit");
-  Location at = section;
-  for (const OptionValue& v : spec.options)
-    if (v.name == "candidates") at = v.at;
   if (s.deterministic && !(s.link_mbit > 0))
     problems.add(section, spec.key + ".options.link_mbit", DDPH_INVALID_ARGUMENT,
                  "deterministic: true needs the link rate it decides for (link_mbit: 1000 for "

@@ -391,6 +391,9 @@ void Chooser::describe() {
     }
     out << ")";
   }
+  if (total_seconds_ > 0)
+    out << "; exploring cost " << explore_cost_ << " s of " << total_seconds_ << " s ("
+        << 100 * explore_cost_ / total_seconds_ << "%)";
   last_decision_ = out.str();
 }
 

@@ -260,6 +260,9 @@ TEST(AutoSession, BadCandidatesAndSettingsAreRefusedAtOpenByName) {
       {"{family: auto, name: auto, options: {explore_share: 0.9}}", "explore_share"},
       {"{family: auto, name: auto, options: {max_compression: nan}}", "max_compression"},
       {"{family: auto, name: auto, options: {bits: 4}}", "bits"},
+      // Both problems at once: the candidates are checked past a bad option.
+      {"{family: auto, name: auto, options: {drift: -1, candidates: 'q8,zz'}}",
+       "hook.options.candidates[1]: unknown candidate 'zz'"},
       {"{family: default, name: allreduce}\nrules:\n  - {when: {max_bytes: 1000}, hook: {family: "
        "auto, name: auto}}",
        "'auto' chooses the job's hook (hook:) and cannot be a rule's"},
