@@ -23,6 +23,12 @@ void LeWriter::put_floats(const std::vector<float>& v) {
   }
 }
 
+void LeWriter::put_double(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  put(bits, 8);
+}
+
 LeReader::LeReader(const void* bytes, size_t n, const char* blob)
     : p_(static_cast<const uint8_t*>(bytes)), n_(n), blob_(blob) {}
 
@@ -45,6 +51,13 @@ const uint8_t* LeReader::take(size_t bytes, const char* field) {
   const uint8_t* p = p_ + pos_;
   pos_ += bytes;
   return p;
+}
+
+double LeReader::get_double(const char* field) {
+  const uint64_t bits = get(8, field);
+  double v;
+  std::memcpy(&v, &bits, 8);
+  return v;
 }
 
 std::vector<float> LeReader::get_floats(const char* field) {

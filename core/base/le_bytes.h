@@ -18,6 +18,8 @@ class LeWriter {
   void put_bytes(const void* bytes, size_t n);
   // u64 count, then count x f32.
   void put_floats(const std::vector<float>& v);
+  // One f64, as its 8 bytes of IEEE-754 bits.
+  void put_double(double v);
   const std::string& bytes() const { return out_; }
   std::string take() { return std::move(out_); }
 
@@ -33,6 +35,7 @@ class LeReader {
   // The inverse of put_floats; a count that cannot fit in what is left is
   // reported before anything is allocated.
   std::vector<float> get_floats(const char* field);
+  double get_double(const char* field);
   const uint8_t* take(size_t bytes, const char* field);
   size_t left() const { return n_ - pos_; }
 

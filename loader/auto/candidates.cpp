@@ -31,15 +31,20 @@ const std::vector<Builtin>& builtins() {
       {"q8",
        "quantization",
        "per_channel",
-       {{"protocol", "reduce_scatter"}, {"channel_size", "512"}, {"bits", "8"},
+       {{"protocol", "reduce_scatter"},
+        {"channel_size", "512"},
+        {"bits", "8"},
         {"min_bytes", "65536"}},
        4,
        0.8},
       {"q4ef",
        "quantization",
        "per_channel",
-       {{"protocol", "reduce_scatter"}, {"channel_size", "512"}, {"bits", "4"},
-        {"min_bytes", "65536"}, {"error_feedback", "true"}},
+       {{"protocol", "reduce_scatter"},
+        {"channel_size", "512"},
+        {"bits", "4"},
+        {"min_bytes", "65536"},
+        {"error_feedback", "true"}},
        8,
        1.2},
       {"powersgd4",
@@ -78,7 +83,8 @@ bool make_candidate(const std::string& name, size_t i, const HookSpec& spec, con
     if (name != b.name) continue;
     out->hook.family = b.family;
     out->hook.name = b.hook;
-    for (const auto& o : b.options) out->hook.options.push_back(OptionValue{o.first, o.second, at, at});
+    for (const auto& o : b.options)
+      out->hook.options.push_back(OptionValue{o.first, o.second, at, at});
     out->info.nominal_ratio = b.nominal_ratio;
     out->info.cpu_ns_per_byte = b.cpu_ns_per_byte;
     return true;
@@ -108,8 +114,7 @@ const std::vector<ddph_option_spec_t>& auto_option_specs() {
   static const std::vector<ddph_option_spec_t> specs = {
       spec_string("candidates", kDefaultCandidates,
                   "comma-separated: allreduce, fp16, bf16, q8, q4ef, powersgd4, or family/hook"),
-      spec_int("warmup_steps", "10", "steps that run the least compressed candidate only", 0,
-               1e9),
+      spec_int("warmup_steps", "10", "steps that run the least compressed candidate only", 0, 1e9),
       spec_float("explore_share", "0.03",
                  "share of the run's bucket time that exploring again may cost", 0, 0.5),
       spec_int("recheck_steps", "5", "the ranks compare their measurements every this many steps",

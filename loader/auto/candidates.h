@@ -51,8 +51,8 @@ struct AutoSettings {
   int64_t warmup_steps = 10;     // the least compressed candidate only
   double explore_share = 0.03;   // of the run's bucket time, for exploring again
   int64_t recheck_steps = 5;     // the ranks compare measurements this often
-  double drift = 1;             // a bucket's time x or / (1 + drift) re-explores
-  double norm_jump = 1;         // the gradient norm x or / (1 + norm_jump): held back (0: off)
+  double drift = 1;              // a bucket's time x or / (1 + drift) re-explores
+  double norm_jump = 1;          // the gradient norm x or / (1 + norm_jump): held back (0: off)
   int64_t hold_steps = 10;       // lossy candidates held back after a jump
   double max_compression = 1e6;  // largest nominal ratio allowed
   bool deterministic = false;    // decide from the stated link, never from timings

@@ -15,26 +15,20 @@ namespace {
 constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
 constexpr uint32_t kStateVersion = 1;
 
-uint64_t bits_of(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
-double double_of(uint64_t b) {
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
 const char* reason_name(ddph_choice_reason_t r) {
   switch (r) {
-    case DDPH_CHOICE_FIXED: return "fixed";
-    case DDPH_CHOICE_WARMUP: return "warm-up";
-    case DDPH_CHOICE_EXPLORE: return "exploring";
-    case DDPH_CHOICE_FASTEST: return "fastest";
-    case DDPH_CHOICE_CRITICAL: return "held back: the gradient norm jumped";
-    case DDPH_CHOICE_MODEL: return "the stated link's model";
+    case DDPH_CHOICE_FIXED:
+      return "fixed";
+    case DDPH_CHOICE_WARMUP:
+      return "warm-up";
+    case DDPH_CHOICE_EXPLORE:
+      return "exploring";
+    case DDPH_CHOICE_FASTEST:
+      return "fastest";
+    case DDPH_CHOICE_CRITICAL:
+      return "held back: the gradient norm jumped";
+    case DDPH_CHOICE_MODEL:
+      return "the stated link's model";
   }
   return "?";
 }
@@ -44,14 +38,14 @@ const char* reason_name(ddph_choice_reason_t r) {
 Chooser::Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates,
                  int world_size)
     : settings_(settings), candidates_(std::move(candidates)), world_size_(world_size) {
-  next_exchange_ = uint64_t(settings_.warmup_steps);
-  norm_step_ = next_exchange_ - 1;  // wraps for no warm-up: no norm before step 0
+  st_.next_exchange = uint64_t(settings_.warmup_steps);
+  st_.norm_step = st_.next_exchange - 1;  // wraps for no warm-up: no norm before step 0
 }
 
 bool Chooser::allowed(int c) const {
   const CandidateInfo& info = candidates_[size_t(c)];
   if (info.nominal_ratio > settings_.max_compression) return false;
-  const bool held = step_ < held_until_ || phase_ == Phase::kWarmup;
+  const bool held = step_ < st_.held_until || st_.phase == Phase::kWarmup;
   return !(held && info.lossy());
 }
 
@@ -66,15 +60,15 @@ int Chooser::least_compressed() const {
 }
 
 bool Chooser::begin_step() {
-  step_ = begun_++;
+  step_ = st_.begun++;
   in_step_ = true;
-  return step_ == next_exchange_;
+  return step_ == st_.next_exchange;
 }
 
 Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
   const size_t s = std::min<size_t>(slot_index, kMaxSlots - 1);
-  if (slots_.size() <= s) slots_.resize(s + 1);
-  Slot& slot = slots_[s];
+  if (st_.slots.size() <= s) st_.slots.resize(s + 1);
+  Slot& slot = st_.slots[s];
   // A bucket of a new size here (DDP rebuilds its buckets after the first
   // step): what was measured for the old one no longer holds. The last
   // slot holds every later bucket and keeps the first size it saw.
@@ -82,14 +76,14 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
     const bool had = slot.bytes != 0;
     slot = Slot{};
     slot.bytes = bytes;
-    if (had || phase_ == Phase::kExploit) {
+    if (had || st_.phase == Phase::kExploit) {
       std::lock_guard<std::mutex> lock(mu_);
       window_.new_slot = true;
     }
   }
   Pick p;
   p.step = step_;
-  if (phase_ == Phase::kWarmup) {
+  if (st_.phase == Phase::kWarmup) {
     p.candidate = least_compressed();
     p.reason = DDPH_CHOICE_WARMUP;
   } else if (settings_.deterministic) {
@@ -99,9 +93,9 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
       if (best < 0 || model_seconds(c, bytes) < model_seconds(best, bytes)) best = c;
     }
     p.candidate = best < 0 ? least_compressed() : best;
-    p.reason = step_ < held_until_ ? DDPH_CHOICE_CRITICAL : DDPH_CHOICE_MODEL;
-  } else if (phase_ == Phase::kExplore) {
-    p.candidate = round_[round_pos_];
+    p.reason = step_ < st_.held_until ? DDPH_CHOICE_CRITICAL : DDPH_CHOICE_MODEL;
+  } else if (st_.phase == Phase::kExplore) {
+    p.candidate = st_.round[st_.round_pos];
     p.reason = DDPH_CHOICE_EXPLORE;
   } else if (slot.choice >= 0) {
     p.candidate = slot.choice;
@@ -109,8 +103,10 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
   } else {
     // A bucket not measured yet (a new one): the first bucket's choice
     // until the next round measures it.
-    p.candidate = !slots_.empty() && slots_[0].choice >= 0 ? slots_[0].choice : least_compressed();
-    p.reason = !slots_.empty() && slots_[0].choice >= 0 ? slots_[0].reason : DDPH_CHOICE_FASTEST;
+    p.candidate =
+        !st_.slots.empty() && st_.slots[0].choice >= 0 ? st_.slots[0].choice : least_compressed();
+    p.reason =
+        !st_.slots.empty() && st_.slots[0].choice >= 0 ? st_.slots[0].reason : DDPH_CHOICE_FASTEST;
   }
   slot.run = slot.last == p.candidate ? slot.run + 1 : 1;
   slot.last = p.candidate;
@@ -153,47 +149,48 @@ void Chooser::agreed(const std::vector<double>& combined) {
     window_ = Window{};
   }
   auto plan = [this] {
-    std::vector<int64_t> p = {int64_t(phase_), int64_t(round_pos_), int64_t(round_.size())};
-    for (const Slot& s : slots_) {
+    std::vector<int64_t> p = {int64_t(st_.phase), int64_t(st_.round_pos),
+                              int64_t(st_.round.size())};
+    for (const Slot& s : st_.slots) {
       p.push_back(s.choice);
       p.push_back(s.reason);
     }
     return p;
   };
   const std::vector<int64_t> before = plan();
-  total_seconds_ += combined[1];
+  st_.total_seconds += combined[1];
   const bool new_slot = combined[2] > 0;
   auto mean = [&](size_t s, int c) { return combined[3 + s * kMaxCandidates + size_t(c)]; };
   // Accordion's test, on the agreed norm of the step before this one.
   hold_back_if_norm_jumped(combined[0]);
-  const bool held = step_ < held_until_;
+  const bool held = step_ < st_.held_until;
   if (settings_.deterministic) {
-    phase_ = Phase::kExploit;
-    next_exchange_ = step_ + uint64_t(settings_.recheck_steps);
-  } else if (phase_ == Phase::kWarmup) {
-    for (size_t s = 0; s < slots_.size(); ++s) {
+    st_.phase = Phase::kExploit;
+    st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
+  } else if (st_.phase == Phase::kWarmup) {
+    for (size_t s = 0; s < st_.slots.size(); ++s) {
       const int c = least_compressed();
-      if (mean(s, c) > 0) slots_[s].agreed[size_t(c)] = mean(s, c);
+      if (mean(s, c) > 0) st_.slots[s].agreed[size_t(c)] = mean(s, c);
     }
     start_round(false);
-  } else if (phase_ == Phase::kExplore) {
-    const int c = round_[round_pos_];
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      Slot& slot = slots_[s];
+  } else if (st_.phase == Phase::kExplore) {
+    const int c = st_.round[st_.round_pos];
+    for (size_t s = 0; s < st_.slots.size(); ++s) {
+      Slot& slot = st_.slots[s];
       if (mean(s, c) <= 0) continue;
       slot.agreed[size_t(c)] = mean(s, c);
       double best = 0;
       for (double t : slot.agreed)
         if (t > 0 && (best == 0 || t < best)) best = t;
-      explore_cost_ += double(kExploreSteps) * std::max(0.0, mean(s, c) - best);
+      st_.explore_cost += double(kExploreSteps) * std::max(0.0, mean(s, c) - best);
     }
-    ++round_pos_;
+    ++st_.round_pos;
     next_in_round();
   } else {
     bool drifted = new_slot;
-    std::vector<double> now(slots_.size(), 0.0);
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      const Slot& slot = slots_[s];
+    std::vector<double> now(st_.slots.size(), 0.0);
+    for (size_t s = 0; s < st_.slots.size(); ++s) {
+      const Slot& slot = st_.slots[s];
       if (slot.choice < 0) {
         drifted = true;
         continue;
@@ -204,18 +201,17 @@ void Chooser::agreed(const std::vector<double>& combined) {
           std::fabs(std::log(now[s] / slot.decided_seconds)) > std::log1p(settings_.drift))
         drifted = true;
     }
-    const bool affordable = explore_cost_ <= settings_.explore_share * total_seconds_;
-    const bool probe =
-        step_ >= last_round_ + kProbeRechecks * uint64_t(settings_.recheck_steps);
+    const bool affordable = st_.explore_cost <= settings_.explore_share * st_.total_seconds;
+    const bool probe = step_ >= st_.last_round + kProbeRechecks * uint64_t(settings_.recheck_steps);
     if ((drifted || probe) && affordable) {
       bool slower = false;
-      for (size_t s = 0; s < slots_.size(); ++s) {
-        Slot& slot = slots_[s];
+      for (size_t s = 0; s < st_.slots.size(); ++s) {
+        Slot& slot = st_.slots[s];
         // A bucket whose time held keeps what was measured of it.
-        const bool moved = slot.choice < 0 || now[s] <= 0 || slot.decided_seconds <= 0 ||
-                           std::fabs(std::log(now[s] / slot.decided_seconds)) >
-                               std::log1p(settings_.drift) ||
-                           probe;
+        const bool moved =
+            slot.choice < 0 || now[s] <= 0 || slot.decided_seconds <= 0 ||
+            std::fabs(std::log(now[s] / slot.decided_seconds)) > std::log1p(settings_.drift) ||
+            probe;
         if (!moved) {
           slot.agreed[size_t(slot.choice)] = now[s];
           continue;
@@ -241,35 +237,35 @@ void Chooser::agreed(const std::vector<double>& combined) {
       }
       start_round(!slower);
     } else {
-      for (size_t s = 0; s < slots_.size(); ++s)
-        if (now[s] > 0) slots_[s].agreed[size_t(slots_[s].choice)] = now[s];
-      if (held != held_) decide(DDPH_CHOICE_FASTEST);
-      next_exchange_ = step_ + uint64_t(settings_.recheck_steps);
+      for (size_t s = 0; s < st_.slots.size(); ++s)
+        if (now[s] > 0) st_.slots[s].agreed[size_t(st_.slots[s].choice)] = now[s];
+      if (held != st_.held) decide(DDPH_CHOICE_FASTEST);
+      st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
     }
   }
-  norm_step_ = next_exchange_ - 1;
+  st_.norm_step = st_.next_exchange - 1;
   changed_ = plan() != before;
   describe();
 }
 
 void Chooser::start_round(bool reference_first) {
-  last_round_ = step_;
-  round_.clear();
+  st_.last_round = step_;
+  st_.round.clear();
   for (int c = 0; c < int(candidates_.size()); ++c) {
     if (candidates_[size_t(c)].nominal_ratio > settings_.max_compression) continue;
     // Measured in every bucket just now (the warm-up's, or the one every
     // bucket ran): nothing to explore.
-    bool fresh = !slots_.empty();
-    for (const Slot& slot : slots_) fresh &= slot.agreed[size_t(c)] > 0;
-    if (!fresh) round_.push_back(c);
+    bool fresh = !st_.slots.empty();
+    for (const Slot& slot : st_.slots) fresh &= slot.agreed[size_t(c)] > 0;
+    if (!fresh) st_.round.push_back(c);
   }
   const int ref = least_compressed();
-  std::stable_sort(round_.begin(), round_.end(), [&](int a, int b) {
+  std::stable_sort(st_.round.begin(), st_.round.end(), [&](int a, int b) {
     if (reference_first && (a == ref) != (b == ref)) return a == ref;
     return candidates_[size_t(a)].nominal_ratio > candidates_[size_t(b)].nominal_ratio;
   });
-  phase_ = Phase::kExplore;
-  round_pos_ = 0;
+  st_.phase = Phase::kExplore;
+  st_.round_pos = 0;
   next_in_round();
 }
 
@@ -281,7 +277,7 @@ bool Chooser::skip(int c) const {
   // least compressed candidate measured there that is less compressed than
   // c (its time is mostly the link's). A bucket with none: explore.
   double estimate = 0, best = 0;
-  for (const Slot& slot : slots_) {
+  for (const Slot& slot : st_.slots) {
     double fastest = 0;
     int ref = -1;
     for (int r = 0; r < int(candidates_.size()); ++r) {
@@ -303,25 +299,25 @@ bool Chooser::skip(int c) const {
       return false;
     }
   }
-  return !slots_.empty() && estimate > kSkipFactor * best;
+  return !st_.slots.empty() && estimate > kSkipFactor * best;
 }
 
 void Chooser::next_in_round() {
-  while (round_pos_ < round_.size() && skip(round_[round_pos_])) ++round_pos_;
-  if (round_pos_ < round_.size()) {
-    next_exchange_ = step_ + kExploreSteps;
+  while (st_.round_pos < st_.round.size() && skip(st_.round[st_.round_pos])) ++st_.round_pos;
+  if (st_.round_pos < st_.round.size()) {
+    st_.next_exchange = step_ + kExploreSteps;
     return;
   }
   decide(DDPH_CHOICE_FASTEST);
-  for (Slot& slot : slots_) slot.predicted.fill(0);
-  phase_ = Phase::kExploit;
-  next_exchange_ = step_ + uint64_t(settings_.recheck_steps);
+  for (Slot& slot : st_.slots) slot.predicted.fill(0);
+  st_.phase = Phase::kExploit;
+  st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
 }
 
 void Chooser::decide(ddph_choice_reason_t reason) {
-  const bool held = step_ < held_until_;
-  held_ = held;
-  for (Slot& slot : slots_) {
+  const bool held = step_ < st_.held_until;
+  st_.held = held;
+  for (Slot& slot : st_.slots) {
     int best = -1;
     for (int c = 0; c < int(candidates_.size()); ++c) {
       const double t = slot.agreed[size_t(c)];
@@ -361,28 +357,28 @@ void Chooser::hold_back_if_norm_jumped(double norm) {
   if (norm <= 0) return;
   // One step's norm moves with its batch: it is compared with the running
   // mean of the earlier checks', up or down by the same factor.
-  if (settings_.norm_jump > 0 && last_norm_ > 0 &&
-      std::fabs(std::log(norm / last_norm_)) >= std::log1p(settings_.norm_jump))
-    held_until_ = step_ + uint64_t(settings_.hold_steps);
-  last_norm_ = last_norm_ > 0 ? (1 - kNormWeight) * last_norm_ + kNormWeight * norm : norm;
+  if (settings_.norm_jump > 0 && st_.last_norm > 0 &&
+      std::fabs(std::log(norm / st_.last_norm)) >= std::log1p(settings_.norm_jump))
+    st_.held_until = step_ + uint64_t(settings_.hold_steps);
+  st_.last_norm = st_.last_norm > 0 ? (1 - kNormWeight) * st_.last_norm + kNormWeight * norm : norm;
 }
 
 void Chooser::describe() {
   std::ostringstream out;
   out << "auto: step " << step_ << ": ";
-  if (phase_ == Phase::kExplore) {
-    out << "exploring " << candidates_[size_t(round_[round_pos_])].name << " for "
+  if (st_.phase == Phase::kExplore) {
+    out << "exploring " << candidates_[size_t(st_.round[st_.round_pos])].name << " for "
         << kExploreSteps << " steps";
   } else if (settings_.deterministic) {
     out << "from the stated link (" << settings_.link_mbit << " Mbit/s)"
-        << (step_ < held_until_ ? ", lossy candidates held back: the gradient norm jumped" : "");
+        << (step_ < st_.held_until ? ", lossy candidates held back: the gradient norm jumped" : "");
   }
-  for (size_t s = 0; s < slots_.size() && phase_ == Phase::kExploit && !settings_.deterministic;
-       ++s) {
-    const Slot& slot = slots_[s];
-    out << (s ? "; " : "") << "bucket " << s << " (" << slot.bytes << " bytes): "
-        << candidates_[size_t(std::max(slot.choice, 0))].name << ", " << reason_name(slot.reason)
-        << " (";
+  for (size_t s = 0;
+       s < st_.slots.size() && st_.phase == Phase::kExploit && !settings_.deterministic; ++s) {
+    const Slot& slot = st_.slots[s];
+    out << (s ? "; " : "") << "bucket " << s << " (" << slot.bytes
+        << " bytes): " << candidates_[size_t(std::max(slot.choice, 0))].name << ", "
+        << reason_name(slot.reason) << " (";
     bool first = true;
     for (size_t c = 0; c < candidates_.size(); ++c) {
       if (slot.agreed[c] <= 0) continue;
@@ -391,9 +387,9 @@ void Chooser::describe() {
     }
     out << ")";
   }
-  if (total_seconds_ > 0)
-    out << "; exploring cost " << explore_cost_ << " s of " << total_seconds_ << " s ("
-        << 100 * explore_cost_ / total_seconds_ << "%)";
+  if (st_.total_seconds > 0)
+    out << "; exploring cost " << st_.explore_cost << " s of " << st_.total_seconds << " s ("
+        << 100 * st_.explore_cost / st_.total_seconds << "%)";
   last_decision_ = out.str();
 }
 
@@ -406,33 +402,33 @@ std::string Chooser::save() const {
     w.put(c.name.size(), 4);
     w.put_bytes(c.name.data(), c.name.size());
   }
-  w.put(uint64_t(phase_), 4);
-  w.put(held_ ? 1 : 0, 1);
-  for (uint64_t v : {begun_, next_exchange_, norm_step_, held_until_, last_round_,
-                     uint64_t(round_pos_)})
+  w.put(uint64_t(st_.phase), 4);
+  w.put(st_.held ? 1 : 0, 1);
+  for (uint64_t v : {st_.begun, st_.next_exchange, st_.norm_step, st_.held_until, st_.last_round,
+                     uint64_t(st_.round_pos)})
     w.put(v, 8);
-  w.put(round_.size(), 4);
-  for (int c : round_) w.put(uint64_t(c), 4);
-  for (double v : {last_norm_, total_seconds_, explore_cost_}) w.put(bits_of(v), 8);
-  w.put(slots_.size(), 4);
-  for (const Slot& s : slots_) {
+  w.put(st_.round.size(), 4);
+  for (int c : st_.round) w.put(uint64_t(c), 4);
+  for (double v : {st_.last_norm, st_.total_seconds, st_.explore_cost}) w.put_double(v);
+  w.put(st_.slots.size(), 4);
+  for (const Slot& s : st_.slots) {
     w.put(s.bytes, 8);
-    for (double t : s.agreed) w.put(bits_of(t), 8);
-    for (double t : s.predicted) w.put(bits_of(t), 8);
+    for (double t : s.agreed) w.put_double(t);
+    for (double t : s.predicted) w.put_double(t);
     w.put(uint64_t(uint32_t(s.choice)), 4);
     w.put(uint64_t(s.reason), 4);
-    w.put(bits_of(s.decided_seconds), 8);
+    w.put_double(s.decided_seconds);
     w.put(uint64_t(uint32_t(s.last)), 4);
     w.put(s.run, 8);
   }
   // This rank's timings since the last exchange: a chooser loaded from it
   // reports them at the next one, as this one would have.
   std::lock_guard<std::mutex> lock(mu_);
-  for (double v : {window_.seconds, window_.norm_sq}) w.put(bits_of(v), 8);
+  for (double v : {window_.seconds, window_.norm_sq}) w.put_double(v);
   w.put(window_.new_slot ? 1 : 0, 1);
   for (size_t s = 0; s < kMaxSlots; ++s)
     for (size_t c = 0; c < kMaxCandidates; ++c) {
-      w.put(bits_of(window_.sum[s][c]), 8);
+      w.put_double(window_.sum[s][c]);
       w.put(window_.count[s][c], 4);
     }
   return finish_frame(w);
@@ -440,7 +436,7 @@ std::string Chooser::save() const {
 
 bool Chooser::load(const void* bytes, size_t n) {
   LeReader r = open_frame(bytes, n, kStateMagic, kStateVersion, "auto chooser state",
-                             "the auto chooser (ddph_session_save_state)");
+                          "the auto chooser (ddph_session_save_state)");
   const int world = int(r.get(4, "world size"));
   const size_t count = size_t(r.get(4, "candidate count"));
   std::vector<std::string> names;
@@ -460,81 +456,69 @@ bool Chooser::load(const void* bytes, size_t n) {
              "auto chooser state: the checkpoint's candidates are '"
                  << joined(names) << "', this job's are '" << joined(mine) << "'");
   if (world != world_size_) return false;
-  Chooser loaded(settings_, candidates_, world_size_);
+  State loaded;
   const uint64_t phase = r.get(4, "phase");
   DDPH_CHECK(phase <= uint64_t(Phase::kExploit), DDPH_INVALID_ARGUMENT,
              "auto chooser state: phase " << phase << " is not one this build knows");
-  loaded.phase_ = Phase(phase);
+  loaded.phase = Phase(phase);
   const uint64_t held = r.get(1, "held back");
   DDPH_CHECK(held <= 1, DDPH_INVALID_ARGUMENT, "auto chooser state: a held-back flag of " << held);
-  loaded.held_ = held == 1;
-  loaded.begun_ = r.get(8, "steps");
-  loaded.next_exchange_ = r.get(8, "next exchange");
-  loaded.norm_step_ = r.get(8, "norm step");
-  loaded.held_until_ = r.get(8, "held until");
-  loaded.last_round_ = r.get(8, "last round");
-  loaded.round_pos_ = size_t(r.get(8, "round position"));
+  loaded.held = held == 1;
+  loaded.begun = r.get(8, "steps");
+  loaded.next_exchange = r.get(8, "next exchange");
+  loaded.norm_step = r.get(8, "norm step");
+  loaded.held_until = r.get(8, "held until");
+  loaded.last_round = r.get(8, "last round");
+  loaded.round_pos = size_t(r.get(8, "round position"));
   const size_t round = size_t(r.get(4, "round length"));
-  DDPH_CHECK(round <= count && loaded.round_pos_ <= round, DDPH_INVALID_ARGUMENT,
-             "auto chooser state: a round of " << round << " candidates at position "
-                                               << loaded.round_pos_);
+  DDPH_CHECK(
+      round <= count && loaded.round_pos <= round, DDPH_INVALID_ARGUMENT,
+      "auto chooser state: a round of " << round << " candidates at position " << loaded.round_pos);
   for (size_t i = 0; i < round; ++i) {
     const uint64_t c = r.get(4, "round candidate");
     DDPH_CHECK(c < count, DDPH_INVALID_ARGUMENT, "auto chooser state: candidate " << c);
-    loaded.round_.push_back(int(c));
+    loaded.round.push_back(int(c));
   }
-  DDPH_CHECK(loaded.phase_ != Phase::kExplore || loaded.round_pos_ < round, DDPH_INVALID_ARGUMENT,
+  DDPH_CHECK(loaded.phase != Phase::kExplore || loaded.round_pos < round, DDPH_INVALID_ARGUMENT,
              "auto chooser state: exploring past the end of its round");
-  loaded.last_norm_ = double_of(r.get(8, "last norm"));
-  loaded.total_seconds_ = double_of(r.get(8, "total seconds"));
-  loaded.explore_cost_ = double_of(r.get(8, "exploration seconds"));
+  loaded.last_norm = r.get_double("last norm");
+  loaded.total_seconds = r.get_double("total seconds");
+  loaded.explore_cost = r.get_double("exploration seconds");
   const size_t slots = size_t(r.get(4, "bucket count"));
   DDPH_CHECK(slots <= kMaxSlots, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << slots << " buckets, at most " << kMaxSlots);
   for (size_t i = 0; i < slots; ++i) {
     Slot s;
     s.bytes = r.get(8, "bucket bytes");
-    for (double& t : s.agreed) t = double_of(r.get(8, "bucket seconds"));
-    for (double& t : s.predicted) t = double_of(r.get(8, "predicted seconds"));
+    for (double& t : s.agreed) t = r.get_double("bucket seconds");
+    for (double& t : s.predicted) t = r.get_double("predicted seconds");
     s.choice = int(int32_t(uint32_t(r.get(4, "choice"))));
     s.reason = ddph_choice_reason_t(r.get(4, "reason"));
-    s.decided_seconds = double_of(r.get(8, "decided seconds"));
+    s.decided_seconds = r.get_double("decided seconds");
     s.last = int(int32_t(uint32_t(r.get(4, "last candidate"))));
     s.run = r.get(8, "run");
     DDPH_CHECK(s.choice >= -1 && s.choice < int(count) && s.last >= -1 && s.last < int(count) &&
                    s.reason <= DDPH_CHOICE_MODEL,
-               DDPH_INVALID_ARGUMENT, "auto chooser state: bucket " << i << " names candidate "
-                                                                    << s.choice);
-    loaded.slots_.push_back(s);
+               DDPH_INVALID_ARGUMENT,
+               "auto chooser state: bucket " << i << " names candidate " << s.choice);
+    loaded.slots.push_back(s);
   }
   Window window;
-  window.seconds = double_of(r.get(8, "window seconds"));
-  window.norm_sq = double_of(r.get(8, "window norm"));
+  window.seconds = r.get_double("window seconds");
+  window.norm_sq = r.get_double("window norm");
   const uint64_t new_slot = r.get(1, "window new bucket");
   DDPH_CHECK(new_slot <= 1, DDPH_INVALID_ARGUMENT,
              "auto chooser state: a new-bucket flag of " << new_slot);
   window.new_slot = new_slot == 1;
   for (size_t s = 0; s < kMaxSlots; ++s)
     for (size_t c = 0; c < kMaxCandidates; ++c) {
-      window.sum[s][c] = double_of(r.get(8, "window sum"));
+      window.sum[s][c] = r.get_double("window sum");
       window.count[s][c] = uint32_t(r.get(4, "window count"));
     }
   DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << r.left() << " bytes after its end");
   std::lock_guard<std::mutex> lock(mu_);
-  phase_ = loaded.phase_;
-  begun_ = loaded.begun_;
-  next_exchange_ = loaded.next_exchange_;
-  norm_step_ = loaded.norm_step_;
-  held_until_ = loaded.held_until_;
-  held_ = loaded.held_;
-  last_round_ = loaded.last_round_;
-  round_ = loaded.round_;
-  round_pos_ = loaded.round_pos_;
-  last_norm_ = loaded.last_norm_;
-  total_seconds_ = loaded.total_seconds_;
-  explore_cost_ = loaded.explore_cost_;
-  slots_ = loaded.slots_;
+  st_ = std::move(loaded);
   window_ = window;
   in_step_ = false;
   describe();

@@ -73,7 +73,7 @@ class Chooser {
   // The candidate for the bucket in `slot` of the step begun last.
   Pick pick(uint32_t slot, uint64_t bytes);
   // Whether this step's buckets should add their squared norms.
-  bool wants_norm() const { return in_step_ && norm_step_ == step_; }
+  bool wants_norm() const { return in_step_ && st_.norm_step == step_; }
   // [thread-safe] A bucket's squared gradient norm on this rank.
   void add_norm_sq(double sum_sq);
   // [thread-safe] A bucket's time on this rank, for the pick it ran with.
@@ -86,7 +86,7 @@ class Chooser {
   // the phase (what is worth a log line at info level).
   bool decision_changed() const { return changed_; }
   const std::vector<CandidateInfo>& candidates() const { return candidates_; }
-  double exploration_seconds() const { return explore_cost_; }
+  double exploration_seconds() const { return st_.explore_cost; }
 
   // Checkpoints: everything above but this rank's window. load throws
   // DDPH_INVALID_ARGUMENT on a corrupt blob or other candidates; a blob
@@ -132,18 +132,22 @@ class Chooser {
   AutoSettings settings_;
   std::vector<CandidateInfo> candidates_;
   int world_size_;
-  Phase phase_ = Phase::kWarmup;
-  uint64_t begun_ = 0;  // steps begun
-  uint64_t step_ = 0;   // the step begun last
+  // Everything a checkpoint holds besides the window, so that a load
+  // replaces it in one assignment.
+  struct State {
+    Phase phase = Phase::kWarmup;
+    uint64_t begun = 0;  // steps begun
+    uint64_t next_exchange = 0, norm_step = 0, held_until = 0;
+    bool held = false;        // the last decision held lossy candidates back
+    uint64_t last_round = 0;  // the step the last round started
+    std::vector<int> round;   // candidates of this round, in order
+    size_t round_pos = 0;
+    double last_norm = 0;  // the running mean of the checks' norms
+    double total_seconds = 0, explore_cost = 0;
+    std::vector<Slot> slots;
+  } st_;
+  uint64_t step_ = 0;  // the step begun last
   bool in_step_ = false;
-  uint64_t next_exchange_ = 0, norm_step_ = 0, held_until_ = 0;
-  bool held_ = false;  // the last decision held lossy candidates back
-  uint64_t last_round_ = 0;  // the step the last round started
-  std::vector<int> round_;  // candidates of this round, in order
-  size_t round_pos_ = 0;
-  double last_norm_ = 0;  // the running mean of the checks' norms
-  double total_seconds_ = 0, explore_cost_ = 0;
-  std::vector<Slot> slots_;
   std::string last_decision_;
   bool changed_ = false;
   mutable std::mutex mu_;

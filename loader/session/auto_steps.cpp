@@ -47,14 +47,9 @@ void Session::create_auto(ddph_comm_t* hooks_comm) {
   // Its exchanges come at step boundaries, on the worker. control_ serves
   // when only the worker uses it; else a communicator of its own, so that
   // an exchange can only ever pair with another rank's exchange.
-  auto_comm_ = control_;
-  if (comm_->split != nullptr && comm_->size(comm_->ctx) > 1) {
-    ddph_comm_t* own = nullptr;
-    DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &own));
-    DDPH_CHECK(own != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
-    auto_comm_ = own;
-    owns_auto_comm_ = true;
-  }
+  ddph_comm_t* own = split_of_comm();
+  owns_auto_comm_ = own != nullptr;
+  auto_comm_ = own != nullptr ? own : control_;
 }
 
 const HookChain& Session::auto_chain(PendingBucket& pending) {
@@ -101,19 +96,19 @@ void Session::save_chooser(std::vector<StateRecord>& records) const {
 
 std::unique_ptr<Chooser> Session::read_chooser(std::vector<StateRecord>& records) const {
   if (chooser_ == nullptr) return nullptr;
-  const bool last_is_chooser = !records.empty() && records.back().family == kAutoFamily &&
-                               records.back().hook == kAutoHook;
+  const bool last_is_chooser =
+      !records.empty() && records.back().family == kAutoFamily && records.back().hook == kAutoHook;
   DDPH_CHECK(last_is_chooser, DDPH_INVALID_ARGUMENT,
              "state blob has no auto chooser record (it was saved by a job without "
              "hook: {family: auto})");
   const StateRecord mine = records.back();
   records.pop_back();
   auto chooser = std::make_unique<Chooser>(job_.auto_choice->settings, job_.auto_choice->infos(),
-                                       placement_.world_size);
+                                           placement_.world_size);
   if (!chooser->load(mine.blob.data(), mine.blob.size())) {
     // Its timings were of another world size: they say nothing here.
     chooser = std::make_unique<Chooser>(job_.auto_choice->settings, job_.auto_choice->infos(),
-                                       placement_.world_size);
+                                        placement_.world_size);
     log(DDPH_LOG_WARN, "auto",
         "auto: the checkpoint's chooser state is from another world size; the chooser starts "
         "fresh (warm-up, then exploring)");

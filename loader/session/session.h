@@ -76,6 +76,9 @@ class Session {
   // `prefix` in the job's store.
   ddph_comm_t* make_communicator(const char* prefix);
   void create_control_communicator();
+  // A communicator of the same ranks split from comm_ (collective; owned by
+  // the caller), or NULL where comm_ cannot split or has one rank.
+  ddph_comm_t* split_of_comm();
   void destroy_communicators();
   // run_bucket.cpp. On the worker. A pipelined chain's bucket is finished
   // on finisher_ (pipelined.cpp); every other bucket is finished here.

@@ -154,14 +154,17 @@ ddph_comm_t* Session::make_communicator(const char* prefix) {
 // layouts could meet a peer's hook collective in the same slot, and Gloo
 // aborts the process on a message longer than the buffer posted for it.
 // Apart, a mismatch can only end in a timeout on both sides.
+ddph_comm_t* Session::split_of_comm() {
+  if (comm_->split == nullptr || comm_->size(comm_->ctx) <= 1) return nullptr;
+  ddph_comm_t* split = nullptr;
+  DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &split));
+  DDPH_CHECK(split != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
+  return split;
+}
+
 void Session::create_control_communicator() {
-  control_ = comm_;
-  if (comm_->split != nullptr && comm_->size(comm_->ctx) > 1) {
-    ddph_comm_t* control = nullptr;
-    DDPH_CALL(comm_->split(comm_->ctx, 0, comm_->rank(comm_->ctx), &control));
-    DDPH_CHECK(control != nullptr, DDPH_INTERNAL, "split of the session's communicator gave NULL");
-    control_ = control;
-  }
+  ddph_comm_t* control = split_of_comm();
+  control_ = control != nullptr ? control : comm_;
   // What run_bucket checks, and in strict mode the hooks' wrapped
   // communicator.
   const std::string family = job_.comm.plugin != nullptr ? job_.comm.plugin->family() : "";

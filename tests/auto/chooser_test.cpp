@@ -21,8 +21,8 @@ namespace {
 enum : int { kAllreduce = 0, kFp16 = 1, kBf16 = 2, kQ8 = 3, kQ4ef = 4, kPsgd4 = 5 };
 
 std::vector<CandidateInfo> builtins() {
-  return {{"allreduce", 1, 0.05}, {"fp16", 2, 0.3},   {"bf16", 2, 0.3},
-          {"q8", 4, 0.8},         {"q4ef", 8, 1.2},   {"powersgd4", 16, 1.5}};
+  return {{"allreduce", 1, 0.05}, {"fp16", 2, 0.3}, {"bf16", 2, 0.3},
+          {"q8", 4, 0.8},         {"q4ef", 8, 1.2}, {"powersgd4", 16, 1.5}};
 }
 
 AutoSettings settings() {
@@ -47,7 +47,8 @@ struct StepPicks {
 // checks that every rank picked the same.
 std::vector<StepPicks> run(std::vector<Chooser*> ranks, uint64_t steps,
                            const std::vector<uint64_t>& bytes, const TimeFn& seconds,
-                           uint64_t first_step = 0, const std::function<double(uint64_t)>& norm = {}) {
+                           uint64_t first_step = 0,
+                           const std::function<double(uint64_t)>& norm = {}) {
   std::vector<StepPicks> out;
   for (uint64_t k = first_step; k < first_step + steps; ++k) {
     StepPicks step;
@@ -172,7 +173,7 @@ TEST(AutoChooser, ALinkThatSlowsDownMakesItExploreAgainAndSwitch) {
   Chooser ch(settings(), builtins(), 2);
   bool slow = false;
   const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
-    const double fast[] = {12, 8, 8, 9, 11, 14};   // 10 Gbit/s-like: fp16
+    const double fast[] = {12, 8, 8, 9, 11, 14};           // 10 Gbit/s-like: fp16
     const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
     return (slow ? slowed : fast)[c] * 1e-3;
   };
@@ -197,7 +198,7 @@ TEST(AutoChooser, ALinkThatGetsFasterIsFoundByAProbeAndSwitchedTo) {
   bool fast = false;
   const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
     const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like: PowerSGD
-    const double quick[] = {12, 8, 8, 6, 11, 14};           // 8-bit; PowerSGD barely changes
+    const double quick[] = {12, 8, 8, 6, 11, 14};          // 8-bit; PowerSGD barely changes
     return (fast ? quick : slowed)[c] * 1e-3;
   };
   const auto before = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 0);

@@ -151,8 +151,7 @@ TEST(AutoSession, ASwitchAwayFromErrorFeedbackKeepsTheSumOfTheGradients) {
       worst_one_step = std::max(worst_one_step, std::fabs(double(reduced[6][i]) - mean6));
     }
     // 4-bit's own error on one step is large; the sum's error is rounding.
-    DDPH_CHILD_CHECK(worst_one_step > 0.05, "4-bit's step-6 error %g: not 4-bit?",
-                     worst_one_step);
+    DDPH_CHILD_CHECK(worst_one_step > 0.05, "4-bit's step-6 error %g: not 4-bit?", worst_one_step);
     DDPH_CHILD_CHECK(worst < 1e-4, "the sum is off by %g (4-bit's one-step error: %g)", worst,
                      worst_one_step);
     ddph_session_close(s);
@@ -188,8 +187,8 @@ TEST(AutoSession, ACheckpointResumesTheChooserAndAnotherWorldSizeStartsItFresh) 
     // A new session of the same world: loaded, it goes on deciding; not
     // loaded, it warms up again.
     for (const bool load : {true, false}) {
-      ddph_session_t* t = ddph_test::open_session(yaml(kCheckpointed), rank, world,
-                                                  dir + (load ? "/a" : "/b"));
+      ddph_session_t* t =
+          ddph_test::open_session(yaml(kCheckpointed), rank, world, dir + (load ? "/a" : "/b"));
       DDPH_CHILD_CHECK(t != nullptr, "reopen");
       std::string message;
       if (load)
@@ -198,8 +197,8 @@ TEST(AutoSession, ACheckpointResumesTheChooserAndAnotherWorldSizeStartsItFresh) 
       std::vector<Record> records;
       if (int rc = run_steps(t, rank, 20, 1, {1 << 16}, {}, nullptr, &records)) return rc;
       DDPH_CHILD_CHECK(records.size() == 1, "%zu records", records.size());
-      DDPH_CHILD_CHECK((records[0].reason == DDPH_CHOICE_WARMUP) == !load,
-                       "loaded %d: reason %d", int(load), records[0].reason);
+      DDPH_CHILD_CHECK((records[0].reason == DDPH_CHOICE_WARMUP) == !load, "loaded %d: reason %d",
+                       int(load), records[0].reason);
       ddph_session_close(t);
     }
     return 0;
@@ -219,8 +218,8 @@ TEST(AutoSession, ACheckpointResumesTheChooserAndAnotherWorldSizeStartsItFresh) 
                      log.text.c_str());
     std::vector<Record> records;
     if (int rc = run_steps(s, rank, 0, 1, {1 << 16}, {}, nullptr, &records)) return rc;
-    DDPH_CHILD_CHECK(records.size() == 1 && records[0].reason == DDPH_CHOICE_WARMUP,
-                     "reason %d", records.empty() ? -1 : records[0].reason);
+    DDPH_CHILD_CHECK(records.size() == 1 && records[0].reason == DDPH_CHOICE_WARMUP, "reason %d",
+                     records.empty() ? -1 : records[0].reason);
     ddph_session_close(s);
     ddph_set_log_sink(nullptr, nullptr, DDPH_LOG_WARN);
     return 0;
