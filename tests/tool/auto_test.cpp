@@ -15,6 +15,8 @@
 
 #include "tests/support/multiprocess.h"
 #include "tests/tool/run_ddph.h"
+#include "tool/choose/answer.h"
+#include "tool/ranks/auto_choices.h"
 
 namespace {
 
@@ -150,6 +152,119 @@ TEST_F(ToolAuto, TrainWithAFixedHookLeavesTheChoicesEmpty) {
     if (row.rfind("step,", 0) != 0) {
       EXPECT_EQ(row.back(), ',') << row;  // choices empty
     }
+  }
+}
+
+// The hook line of a job file `ddph choose` printed: "family/name".
+std::string hook_of(const std::string& yaml) {
+  const size_t at = yaml.find("\nhook: {family: ");
+  if (at == std::string::npos) return "";
+  const size_t family = at + std::string("\nhook: {family: ").size();
+  const size_t comma = yaml.find(", name: ", family);
+  const size_t end = yaml.find_first_of(",}", comma + 8);
+  return yaml.substr(family, comma - family) + "/" + yaml.substr(comma + 8, end - comma - 8);
+}
+
+TEST_F(ToolAuto, ChoosePrintsAJobFileThatValidatesAndRunsOneOfTheCandidates) {
+  const Result r = ddph("choose --world 2 --bucket-size 256KiB --candidates allreduce,fp16");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::string hook = hook_of(r.out);
+  EXPECT_TRUE(hook == "default/allreduce" || hook == "default/fp16_compress") << r.out;
+  // A comment giving both candidates' times for the size, and its choice.
+  EXPECT_NE(r.out.find("# 256KiB: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" allreduce "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" fp16 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rules:"), std::string::npos) << "one size, no rules\n" << r.out;
+  const std::string job = write("chosen.yaml", r.out);
+  const Result v = ddph("validate " + job);
+  EXPECT_EQ(v.code, 0) << r.out << describe(v);
+}
+
+TEST_F(ToolAuto, ChooseJsonNamesTheChoiceAndTheTimesOfEverySize) {
+  const Result r =
+      ddph("choose --json --bucket-size 64KiB,1MiB --candidates allreduce,bf16,q8 --steps 400");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::vector<nlohmann::json> lines = json_events(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const nlohmann::json& j = lines[0];
+  EXPECT_TRUE(j.at("settled").get<bool>()) << j;
+  EXPECT_EQ(j.at("world"), 2) << j;
+  const std::map<std::string, std::string> hooks = {{"allreduce", "default/allreduce"},
+                                                    {"bf16", "default/bf16_compress"},
+                                                    {"q8", "quantization/per_channel"}};
+  ASSERT_EQ(j.at("buckets").size(), 2u) << j;
+  EXPECT_EQ(j["buckets"][0].at("bucket_bytes"), 65536) << j;
+  EXPECT_EQ(j["buckets"][1].at("bucket_bytes"), 1048576) << j;
+  for (const auto& b : j["buckets"]) {
+    const std::string chosen = b.at("candidate").get<std::string>();
+    ASSERT_TRUE(hooks.count(chosen)) << j;
+    EXPECT_EQ(b.at("reason"), "fastest") << j;
+    ASSERT_TRUE(b.at("seconds").at(chosen).is_number()) << "the choice was timed: " << j;
+  }
+  // The largest size's choice is the hook; the smaller one a rule where it differs.
+  const auto& big = j["buckets"][1];
+  const nlohmann::json& h = j.at("hook");
+  EXPECT_EQ(h.at("family").get<std::string>() + "/" + h.at("name").get<std::string>(),
+            hooks.at(big.at("candidate").get<std::string>()))
+      << j;
+  const bool differ = j["buckets"][0].at("candidate") != big.at("candidate");
+  ASSERT_EQ(j.at("rules").size(), differ ? 1u : 0u) << j;
+  if (differ) {
+    EXPECT_EQ(j["rules"][0].at("max_bytes"), 65536) << j;
+  }
+}
+
+// answer.h alone, on a result it is given: sizes that choose differently
+// print rules by size, smallest first (the loader takes the first match),
+// and a job file that `ddph validate` accepts.
+TEST_F(ToolAuto, ChooseAnswerPrintsRulesWhereSizesChooseDifferently) {
+  const std::string auto_job =
+      write("candidates.yaml",
+            "hook: {family: auto, name: auto, options: {candidates: \"allreduce,q4ef,fp16\"}}\n");
+  const auto specs = ddph::tool::auto_candidates(auto_job);
+  ASSERT_EQ(specs.size(), 3u);
+  ddph::tool::ChooseOptions o;
+  ddph::tool::ChooseResult r;
+  r.steps = 30;
+  r.settled = true;
+  // 4KiB and 64KiB: allreduce; 1MiB: fp16; 25MiB: q4ef.
+  const std::vector<std::pair<int64_t, int>> sizes = {
+      {4096, 0}, {65536, 0}, {1 << 20, 2}, {25 << 20, 1}};
+  for (const auto& [bytes, candidate] : sizes)
+    r.sizes.push_back({bytes, candidate, DDPH_CHOICE_FASTEST, {0.003, 0.002, 0.001}});
+  const std::string yaml = ddph::tool::choice_yaml(o, specs, r);
+  EXPECT_EQ(hook_of(yaml), "quantization/per_channel") << yaml;
+  EXPECT_NE(yaml.find("bits: 4"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("error_feedback: true"), std::string::npos) << yaml;
+  const std::string rules =
+      "rules:\n"
+      "  - when: {max_bytes: 65536}\n"
+      "    hook: {family: default, name: allreduce}\n"
+      "  - when: {max_bytes: 1048576}\n"
+      "    hook: {family: default, name: fp16_compress}\n";
+  EXPECT_NE(yaml.find(rules), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("# 25MiB: q4ef (fastest); allreduce 3.000 ms, q4ef 2.000 ms, fp16 1.000 ms"),
+            std::string::npos)
+      << yaml;
+  const Result v = ddph("validate " + write("rules.yaml", yaml));
+  EXPECT_EQ(v.code, 0) << yaml << describe(v);
+}
+
+TEST_F(ToolAuto, ChooseRefusesBadFlagsByName) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--bucket-size 1MiB,1MiB", "--bucket-size 1MiB is given twice"},
+      {"--bucket-size 2B", "--bucket-size must be at least 4B"},
+      {"--candidates allreduce,nope", "--candidates allreduce,nope: "},
+      {"--candidates allreduce,,fp16", "an empty candidate"},
+      {"--bucket-size 1MiB --matrix 1024x1024", "--matrix 1024x1024 is more than the smallest"},
+      {"--link 1zbit", "--link"},
+      {"--no-such-flag", "--no-such-flag"},
+  };
+  for (const auto& [flags, message] : bad) {
+    const Result r = ddph("choose " + flags);
+    EXPECT_EQ(r.code, 2) << flags << "\n" << describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags << "\n" << describe(r);
+    EXPECT_EQ(r.out, "") << flags;
   }
 }
 

@@ -18,16 +18,6 @@
 namespace ddph::tool {
 namespace {
 
-// Deterministic values in [-1, 1), different per rank so a reduction has
-// something to do, and small enough that fp16 neither overflows nor
-// flushes to zero.
-void fill(std::vector<float>& v, int rank) {
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u + static_cast<uint32_t>(rank) * 40503u;
-    v[i] = static_cast<float>((h >> 8) % 2000) / 1000.0f - 1.0f;
-  }
-}
-
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) {
@@ -93,7 +83,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     bucket.share_param_data(tensors);
   }
   std::vector<float> pristine(numel), baseline(numel);
-  fill(pristine, rank);
+  fill_gradients(pristine, rank);
   const size_t bucket_bytes = static_cast<size_t>(numel) * ddph::dtype_size(dtype);
   // An fp32 bucket is refilled from `pristine` itself: a second copy would
   // cost every rank another GiB at --bucket-size 1GiB.
