@@ -155,6 +155,42 @@ TEST_F(ToolAuto, TrainWithAFixedHookLeavesTheChoicesEmpty) {
   }
 }
 
+TEST_F(ToolAuto, BenchSaysWhichCandidatesRanTheTimedIterations) {
+  // Past the warm-up (2 steps) the chooser explores: every timed iteration
+  // is one of the candidates, counted once.
+  const Result r = ddph("bench --json --bucket-size 256KiB --warmup 2 --iters 8 " + auto_config());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::vector<nlohmann::json> rows = json_events(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  int iterations = 0;
+  for (const auto& c : rows[0].at("choices")) {
+    const std::vector<std::string> parts = split(c.at("choice").get<std::string>(), ':');
+    ASSERT_EQ(parts.size(), 2u) << c;
+    EXPECT_TRUE(kCandidates.count(parts[0])) << c;
+    EXPECT_NE(parts[1], "warmup") << "the 2 untimed iterations are the warm-up: " << c;
+    iterations += c.at("iterations").get<int>();
+  }
+  EXPECT_EQ(iterations, 8) << rows[0];
+
+  // A warm-up longer than the run: every timed iteration is allreduce's,
+  // and the text row says so.
+  const std::string long_warmup =
+      write("warm.yaml",
+            "comm: {backend: gloo, timeout: 30s}\n"
+            "hook: {family: auto, name: auto, options: {warmup_steps: 100}}\n");
+  const Result text = ddph("bench --bucket-size 256KiB --warmup 1 --iters 4 " + long_warmup);
+  ASSERT_EQ(text.code, 0) << describe(text);
+  EXPECT_NE(text.out.find("auto chose allreduce:warmup x4 (of 4 timed iterations)"),
+            std::string::npos)
+      << text.out;
+
+  // A fixed hook chose nothing.
+  const Result fixed =
+      ddph("bench --json --bucket-size 256KiB --iters 2 " + kConfigs + "fp16.yaml");
+  ASSERT_EQ(fixed.code, 0) << describe(fixed);
+  EXPECT_EQ(json_events(fixed.out).at(0).at("choices"), nlohmann::json::array()) << fixed.out;
+}
+
 // The hook line of a job file `ddph choose` printed: "family/name".
 std::string hook_of(const std::string& yaml) {
   const size_t at = yaml.find("\nhook: {family: ");

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "tool/bench/device.h"
 #include "tool/bench/measure.h"
 #include "tool/bench/params.h"
+#include "tool/ranks/auto_choices.h"
 #include "tool/ranks/buckets.h"
 #include "tool/ranks/job_file.h"
 #include "tool/ranks/session.h"
@@ -46,6 +48,24 @@ Half timed(Session& s, Run run) {
   h.c1 = cpu_ticks();
   h.wire1 = s.stats().wire_bytes;
   return h;
+}
+
+// An auto hook's choices of the timed iterations: the session's steps from
+// `first` on (every iteration is one step of one bucket), counted.
+std::vector<std::pair<std::string, int>> timed_choices(Session& s, const std::string& config,
+                                                       uint64_t first) {
+  std::vector<std::pair<std::string, int>> out;
+  const std::vector<std::string> names = candidate_names(auto_candidates(config));
+  for (const ddph_bucket_metrics_t& m : s.take_metrics()) {
+    const std::string text = choice_text(m, names);
+    if (m.step < first || text.empty()) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& c) { return c.first == text; });
+    if (it == out.end())
+      out.emplace_back(text, 1);
+    else
+      ++it->second;
+  }
+  return out;
 }
 
 }  // namespace
@@ -191,6 +211,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   r.bytes_in = end.bytes_in - timed_start.bytes_in;
   r.bytes_out = end.bytes_out - timed_start.bytes_out;
   if (o.machines > 0) r.cross_machine_bytes = cross < 0 ? -1 : cross / o.iters;
+  r.choices = timed_choices(s, config, uint64_t(o.warmup));
   return r;
 }
 
