@@ -2,9 +2,7 @@
 (auto_hook_ranks.py): every bucket's metrics record names the candidate that
 ran it and why, the ranks agree on every choice, the warm-up runs plain
 allreduce, and the replicas stay identical whatever was chosen."""
-import csv
 import os
-import subprocess
 import sys
 
 import pytest
@@ -13,7 +11,9 @@ torch = pytest.importorskip("torch", reason="PyTorch (Debian python3-torch) is n
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
 import ddphooks.metrics  # noqa: E402
+from ranks import spawn  # noqa: E402
 
 WORLD = 2
 WARMUP_STEPS = 2  # auto_hook_ranks.CONFIG's warmup_steps
@@ -22,25 +22,8 @@ REASONS = {"warmup", "explore", "fastest", "critical"}
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("auto")
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "auto_hook_ranks.py"), str(r),
-                               str(WORLD), str(out / "init"), str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in range(WORLD)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=200)[0].decode(errors="replace"))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("auto hook ranks ran past 200 s")
-    if any(p.returncode != 0 for p in procs):
-        pytest.fail("auto hook ranks failed:\n" + "\n".join(logs))
-    runs = [torch.load(str(out / ("rank%d.pt" % r))) for r in range(WORLD)]
-    for r, run in enumerate(runs):
-        run["csv"] = list(csv.DictReader(open(str(out / ("rank%d.csv" % r)))))
-    return runs
+    load = spawn("auto_hook_ranks.py", WORLD, tmp_path_factory.mktemp("auto"), timeout=200)
+    return load("auto")
 
 
 def test_every_bucket_record_names_its_candidate_and_reason(ranks):

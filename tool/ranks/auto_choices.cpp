@@ -4,20 +4,14 @@
 #include <map>
 #include <stdexcept>
 
-#include "loader/job/config.h"
+#include "tool/ranks/job_file.h"
 
 namespace ddph::tool {
 
 std::vector<ddph::loader::CandidateSpec> auto_candidates(const std::string& config_path) {
-  ddph::loader::Problems problems;
-  ddph::loader::Config config;
-  try {
-    config = ddph::loader::parse_config_file(config_path, problems);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(config_path + ": " + e.what());
-  }
-  if (!problems.empty()) throw std::runtime_error(problems.text());
+  const ddph::loader::Config config = read_job_config(config_path);
   if (config.hook.family != ddph::loader::kAutoFamily) return {};
+  ddph::loader::Problems problems;
   ddph::loader::AutoSettings settings;
   std::vector<ddph::loader::CandidateSpec> specs =
       ddph::loader::parse_auto_options(config.hook, problems, &settings);
