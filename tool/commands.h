@@ -15,5 +15,7 @@ void add_train_command(CLI::App& root, int* exit_code);     // the data-parallel
 void add_validate_plugin_command(CLI::App& root, int* exit_code);
 // Any command once per rank, each rank on its own shaped link.
 void add_lab_command(CLI::App& root, int* exit_code);
+// The hook an auto hook would choose for the link, as a job file.
+void add_choose_command(CLI::App& root, int* exit_code);
 
 }  // namespace ddph::tool

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   ddph::tool::add_train_command(app, &exit_code);
   ddph::tool::add_validate_plugin_command(app, &exit_code);
   ddph::tool::add_lab_command(app, &exit_code);
+  ddph::tool::add_choose_command(app, &exit_code);
   std::string names;
   bool known = argc < 2 || argv[1][0] == '-';
   for (CLI::App* cmd : app.get_subcommands({})) {

@@ -179,7 +179,15 @@ class BucketMetrics(Structure):
         ("ok", c_int32),
         # ABI 1.7: time.monotonic_ns() when the worker started it
         ("start_ns", c_uint64),
+        # ABI 1.10: an auto hook's candidate (its index in the candidates
+        # option; -1 for a fixed hook) and why (CHOICE_REASONS)
+        ("candidate", c_int32),
+        ("choice_reason", c_int32),
     ]
+
+
+# ddph_choice_reason_t, by value.
+CHOICE_REASONS = ("fixed", "warmup", "explore", "fastest", "critical", "model")
 
 
 # ABI 1.7: one phase of one bucket (ddph_session_take_spans); times on

@@ -13,7 +13,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from . import _abi, errors
 
@@ -21,11 +21,13 @@ from . import _abi, errors
 # when not given); bytes_in .. hook_seconds are sums over the step's buckets
 # on this rank; wall_seconds is the training's wall time so far and hook the
 # hook chain that wrote the run (empty when not given), which
-# python3 -m ddphooks.plot titles and tells runs apart by.
+# python3 -m ddphooks.plot titles and tells runs apart by; choices an auto
+# hook's candidate and reason per bucket of the step, "q8:fastest;..."
+# (empty for a fixed hook).
 CSV_COLUMNS = ("step", "loss", "accuracy", "bytes_in", "bytes_out", "wire_bytes", "compression",
-               "hook_seconds", "wall_seconds", "hook")
+               "hook_seconds", "wall_seconds", "hook", "choices")
 # The columns that hold text rather than numbers.
-CSV_TEXT_COLUMNS = ("hook",)
+CSV_TEXT_COLUMNS = ("hook", "choices")
 
 
 @dataclasses.dataclass
@@ -41,6 +43,12 @@ class BucketMetrics:
     hook_seconds: float   # the worker starting it -> done
     ok: bool
     start_ns: int = 0     # time.monotonic_ns() when the worker started it (ABI 1.7)
+    # `hook: {family: auto}` (ABI 1.10): the candidate that ran it, as its
+    # index in the candidates option (candidate_names() names them; -1 for
+    # a fixed hook or an older libddph), and why: "fixed", "warmup",
+    # "explore", "fastest", "critical" or "model" (docs/auto.md).
+    candidate: int = -1
+    reason: str = "fixed"
 
 
 @dataclasses.dataclass
@@ -55,6 +63,9 @@ class StepMetrics:
     queue_seconds: float
     ok: bool
     bucket_metrics: Optional[List[BucketMetrics]] = None  # with per_bucket=True
+    # An auto hook's (candidate, reason) per bucket, in bucket order (see
+    # BucketMetrics); empty when every bucket ran a fixed hook.
+    choices: List[Tuple[int, str]] = dataclasses.field(default_factory=list)
 
     @property
     def compression(self):
@@ -63,11 +74,13 @@ class StepMetrics:
         return self.bytes_in / self.bytes_out if self.bytes_out else None
 
 
-def _take_all(take, handle, struct, convert, lib):
+def _take_all(take, handle, struct, convert, lib, **unfilled):
     """Every record a ddph_session_take_* function holds, oldest first,
-    each through convert (they are then gone)."""
+    each through convert (they are then gone). unfilled: the values of
+    fields that an older libddph, which fills less of the struct and leaves
+    the rest as it was, must read as."""
     out = []
-    rec = _abi.new(struct)
+    rec = _abi.new(struct, **unfilled)
     taken = ctypes.c_int32(0)
     while True:
         errors.check(lib, take(handle, ctypes.byref(rec), ctypes.byref(taken)))
@@ -83,8 +96,41 @@ def take_records(lib, handle):
             step=int(rec.step), bucket=int(rec.bucket), is_last=bool(rec.is_last),
             bytes_in=int(rec.bytes_in), bytes_out=int(rec.bytes_out),
             wire_bytes=int(rec.wire_bytes), queue_seconds=float(rec.queue_seconds),
-            hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok), start_ns=int(rec.start_ns))
-    return _take_all(lib.ddph_session_take_metrics, handle, _abi.BucketMetrics, record, lib)
+            hook_seconds=float(rec.hook_seconds), ok=bool(rec.ok), start_ns=int(rec.start_ns),
+            candidate=int(rec.candidate), reason=_reason_name(int(rec.choice_reason)))
+    # Before ABI 1.10 no bucket had a candidate: -1, reason "fixed" (0).
+    return _take_all(lib.ddph_session_take_metrics, handle, _abi.BucketMetrics, record, lib,
+                     candidate=-1, choice_reason=0)
+
+
+def _reason_name(reason):
+    return (_abi.CHOICE_REASONS[reason] if 0 <= reason < len(_abi.CHOICE_REASONS)
+            else "reason %d" % reason)
+
+
+# The auto hook's candidates when its options name none (loader/auto/candidates.cpp).
+DEFAULT_CANDIDATES = ("allreduce", "fp16", "bf16", "q8", "q4ef", "powersgd4")
+
+
+def candidate_names(config):
+    """The names of an auto hook's candidates, in the order that
+    BucketMetrics.candidate indexes (the `candidates` option of `hook:
+    {family: auto}`, or DEFAULT_CANDIDATES); [] when the config's hook is not
+    auto. config: a dict, YAML text or path, as Session takes it.
+
+        names = candidate_names(config)
+        for b in step.bucket_metrics:
+            print(names[b.candidate] if b.candidate >= 0 else "fixed", b.reason)
+    """
+    from ._config import config_doc  # it imports session, which imports this module
+    doc = config_doc(config)
+    hook = doc.get("hook") if isinstance(doc, dict) else None
+    if not isinstance(hook, dict) or hook.get("family") != "auto":
+        return []
+    listed = (hook.get("options") or {}).get("candidates")
+    if listed is None:
+        return list(DEFAULT_CANDIDATES)
+    return [name.strip() for name in str(listed).split(",")]
 
 
 class StepAccumulator:
@@ -111,7 +157,9 @@ def _step_of(buckets, per_bucket):
         wire_bytes=sum(b.wire_bytes for b in buckets),
         hook_seconds=sum(b.hook_seconds for b in buckets),
         queue_seconds=sum(b.queue_seconds for b in buckets),
-        ok=all(b.ok for b in buckets), bucket_metrics=list(buckets) if per_bucket else None)
+        ok=all(b.ok for b in buckets), bucket_metrics=list(buckets) if per_bucket else None,
+        choices=[(b.candidate, b.reason) for b in buckets] if any(
+            b.candidate >= 0 for b in buckets) else [])
 
 
 def _cell(value):
@@ -151,7 +199,9 @@ class MetricsWriter:
     "accuracy", and "ddph/<column>" for the library's figures.
 
     `hook` names the run's hook chain in every row (e.g.
-    "quantization/per_channel"), which the plot titles by. Each row's
+    "quantization/per_channel"), which the plot titles by. `candidates`, an
+    auto hook's candidate names (candidate_names(config)), names the
+    choices column's candidates ("candidate N" without it). Each row's
     wall_seconds is the time since the writer was made, unless write() is
     given it (e.g. the training time with evaluation left out).
 
@@ -161,11 +211,12 @@ class MetricsWriter:
             writer.write(m, loss=loss.item())
     """
 
-    def __init__(self, path, *, callback=None, summary_writer=None, hook=None):
+    def __init__(self, path, *, callback=None, summary_writer=None, hook=None, candidates=None):
         self.path = os.fspath(path)
         self._callback = callback
         self._summary = summary_writer
         self._hook = hook
+        self._candidates = list(candidates or [])
         self._start = time.monotonic()
         new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
         if not new:
@@ -191,7 +242,9 @@ class MetricsWriter:
         row = {"step": m.step, "loss": loss, "accuracy": accuracy, "bytes_in": m.bytes_in,
                "bytes_out": m.bytes_out, "wire_bytes": m.wire_bytes,
                "compression": m.compression, "hook_seconds": m.hook_seconds,
-               "wall_seconds": float(wall_seconds), "hook": self._hook}
+               "wall_seconds": float(wall_seconds), "hook": self._hook,
+               "choices": ";".join("%s:%s" % (self._candidate(c), reason)
+                                   for c, reason in m.choices) or None}
         self._csv.writerow([_cell(row[c]) for c in CSV_COLUMNS])
         self._file.flush()
         for column in CSV_COLUMNS[1:]:
@@ -203,6 +256,11 @@ class MetricsWriter:
                 self._callback(tag, value, m.step)
             if self._summary is not None:
                 self._summary.add_scalar(tag, value, m.step)
+
+    def _candidate(self, index):
+        if 0 <= index < len(self._candidates):
+            return self._candidates[index]
+        return "candidate %d" % index
 
     def write_all(self, steps, *, loss=None, accuracy=None, wall_seconds=None):
         """write() for each of `steps` (e.g. what metrics() returned)."""

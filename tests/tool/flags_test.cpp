@@ -81,6 +81,12 @@ const BadFlag kBadFlags[] = {
      "--matrix 99999999x99999999 is 9999999800000001 elements, more than the --bucket-size "
      "25MiB bucket holds (6553600 f32 elements)"},
     {"bench", "--link", "''", "--link: an empty value is not allowed"},
+    {"choose", "--timeout", "nan", "--timeout: 'nan' is not a finite number (from 1 to 1e+06)"},
+    {"choose", "--steps", "0", "--steps: '0' is not from 1 to 1000000"},
+    {"choose", "--world", "1", "--world: '1' is not from 2 to 256"},
+    {"choose", "--bucket-size", "0.5B", "--bucket-size: '0.5B' is not a whole number of bytes"},
+    {"choose", "--candidates", "''", "--candidates: an empty value is not allowed"},
+    {"choose", "--link", "''", "--link: an empty value is not allowed"},
     {"lab", "--timeout", "nan", "--timeout: 'nan' is not a finite number (from 1 to 1e+06)"},
     {"lab", "--port", "nan", "--port: 'nan' is not a whole number (from 1024 to 65535)"},
     {"lab", "--world", "-2", "--world: '-2' is not from 1"},

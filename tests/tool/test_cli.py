@@ -17,7 +17,7 @@ SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 CONFIGS = os.path.join(SOURCE, "configs")
 DDPH = os.path.join(os.environ["DDPH_BIN_DIR"], "ddph")
 PLUGINS = os.environ["DDPH_PLUGIN_DIR"]
-COMMANDS = ["plugins", "validate", "bench", "train", "validate-plugin", "lab"]
+COMMANDS = ["plugins", "validate", "bench", "train", "validate-plugin", "lab", "choose"]
 
 
 def ddph(*args, timeout=300):
@@ -183,8 +183,9 @@ def test_train_json_and_metrics_csv(tmp_path):
     with open(metrics) as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["step", "loss", "accuracy", "bytes_in", "bytes_out", "wire_bytes",
-                             "compression", "hook_seconds", "wall_seconds", "hook"]
+                             "compression", "hook_seconds", "wall_seconds", "hook", "choices"]
     assert {row["hook"] for row in rows} == {"default/fp16_compress"}
+    assert {row["choices"] for row in rows} == {""}  # a fixed hook chooses nothing
     assert [int(row["step"]) for row in rows] == [1, 10, 20, 30, 40]
     for row, step in zip(rows, steps):
         assert float(row["loss"]) == pytest.approx(step["loss"], rel=1e-5)

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -11,22 +12,13 @@
 #include "tool/bench/device.h"
 #include "tool/bench/measure.h"
 #include "tool/bench/params.h"
+#include "tool/ranks/auto_choices.h"
 #include "tool/ranks/buckets.h"
 #include "tool/ranks/job_file.h"
 #include "tool/ranks/session.h"
 
 namespace ddph::tool {
 namespace {
-
-// Deterministic values in [-1, 1), different per rank so a reduction has
-// something to do, and small enough that fp16 neither overflows nor
-// flushes to zero.
-void fill(std::vector<float>& v, int rank) {
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u + static_cast<uint32_t>(rank) * 40503u;
-    v[i] = static_cast<float>((h >> 8) % 2000) / 1000.0f - 1.0f;
-  }
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -56,6 +48,24 @@ Half timed(Session& s, Run run) {
   h.c1 = cpu_ticks();
   h.wire1 = s.stats().wire_bytes;
   return h;
+}
+
+// An auto hook's choices of the timed iterations: the session's steps from
+// `first` on (every iteration is one step of one bucket), counted.
+std::vector<std::pair<std::string, int>> timed_choices(Session& s, const std::string& config,
+                                                       uint64_t first) {
+  std::vector<std::pair<std::string, int>> out;
+  const std::vector<std::string> names = candidate_names(auto_candidates(config));
+  for (const ddph_bucket_metrics_t& m : s.take_metrics()) {
+    const std::string text = choice_text(m, names);
+    if (m.step < first || text.empty()) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& c) { return c.first == text; });
+    if (it == out.end())
+      out.emplace_back(text, 1);
+    else
+      ++it->second;
+  }
+  return out;
 }
 
 }  // namespace
@@ -93,7 +103,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
     bucket.share_param_data(tensors);
   }
   std::vector<float> pristine(numel), baseline(numel);
-  fill(pristine, rank);
+  fill_gradients(pristine, rank);
   const size_t bucket_bytes = static_cast<size_t>(numel) * ddph::dtype_size(dtype);
   // An fp32 bucket is refilled from `pristine` itself: a second copy would
   // cost every rank another GiB at --bucket-size 1GiB.
@@ -201,6 +211,7 @@ Result bench_config(const BenchOptions& o, const std::string& config, const std:
   r.bytes_in = end.bytes_in - timed_start.bytes_in;
   r.bytes_out = end.bytes_out - timed_start.bytes_out;
   if (o.machines > 0) r.cross_machine_bytes = cross < 0 ? -1 : cross / o.iters;
+  r.choices = timed_choices(s, config, uint64_t(o.warmup));
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tool/bench/options.h"
@@ -40,6 +41,10 @@ struct Result {
   // (an optimizer's state, a zero hook's shard), and the peak resident
   // memory of its process so far (every config benched before included).
   double state_bytes = 0, peak_rss_bytes = 0;
+  // An auto hook's choices in the timed iterations: each "candidate:reason"
+  // (auto_choices.h) and how many iterations ran it, in the order first
+  // seen; empty for a fixed hook.
+  std::vector<std::pair<std::string, int>> choices;
 };
 
 // The ratio reported for a run: the median over pairs of hook_s /

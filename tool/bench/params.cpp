@@ -5,6 +5,13 @@
 
 namespace ddph::tool {
 
+void fill_gradients(std::vector<float>& v, int rank) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u + static_cast<uint32_t>(rank) * 40503u;
+    v[i] = static_cast<float>((h >> 8) % 2000) / 1000.0f - 1.0f;
+  }
+}
+
 void parse_matrix(const std::string& text, int64_t* rows, int64_t* cols) {
   const size_t x = text.find('x');
   char* end = nullptr;

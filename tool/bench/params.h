@@ -1,7 +1,7 @@
-// The parameters `ddph bench` puts in its bucket: one flat gradient (the
-// default), or, with --matrix ROWSxCOLS, as many rows x cols matrices as fit
-// and a 1-D remainder, so that hooks which factor matrices (powersgd) see
-// the shapes a model would give them.
+// The parameters `ddph bench` (and `ddph choose`) puts in its bucket: one
+// flat gradient (the default), or, with --matrix ROWSxCOLS, as many rows x
+// cols matrices as fit and a 1-D remainder, so that hooks which factor
+// matrices (powersgd) see the shapes a model would give them.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,11 @@
 #include "tool/ranks/buckets.h"
 
 namespace ddph::tool {
+
+// Deterministic values in [-1, 1), different per rank so a reduction has
+// something to do, and small enough that fp16 neither overflows nor
+// flushes to zero: the gradients of a synthetic bucket (bench, choose).
+void fill_gradients(std::vector<float>& v, int rank);
 
 // Parses "ROWSxCOLS" (both >= 1); throws std::invalid_argument naming --matrix.
 void parse_matrix(const std::string& text, int64_t* rows, int64_t* cols);

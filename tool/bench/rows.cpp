@@ -82,6 +82,10 @@ void print_json(const BenchOptions& o, const std::string& config, const Row& row
     j["machines"] = o.machines;
     j["bytes_between_machines"] = json_number(std::round(r.cross_machine_bytes));
   }
+  Json choices = Json::array();
+  for (const auto& [choice, iterations] : r.choices)
+    choices.push_back({{"choice", choice}, {"iterations", iterations}});
+  j["choices"] = std::move(choices);
   if (o.link.rate_bits_per_s > 0) {
     j["link"] = o.link.text;
     j["link_bits_per_s"] = json_number(o.link.rate_bits_per_s);
@@ -100,6 +104,12 @@ void print_text(const BenchOptions& o, const Row& row, size_t label_width, int64
   if (r.state_bytes > 0)
     std::printf("%-*s   hook state %s per rank, peak resident memory %s (largest rank)\n", w, "",
                 format_mib(r.state_bytes).c_str(), format_mib(r.peak_rss_bytes, 1).c_str());
+  if (!r.choices.empty()) {
+    std::string chose;
+    for (const auto& [choice, iterations] : r.choices)
+      chose += (chose.empty() ? "" : ", ") + choice + " x" + std::to_string(iterations);
+    std::printf("%-*s   auto chose %s (of %d timed iterations)\n", w, "", chose.c_str(), o.iters);
+  }
   if (o.machines > 0)
     std::printf("%-*s   %d machines: %s between machines per bucket (all ranks)\n", w, "",
                 o.machines, format_mib(r.cross_machine_bytes).c_str());

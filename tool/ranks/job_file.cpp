@@ -17,7 +17,7 @@ std::string chain(const ddph::loader::HookSpec& h) {
 
 }  // namespace
 
-std::string hook_label(const std::string& config_path) {
+ddph::loader::Config read_job_config(const std::string& config_path) {
   ddph::loader::Problems problems;
   ddph::loader::Config config;
   try {
@@ -26,6 +26,11 @@ std::string hook_label(const std::string& config_path) {
     throw std::runtime_error(config_path + ": " + e.what());
   }
   if (!problems.empty()) throw std::runtime_error(problems.text());
+  return config;
+}
+
+std::string hook_label(const std::string& config_path) {
+  const ddph::loader::Config config = read_job_config(config_path);
   std::string label = chain(config.hook);
   for (const ddph::loader::RuleSpec& rule : config.rules)
     label += " | <=" + std::to_string(rule.max_bytes) + "B: " + chain(rule.hook);

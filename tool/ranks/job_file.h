@@ -18,8 +18,14 @@
 #include <string>
 
 #include "core/base/dtype.h"
+#include "loader/job/config.h"
 
 namespace ddph::tool {
+
+// The job file as the loader parses it (no plugin loaded). Throws
+// std::runtime_error with the loader's file:line messages if it cannot be
+// read as a job file.
+ddph::loader::Config read_job_config(const std::string& config_path);
 
 // "family/name", a wrapper as "outer(inner)", and per-bucket rules after a
 // '|': "default/fp16_compress | <=65536B: default/allreduce". Throws

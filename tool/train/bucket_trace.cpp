@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "tool/ranks/auto_choices.h"
 #include "tool/ranks/session.h"
 
 namespace ddph::tool {
 namespace {
 
-constexpr int kFields = 6;       // a span's: BucketTrace::Span::row()
-constexpr int kPhaseFields = 6;  // a phase's: BucketTrace::Phase::row()
+constexpr int kFields = 8;       // a span's: BucketTrace::Span::row()
+constexpr int kPhaseFields = 8;  // a phase's: BucketTrace::Phase::row()
 
 // ddph_phase_t's names; a newer plugin's phase shows by number.
 std::string phase_name(int32_t phase) {
@@ -39,11 +40,12 @@ std::vector<double> gather_rows(Session& session, int rank, int world,
 }  // namespace
 
 BucketTrace::Row BucketTrace::Span::row() const {
-  return {double(step), double(bucket), submit_us, queue_us, hook_us, ok ? 1.0 : 2.0};
+  return {double(step),   double(bucket),        submit_us,     queue_us, hook_us,
+          ok ? 1.0 : 2.0, double(candidate) + 1, double(reason)};
 }
 
 BucketTrace::Row BucketTrace::Phase::row() const {
-  return {double(step), double(bucket), double(phase) + 1, start_us, dur_us, 0};
+  return {double(step), double(bucket), double(phase) + 1, start_us, dur_us, 0, 0, 0};
 }
 
 void BucketTrace::submitted(uint64_t step, uint32_t bucket) {
@@ -59,7 +61,7 @@ void BucketTrace::completed(const std::vector<ddph_bucket_metrics_t>& records) {
     // share: the hook span starts when the worker took the bucket up.
     const double start_us = double(r.start_ns) / 1e3;
     spans_.push_back({r.step, r.bucket, start_us - r.queue_seconds * 1e6, r.queue_seconds * 1e6,
-                      r.hook_seconds * 1e6, r.ok != 0});
+                      r.hook_seconds * 1e6, r.ok != 0, r.candidate, r.choice_reason});
     completed_.insert(*it);
     submitted_.erase(it);
   }
@@ -86,8 +88,8 @@ void BucketTrace::match_phases() {
   waiting_.swap(still);
 }
 
-std::string BucketTrace::gather_json(Session& session, int rank, int world,
-                                     const std::string& hook) const {
+std::string BucketTrace::gather_json(Session& session, int rank, int world, const std::string& hook,
+                                     const std::vector<std::string>& candidates) const {
   size_t rows = 0, phase_rows = 0;
   const std::vector<double> table = gather_rows(session, rank, world, spans_, &rows);
   const std::vector<double> phase_table = gather_rows(session, rank, world, phases_, &phase_rows);
@@ -111,7 +113,17 @@ std::string BucketTrace::gather_json(Session& session, int rank, int world,
       if (row[5] == 0) continue;
       const auto step = static_cast<uint64_t>(row[0]);
       const auto bucket = static_cast<uint64_t>(row[1]);
-      const nlohmann::json args = {{"step", step}, {"bucket", bucket}, {"ok", row[5] == 1}};
+      nlohmann::json args = {{"step", step}, {"bucket", bucket}, {"ok", row[5] == 1}};
+      // An auto hook's bucket is named after the candidate that ran it.
+      std::string name = hook;
+      if (row[6] > 0) {
+        ddph_bucket_metrics_t choice{};
+        choice.candidate = int32_t(row[6]) - 1;
+        choice.choice_reason = int32_t(row[7]);
+        name = candidate_name(choice, candidates);
+        args["candidate"] = name;
+        args["reason"] = choice_reason_name(choice.choice_reason);
+      }
       const std::string lane = "bucket " + std::to_string(bucket);
       const double submit = row[2] - start;
       events.push_back({{"name", "queue"},
@@ -122,7 +134,7 @@ std::string BucketTrace::gather_json(Session& session, int rank, int world,
                         {"ts", submit},
                         {"dur", row[3]},
                         {"args", args}});
-      events.push_back({{"name", hook},
+      events.push_back({{"name", name},
                         {"cat", "ddph"},
                         {"ph", "X"},
                         {"pid", r},

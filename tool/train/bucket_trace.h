@@ -2,7 +2,8 @@
 // Trace Event Format that chrome://tracing and Perfetto open). Each bucket
 // is two spans on its rank's lane for its index: its wait behind earlier
 // buckets ("queue": from the session's submit to its worker taking it)
-// and its hook (named after the hook, to its completion), from
+// and its hook (named after the hook, or for an auto hook after the
+// candidate that ran it, with the reason in its args, to its completion), from
 // the session's per-bucket metrics. Inside the hook span, nested on the
 // same lane, the phases the hooks reported (ABI 1.7: compress, collective,
 // decompress, optimizer_step), at the times they ran.
@@ -37,13 +38,15 @@ class BucketTrace {
   void phases(const std::vector<ddph_span_t>& spans);
 
   // Collective (every rank calls it): gathers the ranks' spans onto rank
-  // 0, which gets the trace's JSON text; the others get "".
-  std::string gather_json(Session& session, int rank, int world, const std::string& hook) const;
+  // 0, which gets the trace's JSON text; the others get "". candidates: an
+  // auto hook's candidate names (auto_choices.h), empty for a fixed hook.
+  std::string gather_json(Session& session, int rank, int world, const std::string& hook,
+                          const std::vector<std::string>& candidates) const;
 
  private:
-  // A span or phase as the ranks exchange it: six numbers, all zero for a
+  // A span or phase as the ranks exchange it: eight numbers, all zero for a
   // row a rank does not fill.
-  using Row = std::array<double, 6>;
+  using Row = std::array<double, 8>;
   struct Span {
     uint64_t step;
     uint32_t bucket;
@@ -51,14 +54,16 @@ class BucketTrace {
     // which every process of one machine shares: a local launch's ranks line up.
     double submit_us, queue_us, hook_us;
     bool ok;
-    Row row() const;  // step, bucket, submit, queue, hook, ok (1; 2: failed)
+    int32_t candidate, reason;  // ABI 1.10; candidate -1: a fixed hook
+    // step, bucket, submit, queue, hook, ok (1; 2: failed), candidate + 1, reason
+    Row row() const;
   };
   struct Phase {
     uint64_t step;
     uint32_t bucket;
     int32_t phase;
     double start_us, dur_us;  // start on the monotonic clock, as submit_us
-    Row row() const;          // step, bucket, phase + 1, start, duration, 0
+    Row row() const;          // step, bucket, phase + 1, start, duration, 0, 0, 0
   };
   // Moves the waiting phases of completed buckets into phases_.
   void match_phases();

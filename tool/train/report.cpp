@@ -12,7 +12,7 @@ namespace ddph::tool {
 
 const char kMetricsCsvHeader[] =
     "step,loss,accuracy,bytes_in,bytes_out,wire_bytes,compression,hook_seconds,wall_seconds,"
-    "hook";
+    "hook,choices";
 
 namespace {
 
@@ -85,11 +85,14 @@ void TrainReport::progress(const TrainProgress& p) {
                      {"train_accuracy", p.train_accuracy},
                      {"test_accuracy", p.test_accuracy},
                      {"ms_per_step", p.ms_per_step},
-                     {"wire_bytes", p.wire_bytes_total}});
+                     {"wire_bytes", p.wire_bytes_total},
+                     {"choices", p.choices}});
   else
-    std::printf("step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s\n",
-                p.step, p.loss, 100.0 * p.train_accuracy, 100.0 * p.test_accuracy, p.ms_per_step,
-                format_mib(double(p.wire_bytes_total)).c_str());
+    std::printf(
+        "step %6d  loss %.4f  train-acc %5.1f%%  test-acc %5.1f%%  ms/step %.3f  sent %s%s%s\n",
+        p.step, p.loss, 100.0 * p.train_accuracy, 100.0 * p.test_accuracy, p.ms_per_step,
+        format_mib(double(p.wire_bytes_total)).c_str(), p.choices.empty() ? "" : "  chose ",
+        p.choices.c_str());
   std::fflush(stdout);
   if (csv_ == nullptr) return;
   // Empty when the hook counted no bytes out, as ddphooks.MetricsWriter writes it.
@@ -100,7 +103,7 @@ void TrainReport::progress(const TrainProgress& p) {
   std::snprintf(row, sizeof row, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g,%.9g,", p.step, p.loss,
                 p.test_accuracy, p.bytes_in, p.bytes_out, p.wire_bytes, compression, p.hook_seconds,
                 p.wall_seconds);
-  csv_->write(row + csv_field(hook_) + "\n");
+  csv_->write(row + csv_field(hook_) + "," + csv_field(p.choices) + "\n");
   csv_->flush();
 }
 

@@ -30,6 +30,9 @@ struct TrainProgress {
   // Per step over the interval, from the session's stats and metrics.
   double bytes_in = 0, bytes_out = 0, wire_bytes = 0, hook_seconds = 0;
   double wall_seconds = 0;  // the steps' time so far (evaluation left out)
+  // An auto hook's choices for the buckets of the logged step, as
+  // "q8:fastest;allreduce:fastest" (auto_choices.h); "" for a fixed hook.
+  std::string choices;
 };
 
 struct TrainSummary {

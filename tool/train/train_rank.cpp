@@ -10,6 +10,7 @@
 
 #include "core/kernels/cast.h"
 #include "tool/output_file.h"
+#include "tool/ranks/auto_choices.h"
 #include "tool/ranks/buckets.h"
 #include "tool/ranks/job_file.h"
 #include "tool/ranks/session.h"
@@ -174,6 +175,8 @@ int train_rank(const TrainOptions& o) {
   TrainReport report(o.json, lead ? o.metrics : std::string());
   Session session(o.config, o.rank, o.world, o.rendezvous, o.job);
   std::string label = hook_label(o.config);
+  // An auto hook's candidates, which its buckets' records index.
+  const std::vector<std::string> candidates = candidate_names(auto_candidates(o.config));
 
   Dataset train = make_spirals(kClasses, kTrainPerClass, kNoise, o.seed);
   Dataset test = make_spirals(kClasses, kTestPerClass, kNoise, o.seed + 1000003);
@@ -242,9 +245,11 @@ int train_rank(const TrainOptions& o) {
     const ddph_stats_t now = session.stats();
     // Every rank takes its records when tracing (rank 0's hook time too).
     double hook_seconds = 0;
+    std::string choices;
     if (trace.on() || lead) {
       const std::vector<ddph_bucket_metrics_t> records = session.take_metrics();
       for (const auto& r : records) hook_seconds += r.hook_seconds;
+      choices = last_step_choices(records, candidates);
       trace.completed(records);
       if (trace.on()) trace.phases(session.take_spans());
     }
@@ -268,6 +273,7 @@ int train_rank(const TrainOptions& o) {
       p.wire_bytes = double(now.wire_bytes - interval_start.wire_bytes) / steps_in_interval;
       p.hook_seconds = hook_seconds / steps_in_interval;
       p.wall_seconds = total_ms / 1000;
+      p.choices = choices;
       report.progress(p);
     }
     interval_start = session.stats();
@@ -278,7 +284,7 @@ int train_rank(const TrainOptions& o) {
   if (o.final_average)
     for (auto& p : model.params()) session.allreduce(p.value.data(), p.numel(), DDPH_AVG);
   if (trace.on()) {
-    const std::string json = trace.gather_json(session, o.rank, o.world, label);
+    const std::string json = trace.gather_json(session, o.rank, o.world, label, candidates);
     if (lead) write_output_file(o.trace, json, "--trace");
   }
 
