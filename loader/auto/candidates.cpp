@@ -114,7 +114,7 @@ const std::vector<ddph_option_spec_t>& auto_option_specs() {
   static const std::vector<ddph_option_spec_t> specs = {
       spec_string("candidates", kDefaultCandidates,
                   "comma-separated: allreduce, fp16, bf16, q8, q4ef, powersgd4, or family/hook"),
-      spec_int("warmup_steps", "10", "steps that run the least compressed candidate only", 0, 1e9),
+      spec_int("warmup_steps", "8", "steps that run the least compressed candidate only", 0, 1e9),
       spec_float("explore_share", "0.03",
                  "share of the run's bucket time that exploring again may cost", 0, 0.5),
       spec_int("recheck_steps", "5", "the ranks compare their measurements every this many steps",

@@ -34,8 +34,10 @@ struct CandidateInfo {
   // Nanoseconds of computation per gradient byte that deterministic mode
   // assumes (no timing there): round figures from docs/performance.md.
   double cpu_ns_per_byte = 0;
-  // Beyond 16-bit: held back while warming up and after a norm jump.
-  bool lossy() const { return nominal_ratio > 2; }
+  // Beyond 8-bit (4-bit, PowerSGD): held back after a norm jump. 8-bit
+  // with its per-channel scales stays, as Accordion moves to a milder
+  // compression rather than none, so that a slow link is not left to fp32.
+  bool lossy() const { return nominal_ratio > 4; }
 };
 
 // One candidate as the user names it: a built-in short name ("q4ef") or
@@ -48,7 +50,7 @@ struct CandidateSpec {
 // What steers the chooser; every field but the candidates an option of the
 // auto hook.
 struct AutoSettings {
-  int64_t warmup_steps = 10;     // the least compressed candidate only
+  int64_t warmup_steps = 8;      // the least compressed candidate only
   double explore_share = 0.03;   // of the run's bucket time, for exploring again
   int64_t recheck_steps = 5;     // the ranks compare measurements this often
   double drift = 1;              // a bucket's time x or / (1 + drift) re-explores
