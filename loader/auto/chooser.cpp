@@ -15,25 +15,14 @@ namespace {
 constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
 constexpr uint32_t kStateVersion = 1;
 
-const char* reason_name(ddph_choice_reason_t r) {
-  switch (r) {
-    case DDPH_CHOICE_FIXED:
-      return "fixed";
-    case DDPH_CHOICE_WARMUP:
-      return "warm-up";
-    case DDPH_CHOICE_EXPLORE:
-      return "exploring";
-    case DDPH_CHOICE_FASTEST:
-      return "fastest";
-    case DDPH_CHOICE_CRITICAL:
-      return "held back: the gradient norm jumped";
-    case DDPH_CHOICE_MODEL:
-      return "the stated link's model";
-  }
-  return "?";
-}
-
 }  // namespace
+
+std::string choice_reason_name(int32_t reason) {
+  static const char* const kNames[] = {"fixed",   "warmup",   "explore",
+                                       "fastest", "critical", "model"};
+  if (reason >= 0 && reason < int32_t(sizeof kNames / sizeof kNames[0])) return kNames[reason];
+  return "reason " + std::to_string(reason);
+}
 
 Chooser::Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates,
                  int world_size)
@@ -378,7 +367,8 @@ void Chooser::describe() {
     const Slot& slot = st_.slots[s];
     out << (s ? "; " : "") << "bucket " << s << " (" << slot.bytes
         << " bytes): " << candidates_[size_t(std::max(slot.choice, 0))].name << ", "
-        << reason_name(slot.reason) << " (";
+        << choice_reason_name(slot.reason)
+        << (slot.reason == DDPH_CHOICE_CRITICAL ? ": the gradient norm jumped" : "") << " (";
     bool first = true;
     for (size_t c = 0; c < candidates_.size(); ++c) {
       if (slot.agreed[c] <= 0) continue;

@@ -33,6 +33,11 @@
 namespace ddph {
 namespace loader {
 
+// A ddph_choice_reason_t as the metrics' readers spell it: "fixed",
+// "warmup", "explore", "fastest", "critical", "model"; "reason N" for a
+// value this build does not know.
+std::string choice_reason_name(int32_t reason);
+
 struct Pick {
   int candidate = 0;
   ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;

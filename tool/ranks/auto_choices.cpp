@@ -25,13 +25,6 @@ std::vector<std::string> candidate_names(const std::vector<ddph::loader::Candida
   return names;
 }
 
-std::string choice_reason_name(int32_t reason) {
-  static const char* const kNames[] = {"fixed",   "warmup",   "explore",
-                                       "fastest", "critical", "model"};
-  if (reason >= 0 && reason < int32_t(sizeof kNames / sizeof kNames[0])) return kNames[reason];
-  return "reason " + std::to_string(reason);
-}
-
 std::string candidate_name(const ddph_bucket_metrics_t& r, const std::vector<std::string>& names) {
   if (r.candidate < 0) return "";
   if (size_t(r.candidate) < names.size()) return names[size_t(r.candidate)];
@@ -40,7 +33,7 @@ std::string candidate_name(const ddph_bucket_metrics_t& r, const std::vector<std
 
 std::string choice_text(const ddph_bucket_metrics_t& r, const std::vector<std::string>& names) {
   if (r.candidate < 0) return "";
-  return candidate_name(r, names) + ":" + choice_reason_name(r.choice_reason);
+  return candidate_name(r, names) + ":" + ddph::loader::choice_reason_name(r.choice_reason);
 }
 
 std::string last_step_choices(const std::vector<ddph_bucket_metrics_t>& records,

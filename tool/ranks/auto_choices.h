@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loader/auto/candidates.h"
+#include "loader/auto/chooser.h"
 
 namespace ddph::tool {
 
@@ -20,9 +21,8 @@ namespace ddph::tool {
 std::vector<ddph::loader::CandidateSpec> auto_candidates(const std::string& config_path);
 std::vector<std::string> candidate_names(const std::vector<ddph::loader::CandidateSpec>& specs);
 
-// A ddph_choice_reason_t as the tool prints it: "fixed", "warmup",
-// "explore", "fastest", "critical", "model" (ddphooks.metrics the same).
-std::string choice_reason_name(int32_t reason);
+// "fastest", "critical", ...: the loader's spelling of a choice_reason.
+using ddph::loader::choice_reason_name;
 
 // The candidate that ran a bucket, by name ("candidate N" past the list);
 // "" for a fixed hook's bucket.
