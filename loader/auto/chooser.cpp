@@ -190,10 +190,22 @@ void Chooser::agreed(const std::vector<double>& combined) {
           std::fabs(std::log(now[s] / slot.decided_seconds)) > std::log1p(settings_.drift))
         drifted = true;
     }
-    const bool affordable = st_.explore_cost <= settings_.explore_share * st_.total_seconds;
+    // A slower link: the link model predicts each candidate and the round
+    // explores only those that can win. Otherwise (a faster link, a new
+    // bucket, a probe) the round times the reference first, whose time on
+    // a slow link is the dearest of all: it runs only if that, at its last
+    // known time, fits in what exploring may still spend.
+    const double budget = settings_.explore_share * st_.total_seconds;
+    bool slower = false;
+    for (size_t s = 0; s < st_.slots.size(); ++s) {
+      const Slot& slot = st_.slots[s];
+      slower |= slot.choice >= 0 && slot.decided_seconds > 0 && now[s] > 0 &&
+                std::log(now[s] / slot.decided_seconds) > std::log1p(settings_.drift);
+    }
     const bool probe = step_ >= st_.last_round + kProbeRechecks * uint64_t(settings_.recheck_steps);
-    if ((drifted || probe) && affordable) {
-      bool slower = false;
+    const bool go = slower ? st_.explore_cost <= budget
+                           : (drifted || probe) && st_.explore_cost + reference_cost() <= budget;
+    if (go) {
       for (size_t s = 0; s < st_.slots.size(); ++s) {
         Slot& slot = st_.slots[s];
         // A bucket whose time held keeps what was measured of it.
@@ -212,10 +224,9 @@ void Chooser::agreed(const std::vector<double>& combined) {
         // to explore in full: nothing is predicted.)
         const int c0 = slot.choice;
         const double extra =
-            drifted && c0 >= 0 && now[s] > slot.decided_seconds && slot.decided_seconds > 0
+            slower && c0 >= 0 && now[s] > slot.decided_seconds && slot.decided_seconds > 0
                 ? (now[s] - slot.decided_seconds) * candidates_[size_t(c0)].nominal_ratio
                 : 0;
-        slower |= extra > 0;
         for (size_t c = 0; c < kMaxCandidates; ++c) {
           slot.predicted[c] = extra > 0 && slot.agreed[c] > 0 && int(c) != c0
                                   ? slot.agreed[c] + extra / candidates_[c].nominal_ratio
@@ -232,9 +243,25 @@ void Chooser::agreed(const std::vector<double>& combined) {
       st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
     }
   }
+  const int ref = least_compressed();
+  for (Slot& slot : st_.slots)
+    if (slot.agreed[size_t(ref)] > 0) slot.ref_seconds = slot.agreed[size_t(ref)];
   st_.norm_step = st_.next_exchange - 1;
   changed_ = plan() != before;
   describe();
+}
+
+double Chooser::reference_cost() const {
+  const int ref = least_compressed();
+  double cost = 0;
+  for (const Slot& slot : st_.slots) {
+    double fastest = 0;
+    for (size_t c = 0; c < candidates_.size(); ++c)
+      if (slot.agreed[c] > 0 && int(c) != ref && (fastest == 0 || slot.agreed[c] < fastest))
+        fastest = slot.agreed[c];
+    if (fastest > 0) cost += double(kExploreSteps) * std::max(0.0, slot.ref_seconds - fastest);
+  }
+  return cost;
 }
 
 void Chooser::start_round(bool reference_first) {
@@ -408,6 +435,7 @@ std::string Chooser::save() const {
     w.put(uint64_t(uint32_t(s.choice)), 4);
     w.put(uint64_t(s.reason), 4);
     w.put_double(s.decided_seconds);
+    w.put_double(s.ref_seconds);
     w.put(uint64_t(uint32_t(s.last)), 4);
     w.put(s.run, 8);
   }
@@ -485,6 +513,7 @@ bool Chooser::load(const void* bytes, size_t n) {
     s.choice = int(int32_t(uint32_t(r.get(4, "choice"))));
     s.reason = ddph_choice_reason_t(r.get(4, "reason"));
     s.decided_seconds = r.get_double("decided seconds");
+    s.ref_seconds = r.get_double("reference seconds");
     s.last = int(int32_t(uint32_t(r.get(4, "last candidate"))));
     s.run = r.get(8, "run");
     DDPH_CHECK(s.choice >= -1 && s.choice < int(count) && s.last >= -1 && s.last < int(count) &&

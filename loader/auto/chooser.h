@@ -110,6 +110,9 @@ class Chooser {
     int choice = -1;
     ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;
     double decided_seconds = 0;
+    // The reference's (least compressed candidate's) last measured time
+    // here, kept through rounds: what timing it again would cost.
+    double ref_seconds = 0;
     // This step's candidate and how many steps in a row it ran here.
     int last = -1;
     uint64_t run = 0;
@@ -128,6 +131,8 @@ class Chooser {
   // After the explored candidate's exchange: the next one not skipped.
   void next_in_round();
   bool skip(int c) const;
+  // What timing the reference in every bucket would cost over the fastest.
+  double reference_cost() const;
   void decide(ddph_choice_reason_t reason);
   void decide_by_model();
   double model_seconds(int c, uint64_t bytes) const;

@@ -216,6 +216,20 @@ TEST(AutoChooser, ALinkThatGetsFasterIsFoundByAProbeAndSwitchedTo) {
   EXPECT_EQ(after.back().picks[0].candidate, kQ8);
 }
 
+TEST(AutoChooser, NoProbeTimesTheReferenceWhereThatWouldCostMoreThanItsShare) {
+  AutoSettings s = settings();
+  s.explore_share = 0.03;
+  Chooser ch(s, builtins(), 2);
+  // 100 Mbit/s-like all along: timing allreduce again (600 ms against
+  // PowerSGD's 20, for 4 steps) would cost 2.3 s, over 3% of the run's
+  // bucket time for the next hundreds of steps.
+  const auto steps = run(ch, 300, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
+  for (size_t k = 20; k < steps.size(); ++k) {
+    EXPECT_EQ(steps[k].picks[0].candidate, kPsgd4) << k;
+    EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_FASTEST) << k;
+  }
+}
+
 TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
   AutoSettings s = settings();
   s.explore_share = 0;  // nothing may be spent on exploring again
