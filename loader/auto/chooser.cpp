@@ -291,7 +291,11 @@ bool Chooser::skip(int c) const {
   // Per bucket: c's time as measured (still valid), as the link model
   // predicted it after a slowdown, or scaled by bytes on the wire from the
   // least compressed candidate measured there that is less compressed than
-  // c (its time is mostly the link's). A bucket with none: explore.
+  // c (its time is mostly the link's). A bucket with none: explore. The
+  // best it is held against is of c's own kind (lossy or not): the best of
+  // the others is what runs while lossy ones are held back, so it is
+  // measured too.
+  const bool lossy = candidates_[size_t(c)].lossy();
   double estimate = 0, best = 0;
   for (const Slot& slot : st_.slots) {
     double fastest = 0;
@@ -299,7 +303,7 @@ bool Chooser::skip(int c) const {
     for (int r = 0; r < int(candidates_.size()); ++r) {
       const double t = slot.agreed[size_t(r)];
       if (t <= 0) continue;
-      if (fastest == 0 || t < fastest) fastest = t;
+      if (candidates_[size_t(r)].lossy() == lossy && (fastest == 0 || t < fastest)) fastest = t;
       const double r_ratio = candidates_[size_t(r)].nominal_ratio;
       if (r_ratio < ratio && (ref < 0 || r_ratio < candidates_[size_t(ref)].nominal_ratio)) ref = r;
     }
