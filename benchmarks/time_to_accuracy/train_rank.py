@@ -91,6 +91,30 @@ def accuracy(model, x, y, rank, world):
     return counts[0].item() / counts[1].item()
 
 
+def auto_choices(handle, spec):
+    """For an auto hook: what ran each step, as runs of equal steps
+    [first_step, last_step, "q8:fastest;powersgd4:fastest"] (one
+    candidate:reason per bucket); None for a fixed hook."""
+    from ddphooks.metrics import candidate_names
+    session = getattr(handle, "session", None)
+    _, kind, make = spec
+    if session is None or kind != "ddph":
+        return None
+    config = make(0)
+    if config["hook"]["family"] != "auto":
+        return None
+    names = candidate_names(config)
+    runs = []
+    for step in session.metrics(per_bucket=True):
+        text = ";".join("%s:%s" % (names[b.candidate], b.reason) for b in step.bucket_metrics
+                        if b.candidate >= 0)
+        if runs and runs[-1][2] == text and runs[-1][1] == step.step - 1:
+            runs[-1][1] = step.step
+        else:
+            runs.append([step.step, step.step, text])
+    return runs
+
+
 def run_hook(key, args, data, rank, world):
     torch.manual_seed(args.seed)
     net = models.MODELS[args.model]()
@@ -129,6 +153,7 @@ def run_hook(key, args, data, rank, world):
             tx0 = tx0 + (tx_bytes(args.interface) - tx) if tx is not None else tx0
     tx1 = tx_bytes(args.interface)
     stats = handle.stats() if handle is not None else None
+    choices = auto_choices(handle, hooks.HOOKS[key])
     if handle is not None:
         handle.close()
     final = accuracy(net, data["x_test"], data["y_test"], rank, world)
@@ -152,6 +177,7 @@ def run_hook(key, args, data, rank, world):
         "curve": curve, "losses": losses,
         "final_accuracy": final,
         "steps_to_target": steps_to, "secs_to_target": secs_to,
+        "choices": choices,  # rank 0's, the same on every rank (docs/auto.md)
     }
 
 
