@@ -81,6 +81,10 @@ HOOKS = {
     # The hook that chooses (docs/auto.md), with its defaults.
     "ddph_auto": ("ddph auto (chooses per bucket)", "ddph",
                   lambda world: _ddph("auto", "auto")),
+    # The same without holding lossy candidates back on a norm jump: what
+    # the accuracy-first hold costs.
+    "ddph_auto_nohold": ("ddph auto, norm_jump: 0", "ddph",
+                         lambda world: _ddph("auto", "auto", {"norm_jump": 0})),
     # In the lab every link has the same rate, so there is no fast link inside
     # a "machine": this row shows the hierarchy's cost, not the gain it has
     # on a real cluster. Machines of world/2 ranks; the 8-bit hook between them.

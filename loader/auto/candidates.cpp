@@ -17,6 +17,7 @@ struct Builtin {
   std::vector<std::pair<const char*, const char*>> options;
   double nominal_ratio;
   double cpu_ns_per_byte;
+  uint64_t settle_steps;
 };
 
 // The settings of docs/performance.md's matrix, where each of these was the
@@ -25,9 +26,9 @@ struct Builtin {
 // costs two allreduce steps, not ten.
 const std::vector<Builtin>& builtins() {
   static const std::vector<Builtin> table = {
-      {"allreduce", "default", "allreduce", {}, 1, 0.05},
-      {"fp16", "default", "fp16_compress", {}, 2, 0.3},
-      {"bf16", "default", "bf16_compress", {}, 2, 0.3},
+      {"allreduce", "default", "allreduce", {}, 1, 0.05, 1},
+      {"fp16", "default", "fp16_compress", {}, 2, 0.3, 1},
+      {"bf16", "default", "bf16_compress", {}, 2, 0.3, 1},
       {"q8",
        "quantization",
        "per_channel",
@@ -36,7 +37,8 @@ const std::vector<Builtin>& builtins() {
         {"bits", "8"},
         {"min_bytes", "65536"}},
        4,
-       0.8},
+       0.8,
+       1},
       {"q4ef",
        "quantization",
        "per_channel",
@@ -46,13 +48,15 @@ const std::vector<Builtin>& builtins() {
         {"min_bytes", "65536"},
         {"error_feedback", "true"}},
        8,
-       1.2},
+       1.2,
+       1},
       {"powersgd4",
        "powersgd",
        "powersgd",
        {{"rank", "4"}, {"start_iter", "2"}, {"error_feedback", "true"}, {"warm_start", "true"}},
        16,
-       1.5},
+       1.5,
+       2},
   };
   return table;
 }
@@ -87,6 +91,7 @@ bool make_candidate(const std::string& name, size_t i, const HookSpec& spec, con
       out->hook.options.push_back(OptionValue{o.first, o.second, at, at});
     out->info.nominal_ratio = b.nominal_ratio;
     out->info.cpu_ns_per_byte = b.cpu_ns_per_byte;
+    out->info.settle_steps = b.settle_steps;
     return true;
   }
   const size_t slash = name.find('/');
@@ -94,6 +99,7 @@ bool make_candidate(const std::string& name, size_t i, const HookSpec& spec, con
       name.find('/', slash + 1) == std::string::npos) {
     out->hook.family = name.substr(0, slash);
     out->hook.name = name.substr(slash + 1);
+    out->info.settle_steps = 2;
     if (out->hook.family == kAutoFamily) {
       problems.add(at, key, DDPH_INVALID_ARGUMENT,
                    "'" + name + "': an auto hook cannot be a candidate of another");

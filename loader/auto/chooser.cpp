@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 
 #include "core/base/error.h"
@@ -99,7 +98,7 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
   }
   slot.run = slot.last == p.candidate ? slot.run + 1 : 1;
   slot.last = p.candidate;
-  p.settled = slot.run > kSettleSteps;
+  p.settled = slot.run > candidates_[size_t(p.candidate)].settle_steps;
   return p;
 }
 
@@ -171,7 +170,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
       double best = 0;
       for (double t : slot.agreed)
         if (t > 0 && (best == 0 || t < best)) best = t;
-      st_.explore_cost += double(kExploreSteps) * std::max(0.0, mean(s, c) - best);
+      st_.explore_cost += double(explore_steps(c)) * std::max(0.0, mean(s, c) - best);
     }
     ++st_.round_pos;
     next_in_round();
@@ -259,7 +258,7 @@ double Chooser::reference_cost() const {
     for (size_t c = 0; c < candidates_.size(); ++c)
       if (slot.agreed[c] > 0 && int(c) != ref && (fastest == 0 || slot.agreed[c] < fastest))
         fastest = slot.agreed[c];
-    if (fastest > 0) cost += double(kExploreSteps) * std::max(0.0, slot.ref_seconds - fastest);
+    if (fastest > 0) cost += double(explore_steps(ref)) * std::max(0.0, slot.ref_seconds - fastest);
   }
   return cost;
 }
@@ -325,7 +324,7 @@ bool Chooser::skip(int c) const {
 void Chooser::next_in_round() {
   while (st_.round_pos < st_.round.size() && skip(st_.round[st_.round_pos])) ++st_.round_pos;
   if (st_.round_pos < st_.round.size()) {
-    st_.next_exchange = step_ + kExploreSteps;
+    st_.next_exchange = step_ + explore_steps(st_.round[st_.round_pos]);
     return;
   }
   decide(DDPH_CHOICE_FASTEST);
@@ -388,7 +387,7 @@ void Chooser::describe() {
   out << "auto: step " << step_ << ": ";
   if (st_.phase == Phase::kExplore) {
     out << "exploring " << candidates_[size_t(st_.round[st_.round_pos])].name << " for "
-        << kExploreSteps << " steps";
+        << explore_steps(st_.round[st_.round_pos]) << " steps";
   } else if (settings_.deterministic) {
     out << "from the stated link (" << settings_.link_mbit << " Mbit/s)"
         << (step_ < st_.held_until ? ", lossy candidates held back: the gradient norm jumped" : "");

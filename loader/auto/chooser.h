@@ -9,7 +9,7 @@
 // Between exchanges the plan is a fixed function of the last decision.
 //
 // Phases: warm-up (the least compressed candidate), a round of exploring
-// (each candidate runs every bucket for kExploreSteps steps, the most
+// (each candidate runs every bucket for explore_steps() steps, the most
 // compressed first; one whose time, scaled from the reference by its wire
 // bytes, or predicted by the link model after a slowdown, is far above the
 // best already measured is skipped), then each
@@ -41,16 +41,17 @@ std::string choice_reason_name(int32_t reason);
 struct Pick {
   int candidate = 0;
   ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;
-  bool settled = false;  // the candidate ran this slot in the last kSettleSteps steps too
+  bool settled = false;  // the candidate ran this slot its settle_steps steps before too
   uint64_t step = 0;     // the chooser's own step count, for measured()
 };
 
 class Chooser {
  public:
-  // A bucket's first steps on a candidate are not timed: PowerSGD compresses
-  // from its third step, and the first use of a hook allocates.
-  static constexpr uint64_t kSettleSteps = 2;
-  static constexpr uint64_t kExploreSteps = kSettleSteps + 2;
+  // A bucket's first settle_steps on a candidate are not timed (the first
+  // use of a hook allocates; PowerSGD compresses from its third step), then
+  // this many are, when exploring.
+  static constexpr uint64_t kTimedSteps = 2;
+  uint64_t explore_steps(int c) const { return candidates_[size_t(c)].settle_steps + kTimedSteps; }
   // A candidate within this share of the fastest, and less compressed, wins.
   static constexpr double kPreferLessCompressed = 0.05;
   // A candidate whose scaled time is this many times the best is skipped.

@@ -21,8 +21,8 @@ namespace {
 enum : int { kAllreduce = 0, kFp16 = 1, kBf16 = 2, kQ8 = 3, kQ4ef = 4, kPsgd4 = 5 };
 
 std::vector<CandidateInfo> builtins() {
-  return {{"allreduce", 1, 0.05}, {"fp16", 2, 0.3}, {"bf16", 2, 0.3},
-          {"q8", 4, 0.8},         {"q4ef", 8, 1.2}, {"powersgd4", 16, 1.5}};
+  return {{"allreduce", 1, 0.05, 1}, {"fp16", 2, 0.3, 1}, {"bf16", 2, 0.3, 1},
+          {"q8", 4, 0.8, 1},         {"q4ef", 8, 1.2, 1}, {"powersgd4", 16, 1.5, 2}};
 }
 
 AutoSettings settings() {
@@ -110,17 +110,18 @@ TEST(AutoChooser, WarmsUpOnTheLeastCompressedThenExploresMostCompressedFirstThen
     EXPECT_EQ(steps[k].picks[0].candidate, kAllreduce) << k;
     EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_WARMUP) << k;
   }
-  // Then the others for kExploreSteps steps each, the most compressed
+  // Then the others for explore_steps() each (PowerSGD 4, the others 3:
+  // its first step is uncompressed), the most compressed
   // first (allreduce was timed while warming up). 16-bit is skipped: half
   // of allreduce's 40 ms is over 1.5 x 8-bit's 9 ms.
   const std::vector<int> order = {kPsgd4, kQ4ef, kQ8};
   uint64_t k = 5;
   for (int c : order)
-    for (uint64_t i = 0; i < Chooser::kExploreSteps; ++i, ++k) {
+    for (uint64_t i = 0; i < ch.explore_steps(c); ++i, ++k) {
       EXPECT_EQ(steps[k].picks[0].candidate, c) << k;
       EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_EXPLORE) << k;
     }
-  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), int(3 * Chooser::kExploreSteps));
+  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), 4 + 3 + 3);
   for (; k < 60; ++k) {
     EXPECT_EQ(steps[k].picks[0].candidate, kQ8) << k;
     EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_FASTEST) << k;
@@ -136,9 +137,9 @@ TEST(AutoChooser, OnASlowLinkSkipsCandidatesWhoseScaledTimeCannotWin) {
   // back: 150 ms, against allreduce's 600), and 16-bit, scaled to 300 ms
   // against its 150, is skipped.
   const auto steps = run(ch, 30, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
-  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), int(2 * Chooser::kExploreSteps));
+  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), 4 + 3);
   EXPECT_EQ(steps[5].picks[0].candidate, kPsgd4);
-  EXPECT_EQ(steps[5 + Chooser::kExploreSteps].picks[0].candidate, kQ8);
+  EXPECT_EQ(steps[5 + 4].picks[0].candidate, kQ8);
   EXPECT_EQ(steps[29].picks[0].candidate, kPsgd4);
   EXPECT_EQ(steps[29].picks[0].reason, DDPH_CHOICE_FASTEST);
 }

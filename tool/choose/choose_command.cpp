@@ -84,8 +84,7 @@ std::vector<loader::CandidateSpec> candidates_of(const std::string& job_path,
       const size_t end = text.find('\n', at);
       out += (out.empty() ? "" : "; ") + text.substr(at, end - at);
     }
-    throw std::invalid_argument("--candidates " + o.candidates + ": " +
-                                (out.empty() ? text : out));
+    throw std::invalid_argument("--candidates " + o.candidates + ": " + (out.empty() ? text : out));
   }
 }
 
@@ -113,7 +112,9 @@ int run_choose(ChooseOptions& o) {
       [&](int r) {
         if (lab && !lab->enter(r)) return kExitFailed;
         try {
-          const ChooseResult result = measure_choice(o, job, url, r, specs.size());
+          std::vector<uint64_t> settle;
+          for (const auto& spec : specs) settle.push_back(spec.info.settle_steps);
+          const ChooseResult result = measure_choice(o, job, url, r, settle);
           if (r == 0) {
             if (o.json)
               print_choice_json(o, specs, result);

@@ -13,12 +13,12 @@ namespace ddph::tool {
 namespace {
 
 // Sums of a (size, candidate)'s settled hook times on this rank. A bucket's
-// first Chooser::kSettleSteps steps in a row on a candidate are not timed,
-// as the chooser does not time them (PowerSGD's first steps, first
-// allocations).
+// first settle_steps in a row on a candidate are not timed, as the chooser
+// does not time them (PowerSGD's first steps, first allocations).
 struct Timings {
-  Timings(size_t sizes, size_t candidates)
-      : candidates(candidates),
+  Timings(size_t sizes, const std::vector<uint64_t>& settle_steps)
+      : candidates(settle_steps.size()),
+        settle(settle_steps),
         sum(sizes * candidates),
         count(sizes * candidates),
         last(sizes, -1),
@@ -28,11 +28,12 @@ struct Timings {
     if (s >= last.size() || r.candidate < 0 || size_t(r.candidate) >= candidates) return;
     run[s] = last[s] == r.candidate ? run[s] + 1 : 1;
     last[s] = r.candidate;
-    if (run[s] <= ddph::loader::Chooser::kSettleSteps) return;
+    if (run[s] <= settle[size_t(r.candidate)]) return;
     sum[s * candidates + size_t(r.candidate)] += r.hook_seconds;
     ++count[s * candidates + size_t(r.candidate)];
   }
   size_t candidates;
+  std::vector<uint64_t> settle;
   std::vector<double> sum, count;
   std::vector<int> last;
   std::vector<uint64_t> run;
@@ -41,7 +42,9 @@ struct Timings {
 }  // namespace
 
 ChooseResult measure_choice(const ChooseOptions& o, const std::string& config,
-                            const std::string& url, int rank, size_t candidates) {
+                            const std::string& url, int rank,
+                            const std::vector<uint64_t>& settle_steps) {
+  const size_t candidates = settle_steps.size();
   Session s(config, rank, o.world, url);
   const size_t n = o.bucket_bytes.size();
   std::vector<std::unique_ptr<BenchParams>> params;
@@ -55,7 +58,7 @@ ChooseResult measure_choice(const ChooseOptions& o, const std::string& config,
     pristine[i].resize(size_t(numel));
     fill_gradients(pristine[i], rank);
   }
-  Timings timings(n, candidates);
+  Timings timings(n, settle_steps);
   ChooseResult result;
   std::vector<ddph_bucket_metrics_t> last(n);
   bool explored = false;

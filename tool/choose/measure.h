@@ -27,9 +27,11 @@ struct ChooseResult {
   bool settled = false;
 };
 
+// settle_steps: each candidate's (CandidateInfo.settle_steps), in order.
 // Collective over the o.world ranks of the session at rendezvous url: every
 // rank returns the same result. Throws on the session's errors.
 ChooseResult measure_choice(const ChooseOptions& o, const std::string& config,
-                            const std::string& url, int rank, size_t candidates);
+                            const std::string& url, int rank,
+                            const std::vector<uint64_t>& settle_steps);
 
 }  // namespace ddph::tool
