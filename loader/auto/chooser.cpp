@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "core/base/error.h"
@@ -12,7 +13,9 @@ namespace loader {
 namespace {
 
 constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
-constexpr uint32_t kStateVersion = 1;
+// Version 2 added each bucket's backward time after it (Slot::ahead,
+// Slot::hidden) and the window's; a version 1 blob loads with none.
+constexpr uint32_t kOldestStateVersion = 1, kStateVersion = 2;
 
 }  // namespace
 
@@ -116,6 +119,15 @@ void Chooser::measured(const Pick& pick, uint32_t slot, double seconds) {
   ++window_.count[s][size_t(pick.candidate)];
 }
 
+void Chooser::backward_ahead(const std::vector<double>& ahead) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t s = 0; s < ahead.size() && s < kMaxSlots; ++s) {
+    if (!std::isfinite(ahead[s]) || ahead[s] < 0) continue;
+    window_.ahead_sum[s] += ahead[s];
+    ++window_.ahead_count[s];
+  }
+}
+
 std::vector<double> Chooser::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<double> out(kReportWords, 0.0);
@@ -126,6 +138,9 @@ std::vector<double> Chooser::report() const {
     for (size_t c = 0; c < kMaxCandidates; ++c)
       if (window_.count[s][c] > 0)
         out[3 + s * kMaxCandidates + c] = window_.sum[s][c] / window_.count[s][c];
+  for (size_t s = 0; s < kMaxSlots; ++s)
+    if (window_.ahead_count[s] > 0)
+      out[kAheadWord + s] = 1 / (1 + window_.ahead_sum[s] / window_.ahead_count[s]);
   return out;
 }
 
@@ -149,6 +164,10 @@ void Chooser::agreed(const std::vector<double>& combined) {
   st_.total_seconds += combined[1];
   const bool new_slot = combined[2] > 0;
   auto mean = [&](size_t s, int c) { return combined[3 + s * kMaxCandidates + size_t(c)]; };
+  // The smallest over the ranks: a rank whose backward ends sooner after
+  // a bucket starts waiting for it sooner.
+  for (size_t s = 0; s < st_.slots.size(); ++s)
+    if (combined[kAheadWord + s] > 0) st_.slots[s].ahead = 1 / combined[kAheadWord + s] - 1;
   // Accordion's test, on the agreed norm of the step before this one.
   hold_back_if_norm_jumped(combined[0]);
   const bool held = step_ < st_.held_until;
@@ -360,6 +379,58 @@ void Chooser::decide(ddph_choice_reason_t reason) {
       slot.decided_seconds = slot.agreed[size_t(choice)];
     }
     slot.reason = held ? DDPH_CHOICE_CRITICAL : reason;
+    slot.hidden = false;
+  }
+  hide_behind_backward();
+}
+
+double Chooser::exposed_seconds(const std::vector<double>& t) const {
+  // The worker runs a step's buckets one after another, each from its
+  // submission (`ahead` before the backward's end, time 0) or the end of
+  // the one before, whichever is later.
+  double done = -std::numeric_limits<double>::infinity();
+  for (size_t s = 0; s < t.size(); ++s) done = std::max(done, -st_.slots[s].ahead) + t[s];
+  return std::max(done, 0.0);
+}
+
+void Chooser::hide_behind_backward() {
+  // What the backward computes after a bucket's submission hides that
+  // bucket's reduction: a less compressed candidate there costs the step
+  // nothing while it ends within it. A bucket moves to the least
+  // compressed candidate that keeps the step's time past the backward
+  // within kPreferLessCompressed of the fastest choices' (the near-tie
+  // rule, for the step instead of the bucket). The earliest buckets have
+  // the most backward after them: they go first.
+  std::vector<double> fastest, now;
+  for (const Slot& slot : st_.slots) {
+    double best = 0;
+    for (int c = 0; c < int(candidates_.size()); ++c) {
+      const double t = slot.agreed[size_t(c)];
+      if (t > 0 && allowed(c) && (best == 0 || t < best)) best = t;
+    }
+    if (best <= 0 || slot.decided_seconds <= 0) return;  // a bucket not measured: no plan
+    fastest.push_back(best);
+    now.push_back(slot.decided_seconds);
+  }
+  const double bound = exposed_seconds(fastest) * (1 + kPreferLessCompressed);
+  for (size_t s = 0; s < st_.slots.size(); ++s) {
+    Slot& slot = st_.slots[s];
+    if (slot.ahead <= 0) continue;
+    int choice = slot.choice;
+    for (int c = 0; c < int(candidates_.size()); ++c) {
+      const double t = slot.agreed[size_t(c)];
+      if (t <= 0 || !allowed(c) ||
+          candidates_[size_t(c)].nominal_ratio >= candidates_[size_t(choice)].nominal_ratio)
+        continue;
+      std::vector<double> trial = now;
+      trial[s] = t;
+      if (exposed_seconds(trial) <= bound) choice = c;
+    }
+    if (choice == slot.choice) continue;
+    slot.choice = choice;
+    slot.decided_seconds = slot.agreed[size_t(choice)];
+    slot.hidden = true;
+    now[s] = slot.decided_seconds;
   }
 }
 
@@ -395,10 +466,13 @@ void Chooser::describe() {
   for (size_t s = 0;
        s < st_.slots.size() && st_.phase == Phase::kExploit && !settings_.deterministic; ++s) {
     const Slot& slot = st_.slots[s];
-    out << (s ? "; " : "") << "bucket " << s << " (" << slot.bytes
-        << " bytes): " << candidates_[size_t(std::max(slot.choice, 0))].name << ", "
+    out << (s ? "; " : "") << "bucket " << s << " (" << slot.bytes << " bytes";
+    if (slot.ahead > 0) out << ", " << slot.ahead * 1e3 << " ms of backward after it";
+    out << "): " << candidates_[size_t(std::max(slot.choice, 0))].name << ", "
         << choice_reason_name(slot.reason)
-        << (slot.reason == DDPH_CHOICE_CRITICAL ? ": the gradient norm jumped" : "") << " (";
+        << (slot.reason == DDPH_CHOICE_CRITICAL ? ": the gradient norm jumped" : "");
+    if (slot.hidden) out << ", less compressed: the backward hides it";
+    out << " (";
     bool first = true;
     for (size_t c = 0; c < candidates_.size(); ++c) {
       if (slot.agreed[c] <= 0) continue;
@@ -441,6 +515,8 @@ std::string Chooser::save() const {
     w.put_double(s.ref_seconds);
     w.put(uint64_t(uint32_t(s.last)), 4);
     w.put(s.run, 8);
+    w.put_double(s.ahead);
+    w.put(s.hidden ? 1 : 0, 1);
   }
   // This rank's timings since the last exchange: a chooser loaded from it
   // reports them at the next one, as this one would have.
@@ -452,12 +528,18 @@ std::string Chooser::save() const {
       w.put_double(window_.sum[s][c]);
       w.put(window_.count[s][c], 4);
     }
+  for (size_t s = 0; s < kMaxSlots; ++s) {
+    w.put_double(window_.ahead_sum[s]);
+    w.put(window_.ahead_count[s], 4);
+  }
   return finish_frame(w);
 }
 
 bool Chooser::load(const void* bytes, size_t n) {
-  LeReader r = open_frame(bytes, n, kStateMagic, kStateVersion, "auto chooser state",
-                          "the auto chooser (ddph_session_save_state)");
+  uint32_t version = 0;
+  LeReader r =
+      open_frame(bytes, n, kStateMagic, kOldestStateVersion, kStateVersion, "auto chooser state",
+                 "the auto chooser (ddph_session_save_state)", &version);
   const int world = int(r.get(4, "world size"));
   const size_t count = size_t(r.get(4, "candidate count"));
   std::vector<std::string> names;
@@ -519,6 +601,15 @@ bool Chooser::load(const void* bytes, size_t n) {
     s.ref_seconds = r.get_double("reference seconds");
     s.last = int(int32_t(uint32_t(r.get(4, "last candidate"))));
     s.run = r.get(8, "run");
+    if (version >= 2) {
+      s.ahead = r.get_double("backward after the bucket");
+      const uint64_t hidden = r.get(1, "hidden");
+      DDPH_CHECK(std::isfinite(s.ahead) && s.ahead >= 0 && hidden <= 1, DDPH_INVALID_ARGUMENT,
+                 "auto chooser state: bucket " << i << " has " << s.ahead
+                                               << " s of backward after it, hidden flag "
+                                               << hidden);
+      s.hidden = hidden == 1;
+    }
     DDPH_CHECK(s.choice >= -1 && s.choice < int(count) && s.last >= -1 && s.last < int(count) &&
                    s.reason <= DDPH_CHOICE_MODEL,
                DDPH_INVALID_ARGUMENT,
@@ -537,6 +628,10 @@ bool Chooser::load(const void* bytes, size_t n) {
       window.sum[s][c] = r.get_double("window sum");
       window.count[s][c] = uint32_t(r.get(4, "window count"));
     }
+  for (size_t s = 0; s < kMaxSlots && version >= 2; ++s) {
+    window.ahead_sum[s] = r.get_double("window backward");
+    window.ahead_count[s] = uint32_t(r.get(4, "window backward count"));
+  }
   DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << r.left() << " bytes after its end");
   std::lock_guard<std::mutex> lock(mu_);

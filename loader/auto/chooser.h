@@ -13,7 +13,9 @@
 // compressed first; one whose time, scaled from the reference by its wire
 // bytes, or predicted by the link model after a slowdown, is far above the
 // best already measured is skipped), then each
-// bucket runs its fastest candidate. Every recheck_steps the ranks compare
+// bucket runs its fastest candidate, or a less compressed one where the
+// backward still runs after the bucket is submitted and hides the extra
+// time (the step ends no later). Every recheck_steps the ranks compare
 // again: a bucket whose time drifted past `drift` starts a new round, if
 // the exploring so far cost less than explore_share of the run; a gradient
 // norm that jumped by norm_jump (Accordion's test) holds lossy candidates
@@ -64,8 +66,11 @@ class Chooser {
   // The weight of the newest check in the running mean of gradient norms.
   static constexpr double kNormWeight = 0.3;
   // The exchange: norm, bucket seconds, a new-bucket flag, then
-  // kMaxSlots x kMaxCandidates mean seconds (0: not measured).
-  static constexpr size_t kReportWords = 3 + kMaxSlots * kMaxCandidates;
+  // kMaxSlots x kMaxCandidates mean seconds (0: not measured), then per
+  // slot the backward's time after it as 1 / (1 + mean seconds), so that
+  // the exchange's MAX takes the smallest (0: not measured).
+  static constexpr size_t kAheadWord = 3 + kMaxSlots * kMaxCandidates;
+  static constexpr size_t kReportWords = kAheadWord + kMaxSlots;
 
   Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates, int world_size);
 
@@ -84,6 +89,10 @@ class Chooser {
   void add_norm_sq(double sum_sq);
   // [thread-safe] A bucket's time on this rank, for the pick it ran with.
   void measured(const Pick& pick, uint32_t slot, double seconds);
+  // [thread-safe] A finished step's backward on this rank: for each of its
+  // buckets in submission order, the seconds from its submission to the
+  // last one's (how long the backward ran on: what can hide its reduction).
+  void backward_ahead(const std::vector<double>& ahead);
 
   // The decisions of the last exchange, as a log line: "step 40: bucket 0
   // (7.5 MB): q4ef, fastest (q4ef 8.1 ms, q8 9.0 ms, ...)".
@@ -117,12 +126,19 @@ class Chooser {
     // This step's candidate and how many steps in a row it ran here.
     int last = -1;
     uint64_t run = 0;
+    // The agreed (smallest over the ranks) seconds the backward ran on
+    // after this bucket was submitted, and whether the choice is a less
+    // compressed candidate than the fastest because that time hides it.
+    double ahead = 0;
+    bool hidden = false;
   };
   struct Window {  // this rank's, since the last exchange; under mu_
     std::array<std::array<double, kMaxCandidates>, kMaxSlots> sum{};
     std::array<std::array<uint32_t, kMaxCandidates>, kMaxSlots> count{};
     double seconds = 0, norm_sq = 0;
     bool new_slot = false;
+    std::array<double, kMaxSlots> ahead_sum{};
+    std::array<uint32_t, kMaxSlots> ahead_count{};
   };
 
   bool allowed(int c) const;
@@ -135,6 +151,9 @@ class Chooser {
   // What timing the reference in every bucket would cost over the fastest.
   double reference_cost() const;
   void decide(ddph_choice_reason_t reason);
+  // The step's time past the backward's end with bucket times `t`.
+  double exposed_seconds(const std::vector<double>& t) const;
+  void hide_behind_backward();
   void decide_by_model();
   double model_seconds(int c, uint64_t bytes) const;
   void hold_back_if_norm_jumped(double norm);

@@ -60,6 +60,16 @@ void Session::create_auto(ddph_comm_t* hooks_comm) {
 
 const HookChain& Session::auto_chain(PendingBucket& pending) {
   if (pending.metrics_step != auto_step_) {
+    // Every bucket of the step before has been submitted: how long its
+    // backward ran on after each, the time that can hide a reduction.
+    Clock::time_point end{};
+    for (const auto& t : auto_submitted_)
+      if (t && *t > end) end = *t;
+    std::vector<double> ahead;
+    for (const auto& t : auto_submitted_)
+      ahead.push_back(t ? std::chrono::duration<double>(end - *t).count() : -1.0);
+    chooser_->backward_ahead(ahead);
+    auto_submitted_.clear();
     auto_step_ = pending.metrics_step;
     if (chooser_->begin_step()) {
       in_flight_.wait();  // every bucket before this step has been measured
@@ -73,6 +83,9 @@ const HookChain& Session::auto_chain(PendingBucket& pending) {
           chooser_->last_decision());
     }
   }
+  if (auto_submitted_.size() <= pending.metrics_bucket)
+    auto_submitted_.resize(size_t(pending.metrics_bucket) + 1);
+  auto_submitted_[pending.metrics_bucket] = pending.submitted;
   const Pick pick = chooser_->pick(pending.metrics_bucket, pending.bytes);
   pending.auto_pick = pick;
   if (chooser_->wants_norm()) chooser_->add_norm_sq(squared_norm(pending.bucket));

@@ -13,11 +13,12 @@
 #include <ddph/ddph.h>
 
 #include <atomic>
-#include <map>
-#include <vector>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "loader/job/job.h"
 #include "loader/job/job_store.h"
@@ -155,6 +156,9 @@ class Session {
     uint64_t bytes;
   };
   std::map<int64_t, AutoLast> auto_last_;
+  // When each bucket of the chooser's current step was submitted, by its
+  // index in the step (empty: a bucket a rule ran).
+  std::vector<std::optional<Clock::time_point>> auto_submitted_;
   std::atomic<uint64_t> steps_{0}, buckets_{0};
   SessionMetrics metrics_;  // numbering under submit_mu_
   SessionErrors errors_;

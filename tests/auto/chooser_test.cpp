@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/le_bytes.h"
 
 namespace ddph {
 namespace loader {
@@ -36,6 +37,8 @@ AutoSettings settings() {
 
 // seconds(rank, step, slot, candidate)
 using TimeFn = std::function<double(int, uint64_t, uint32_t, int)>;
+// The backward's seconds after a bucket's submission: ahead(rank, step, slot)
+using AheadFn = std::function<double(int, uint64_t, uint32_t)>;
 
 struct StepPicks {
   std::vector<Pick> picks;
@@ -48,7 +51,8 @@ struct StepPicks {
 std::vector<StepPicks> run(std::vector<Chooser*> ranks, uint64_t steps,
                            const std::vector<uint64_t>& bytes, const TimeFn& seconds,
                            uint64_t first_step = 0,
-                           const std::function<double(uint64_t)>& norm = {}) {
+                           const std::function<double(uint64_t)>& norm = {},
+                           const AheadFn& ahead = {}) {
   std::vector<StepPicks> out;
   for (uint64_t k = first_step; k < first_step + steps; ++k) {
     StepPicks step;
@@ -79,6 +83,11 @@ std::vector<StepPicks> run(std::vector<Chooser*> ranks, uint64_t steps,
         ranks[r]->measured(picks[r], s, seconds(int(r), k, s, picks[r].candidate));
       }
       step.picks.push_back(picks[0]);
+    }
+    for (size_t r = 0; r < ranks.size() && ahead; ++r) {
+      std::vector<double> after;
+      for (uint32_t s = 0; s < bytes.size(); ++s) after.push_back(ahead(int(r), k, s));
+      ranks[r]->backward_ahead(after);
     }
     out.push_back(step);
   }
@@ -346,20 +355,101 @@ TEST(AutoChooser, ACheckpointRestoresEveryDecisionToCome) {
     const double base[] = {40, 22, 22, 9, 11, 14};
     return base[c] * (1 + 0.3 * slot) * (step >= 40 ? 5 : 1) * 1e-3;
   };
+  // 45 ms of backward after bucket 0 hides its allreduce until the link
+  // slows down at step 40: the restored chooser must know it too.
+  const AheadFn ahead = [](int, uint64_t, uint32_t slot) { return slot == 0 ? 45e-3 : 0.0; };
+  const std::vector<uint64_t> bytes = {1 << 20, 1 << 18};
+  int hidden = 0;
   for (const uint64_t cut : {3u, 8u, 27u, 45u}) {
     Chooser original(s, builtins(), 2);
-    run(std::vector<Chooser*>{&original}, cut, {1 << 20, 1 << 18}, seconds, 0);
+    run(std::vector<Chooser*>{&original}, cut, bytes, seconds, 0, {}, ahead);
     const std::string blob = original.save();
     Chooser restored(s, builtins(), 2);
     ASSERT_TRUE(restored.load(blob.data(), blob.size()));
-    const auto a = run(std::vector<Chooser*>{&original}, 60, {1 << 20, 1 << 18}, seconds, cut);
-    const auto b = run(std::vector<Chooser*>{&restored}, 60, {1 << 20, 1 << 18}, seconds, cut);
+    const auto a = run(std::vector<Chooser*>{&original}, 60, bytes, seconds, cut, {}, ahead);
+    const auto b = run(std::vector<Chooser*>{&restored}, 60, bytes, seconds, cut, {}, ahead);
+    for (const StepPicks& step : a)
+      hidden +=
+          step.picks[0].candidate == kAllreduce && step.picks[0].reason == DDPH_CHOICE_FASTEST;
     for (size_t k = 0; k < a.size(); ++k)
       for (size_t i = 0; i < a[k].picks.size(); ++i) {
         EXPECT_EQ(a[k].picks[i].candidate, b[k].picks[i].candidate) << cut << "+" << k;
         EXPECT_EQ(a[k].picks[i].reason, b[k].picks[i].reason) << cut << "+" << k;
       }
   }
+  EXPECT_GT(hidden, 0) << "no step ran a bucket on allreduce hidden by the backward";
+}
+
+TEST(AutoChooser, ACheckpointOfTheVersionBeforeBackwardTimesStillLoads) {
+  // Version 1 is version 2 without the slots' and the window's backward
+  // times; a chooser with no bucket yet has only the window's (32 x 12
+  // bytes before the checksum).
+  Chooser fresh(settings(), builtins(), 2);
+  const std::string v2 = fresh.save();
+  constexpr size_t kMagic = 8, kChecksum = 8, kWindowAhead = kMaxSlots * 12;
+  ASSERT_GT(v2.size(), kMagic + 4 + kWindowAhead + kChecksum);
+  std::string v1 = v2.substr(0, v2.size() - kChecksum - kWindowAhead);
+  v1[kMagic] = 1;  // the version, little-endian
+  LeWriter checksum;
+  checksum.put(fnv1a64(v1.data(), v1.size()), 8);
+  v1 += checksum.bytes();
+  Chooser loaded(settings(), builtins(), 2);
+  ASSERT_TRUE(loaded.load(v1.data(), v1.size()));
+  const auto steps = run(loaded, 40, {1 << 20}, fixed_ms({40, 22, 22, 9, 11, 14}));
+  EXPECT_EQ(steps[39].picks[0].candidate, kQ8);
+  // And a version this build does not know is refused by number.
+  std::string v3 = v2;
+  v3[kMagic] = 3;
+  try {
+    loaded.load(v3.data(), v3.size());
+    ADD_FAILURE() << "loaded version 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AutoChooser, ABucketTheBackwardHidesRunsALessCompressedCandidate) {
+  // Two buckets, 8-bit fastest for both (11 ms against allreduce's 30).
+  // The backward runs on 50 ms after bucket 0 is submitted: allreduce
+  // there ends 20 ms before the backward does, and the step still ends
+  // 11 ms after it (bucket 1 on 8-bit).
+  const TimeFn seconds = fixed_ms({30, 18, 18, 11, 12, 14});
+  const AheadFn ahead = [](int, uint64_t, uint32_t slot) { return slot == 0 ? 50e-3 : 0.0; };
+  Chooser ch(settings(), builtins(), 2);
+  const auto steps = run(std::vector<Chooser*>{&ch}, 60, {4 << 20, 4 << 20}, seconds, 0, {}, ahead);
+  EXPECT_EQ(steps[59].picks[0].candidate, kAllreduce);
+  EXPECT_EQ(steps[59].picks[0].reason, DDPH_CHOICE_FASTEST);
+  EXPECT_EQ(steps[59].picks[1].candidate, kQ8);
+  EXPECT_NE(ch.last_decision().find("50 ms of backward after it): allreduce, fastest, less "
+                                    "compressed: the backward hides it"),
+            std::string::npos)
+      << ch.last_decision();
+  // Without the backward after it, bucket 0 runs 8-bit too.
+  Chooser no_backward(settings(), builtins(), 2);
+  const auto plain = run(no_backward, 60, {4 << 20, 4 << 20}, seconds);
+  EXPECT_EQ(plain[59].picks[0].candidate, kQ8);
+  EXPECT_EQ(no_backward.last_decision().find("hides"), std::string::npos);
+}
+
+TEST(AutoChooser, TheBackwardTimeAgreedIsTheShortestOfTheRanks) {
+  // Rank 1's backward ends 15 ms after bucket 0: allreduce there (30 ms)
+  // would end 15 ms past it and delay bucket 1 by as much, fp16 (18 ms)
+  // by 3: 8-bit stays, on both ranks (run() checks they pick alike),
+  // though rank 0 alone would hide allreduce.
+  const AheadFn ahead = [](int rank, uint64_t, uint32_t slot) {
+    return slot == 0 ? (rank == 0 ? 50e-3 : 15e-3) : 0.0;
+  };
+  Chooser r0(settings(), builtins(), 2), r1(settings(), builtins(), 2);
+  const auto steps =
+      run({&r0, &r1}, 60, {4 << 20, 4 << 20}, fixed_ms({30, 18, 18, 11, 12, 14}), 0, {}, ahead);
+  EXPECT_EQ(steps[59].picks[0].candidate, kQ8);
+  // With 25 ms on both, fp16 ends within it and allreduce does not.
+  const AheadFn both = [](int, uint64_t, uint32_t slot) { return slot == 0 ? 25e-3 : 0.0; };
+  Chooser a(settings(), builtins(), 2), b(settings(), builtins(), 2);
+  const auto fp16 =
+      run({&a, &b}, 60, {4 << 20, 4 << 20}, fixed_ms({30, 18, 18, 11, 12, 14}), 0, {}, both);
+  EXPECT_EQ(fp16[59].picks[0].candidate, kFp16);
+  EXPECT_EQ(fp16[59].picks[1].candidate, kQ8);
 }
 
 TEST(AutoChooser, ACheckpointOfAnotherWorldSizeIsNotLoaded) {

@@ -4,12 +4,14 @@
 // checkpoint, and a bad candidate list is refused at open, by name.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/multiprocess.h"
@@ -222,6 +224,65 @@ TEST(AutoSession, ACheckpointResumesTheChooserAndAnotherWorldSizeStartsItFresh) 
                      records.empty() ? -1 : records[0].reason);
     ddph_session_close(s);
     ddph_set_log_sink(nullptr, nullptr, DDPH_LOG_WARN);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+TEST(AutoSession, TheChooserKnowsHowLongTheBackwardRanOnAfterEachBucket) {
+  // A backward that submits bucket 0, computes 60 ms, then submits bucket
+  // 1: the chooser's log says so for bucket 0 and says nothing of bucket 1,
+  // and bucket 0 runs allreduce.
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    LogLines log;
+    ddph_set_log_sink(&LogLines::sink, &log, DDPH_LOG_DEBUG);
+    // drift 100: sub-millisecond times on loopback move by factors of 2,
+    // and a new round would end the run exploring.
+    ddph_session_t* s = ddph_test::open_session(
+        yaml("candidates: 'allreduce,fp16', warmup_steps: 2, recheck_steps: 2, drift: 100"), rank,
+        world, dir);
+    DDPH_CHILD_CHECK(s != nullptr, "open");
+    struct Done {
+      int count = 0;
+      std::string errors;
+      static void on_done(void* user, ddph_error_t* e) {
+        auto* d = static_cast<Done*>(user);
+        ++d->count;
+        if (e != nullptr) d->errors += std::string(ddph_error_message(e)) + "\n";
+        ddph_error_free(e);
+      }
+    } done;
+    const uint64_t steps = 12;
+    for (uint64_t k = 0; k < steps; ++k) {
+      std::vector<float> a(1 << 14, 1.0f), b(1 << 12, 2.0f);
+      ddph_test::FloatBucket first(a, 0, k, false), second(b, 1, k, true);
+      ddph_error_t* e = ddph_session_submit(s, &first.bucket, &Done::on_done, &done);
+      DDPH_CHILD_CHECK(e == nullptr, "submit: %s", ddph_error_message(e));
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      e = ddph_session_submit(s, &second.bucket, &Done::on_done, &done);
+      DDPH_CHILD_CHECK(e == nullptr, "submit: %s", ddph_error_message(e));
+      ddph_error_free(ddph_session_flush(s));
+    }
+    DDPH_CHILD_CHECK(done.count == int(2 * steps) && done.errors.empty(), "%d dones: %s",
+                     done.count, done.errors.c_str());
+    ddph_session_close(s);
+    ddph_set_log_sink(nullptr, nullptr, DDPH_LOG_WARN);
+    // The last decision line: "bucket 0 (65536 bytes, 60.1 ms of backward
+    // after it): ...; bucket 1 (16384 bytes): ...".
+    const size_t line = log.text.rfind("auto: step ");
+    DDPH_CHILD_CHECK(line != std::string::npos, "no decision logged: %s", log.text.c_str());
+    const std::string last = log.text.substr(line, log.text.find('\n', line) - line);
+    const std::string zero = "bucket 0 (65536 bytes, ";
+    const size_t at = last.find(zero);
+    DDPH_CHILD_CHECK(at != std::string::npos, "%s", last.c_str());
+    const double ms = std::atof(last.c_str() + at + zero.size());
+    DDPH_CHILD_CHECK(ms >= 50 && ms < 1000, "bucket 0: %.1f ms of backward after it: %s", ms,
+                     last.c_str());
+    DDPH_CHILD_CHECK(last.find("bucket 1 (16384 bytes):") != std::string::npos, "%s", last.c_str());
+    // 60 ms hide any candidate's time on loopback: bucket 0 runs the least
+    // compressed, allreduce, whichever is fastest.
+    DDPH_CHILD_CHECK(last.find("after it): allreduce, fastest") != std::string::npos, "%s",
+                     last.c_str());
     return 0;
   });
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
