@@ -286,6 +286,31 @@ TEST_F(ToolAuto, ChooseAnswerPrintsRulesWhereSizesChooseDifferently) {
   EXPECT_EQ(v.code, 0) << yaml << describe(v);
 }
 
+TEST_F(ToolAuto, ChooseRunsOneRankPerCommandLikeAMultiMachineJob) {
+  // Two commands meeting at a store, as two machines would: both measure,
+  // rank 0 alone prints the answer, and it names the network it measured.
+  const std::string common =
+      " choose --world 2 --bucket-size 256KiB --candidates allreduce,fp16 "
+      "--rendezvous file://" +
+      dir_ + "/store --rank ";
+  const std::string env = "DDPH_PLUGIN_PATH=" + std::string(DDPH_PLUGIN_DIR) + " ";
+  const std::string cmd = "sh -c '" + env + kDdph + common + "1 >" + dir_ + "/r1 2>" + dir_ +
+                          "/e1 & p=$!; " + env + kDdph + common + "0 >" + dir_ + "/r0 2>" + dir_ +
+                          "/e0; a=$?; wait $p; b=$?; exit $((a|b))'";
+  const int status = std::system(cmd.c_str());
+  const std::string r0 = slurp(dir_ + "/r0"), r1 = slurp(dir_ + "/r1");
+  const std::string errors = slurp(dir_ + "/e0") + slurp(dir_ + "/e1");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << r0 << r1 << errors;
+  const std::string hook = hook_of(r0);
+  EXPECT_TRUE(hook == "default/allreduce" || hook == "default/fp16_compress") << r0;
+  EXPECT_NE(r0.find("# ddph choose: 2 ranks, link the network between the ranks"),
+            std::string::npos)
+      << r0;
+  EXPECT_EQ(r1, "") << "only rank 0 prints";
+  const Result v = ddph("validate " + write("chosen.yaml", r0));
+  EXPECT_EQ(v.code, 0) << r0 << describe(v);
+}
+
 TEST_F(ToolAuto, ChooseRefusesBadFlagsByName) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--bucket-size 1MiB,1MiB", "--bucket-size 1MiB is given twice"},
@@ -295,6 +320,11 @@ TEST_F(ToolAuto, ChooseRefusesBadFlagsByName) {
       {"--bucket-size 1MiB --matrix 1024x1024", "--matrix 1024x1024 is more than the smallest"},
       {"--link 1zbit", "--link"},
       {"--no-such-flag", "--no-such-flag"},
+      {"--rank 0", "--rank needs --rendezvous URL"},
+      {"--rank 2 --rendezvous file:///tmp/x", "--rank 2 is not below --world 2"},
+      {"--rendezvous file:///tmp/x", "--rendezvous goes with --rank"},
+      {"--rank 1 --rendezvous file:///tmp/x --link 1gbit", "does not combine with --rank"},
+      {"--rank -1 --rendezvous file:///tmp/x", "--rank"},
   };
   for (const auto& [flags, message] : bad) {
     const Result r = ddph("choose " + flags);

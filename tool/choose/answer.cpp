@@ -63,6 +63,7 @@ const loader::CandidateSpec& spec_of(const std::vector<loader::CandidateSpec>& s
 }
 
 std::string link_text(const ChooseOptions& o) {
+  if (o.rank >= 0) return "the network between the ranks";
   return o.link.rate_bits_per_s > 0 ? o.link.text : "unshaped";
 }
 

@@ -1,10 +1,11 @@
 // `ddph choose`: from a short measurement of the link, the job file that
 // `hook: {family: auto}` would settle on (docs/auto.md). Local ranks, as
 // `ddph bench` launches them (forked, over a temporary file store, each on
-// its own shaped link with --link), run an auto session on synthetic
-// buckets of each --bucket-size until the chooser has explored and every
-// bucket runs its fastest candidate; rank 0 prints the chosen candidate's
-// hook as YAML (measure.h runs a rank, answer.h prints).
+// its own shaped link with --link), or with --rank one rank per machine,
+// run an auto session on synthetic buckets of each --bucket-size until the
+// chooser has explored and every bucket runs its fastest candidate; rank
+// 0 prints the chosen candidate's hook as YAML (measure.h runs a rank,
+// answer.h prints).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -40,7 +41,10 @@ const char kDescription[] =
     "family/hook). --link RATE[,LATENCY]: each rank on its own shaped link (see `ddph\n"
     "lab --help`). --matrix ROWSxCOLS tiles each bucket with matrices, as a model's\n"
     "layers give PowerSGD; by default a bucket is one flat gradient. --json: the\n"
-    "choice as one JSON line. Exits 3 when the chooser had not settled by --steps.";
+    "choice as one JSON line. --rank R --rendezvous URL: run only rank R, one\n"
+    "command per machine as with `ddph train --rank`, so that the ranks measure the\n"
+    "network between the machines (DDPH_JOB_ID keeps concurrent jobs apart); rank 0\n"
+    "prints. Exits 3 when the chooser had not settled by --steps.";
 
 // What CLI11 cannot check alone. Throws std::invalid_argument naming the flag.
 void finish_options(ChooseOptions& o) {
@@ -66,6 +70,17 @@ void finish_options(ChooseOptions& o) {
                                   " fp32 elements)");
   }
   if (!o.link_text.empty()) o.link = parse_link(o.link_text);
+  if (o.rank >= o.world)
+    throw std::invalid_argument("--rank " + std::to_string(o.rank) + " is not below --world " +
+                                std::to_string(o.world));
+  if (o.rank >= 0 && o.rendezvous.empty())
+    throw std::invalid_argument(
+        "--rank needs --rendezvous URL, the store every rank of the job meets at");
+  if (o.rank < 0 && !o.rendezvous.empty())
+    throw std::invalid_argument("--rendezvous goes with --rank (a local launch makes its own)");
+  if (o.rank >= 0 && o.link.rate_bits_per_s > 0)
+    throw std::invalid_argument(
+        "--link starts the local ranks itself; it does not combine with --rank");
 }
 
 // The candidates the measuring job's auto hook has, read as the loader
@@ -88,6 +103,36 @@ std::vector<loader::CandidateSpec> candidates_of(const std::string& job_path,
   }
 }
 
+// One rank: measures with the others, rank 0 prints the answer; the rank's
+// exit code.
+int choose_rank(const ChooseOptions& o, const std::string& job, const std::string& url, int r,
+                const std::vector<loader::CandidateSpec>& specs) {
+  try {
+    std::vector<uint64_t> settle;
+    for (const auto& spec : specs) settle.push_back(spec.info.settle_steps);
+    const ChooseResult result = measure_choice(o, job, url, r, settle);
+    if (r == 0) {
+      if (o.json)
+        print_choice_json(o, specs, result);
+      else
+        std::printf("%s", choice_yaml(o, specs, result).c_str());
+      std::fflush(stdout);
+    }
+    if (!result.settled) {
+      if (r == 0)
+        std::fprintf(stderr,
+                     "ddph choose: the chooser had not settled after --steps %d: the "
+                     "answer is its choice of the last step; pass a larger --steps\n",
+                     o.max_steps);
+      return kExitPartial;
+    }
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddph choose: rank %d: %s\n", r, e.what());
+    return kExitFailed;
+  }
+}
+
 int run_choose(ChooseOptions& o) {
   std::unique_ptr<ScratchDir> scratch;
   std::string job;
@@ -102,6 +147,11 @@ int run_choose(ChooseOptions& o) {
     std::fprintf(stderr, "ddph choose: %s\n", e.what());
     return kExitUsage;
   }
+  if (o.rank >= 0) {
+    const int code = choose_rank(o, job, o.rendezvous, o.rank, specs);
+    scratch->remove();
+    return code;
+  }
   const std::string url = "file://" + scratch->path();
   std::unique_ptr<NetLab> lab;
   if (o.link.rate_bits_per_s > 0 && !(lab = open_lab("ddph choose", o.world, o.link)))
@@ -111,30 +161,7 @@ int run_choose(ChooseOptions& o) {
       o.world,
       [&](int r) {
         if (lab && !lab->enter(r)) return kExitFailed;
-        try {
-          std::vector<uint64_t> settle;
-          for (const auto& spec : specs) settle.push_back(spec.info.settle_steps);
-          const ChooseResult result = measure_choice(o, job, url, r, settle);
-          if (r == 0) {
-            if (o.json)
-              print_choice_json(o, specs, result);
-            else
-              std::printf("%s", choice_yaml(o, specs, result).c_str());
-            std::fflush(stdout);
-          }
-          if (!result.settled) {
-            if (r == 0)
-              std::fprintf(stderr,
-                           "ddph choose: the chooser had not settled after --steps %d: the "
-                           "answer is its choice of the last step; pass a larger --steps\n",
-                           o.max_steps);
-            return kExitPartial;
-          }
-          return kExitOk;
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "ddph choose: rank %d: %s\n", r, e.what());
-          return kExitFailed;
-        }
+        return choose_rank(o, job, url, r, specs);
       },
       o.timeout_s, 10.0);
   scratch->remove();
@@ -152,7 +179,15 @@ void add_choose_command(CLI::App& root, int* exit_code) {
   CLI::App* cmd =
       add_command(root, "choose", "measure the link and print the hook an auto hook would choose",
                   kDescription, o, run_choose, exit_code);
-  add_whole(cmd, "--world", &o->world, "local ranks", "N", 2, 256);
+  add_whole(cmd, "--world", &o->world, "ranks (all local unless --rank)", "N", 2, 256);
+  cmd->add_option("--rank", o->rank, "run only this rank of the job (one per machine)")
+      ->type_name("R")
+      ->check(whole_in(0, 255));
+  cmd->add_option("--rendezvous", o->rendezvous,
+                  "with --rank: the job's rendezvous URL (file:///dir, redis://host:port, "
+                  "tcp://host:port, env://)")
+      ->type_name("URL")
+      ->check(non_empty());
   cmd->add_option("--bucket-size", o->bucket_sizes, "a bucket size, e.g. 25MiB (repeatable)")
       ->type_name("SIZE")
       ->delimiter(',')
@@ -163,8 +198,8 @@ void add_choose_command(CLI::App& root, int* exit_code) {
       ->type_name("LIST")
       ->check(non_empty());
   add_whole(cmd, "--steps", &o->max_steps, "at most this many steps", "S", 1, 1000000);
-  add_real(cmd, "--timeout", &o->timeout_s, "seconds before the ranks are killed", "SECONDS", 1.0,
-           1e6);
+  add_real(cmd, "--timeout", &o->timeout_s, "seconds before the local ranks are killed", "SECONDS",
+           1.0, 1e6);
   cmd->add_option("--matrix", o->matrix, "tile each bucket with ROWS x COLS parameter views")
       ->type_name("ROWSxCOLS")
       ->check(non_empty());

@@ -21,6 +21,8 @@ struct ChooseOptions {
   std::string link_text;                     // --link
   LinkSpec link;                             // rate 0: plain loopback
   bool json = false;
+  int rank = -1;           // --rank: this process is that rank alone; -1: launch them all
+  std::string rendezvous;  // --rendezvous, with --rank
 };
 
 }  // namespace ddph::tool
