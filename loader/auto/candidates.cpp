@@ -137,6 +137,10 @@ const std::vector<ddph_option_spec_t>& auto_option_specs() {
                  "largest nominal compression a candidate may have (2: 16-bit, 4: 8-bit, 8: "
                  "4-bit, 16: PowerSGD rank 4)",
                  1, 1e6),
+      spec_float("lossy_margin", "0.25",
+                 "a lossy candidate (4-bit, PowerSGD) runs only when its time is below the best "
+                 "other's over 1 + lossy_margin (0: the fastest runs)",
+                 0, 10),
       spec_bool("deterministic", "false",
                 "decide from link_mbit and nominal costs, never from timings (reproducible)"),
       spec_float("link_mbit", "0", "the link rate deterministic mode assumes, Mbit/s", 0, 1e9),
@@ -184,6 +188,7 @@ std::vector<CandidateSpec> parse_auto_options(const HookSpec& spec, Problems& pr
   s.norm_jump = o.get_float("norm_jump");
   s.hold_steps = o.get_int("hold_steps");
   s.max_compression = o.get_float("max_compression");
+  s.lossy_margin = o.get_float("lossy_margin");
   s.deterministic = o.get_bool("deterministic");
   s.link_mbit = o.get_float("link_mbit");
   if (s.deterministic && !(s.link_mbit > 0))

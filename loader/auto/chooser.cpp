@@ -81,7 +81,9 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
     int best = -1;
     for (int c = 0; c < int(candidates_.size()); ++c) {
       if (!allowed(c)) continue;
-      if (best < 0 || model_seconds(c, bytes) < model_seconds(best, bytes)) best = c;
+      if (best < 0 ||
+          weighed(c, model_seconds(c, bytes)) < weighed(best, model_seconds(best, bytes)))
+        best = c;
     }
     p.candidate = best < 0 ? least_compressed() : best;
     p.reason = step_ < st_.held_until ? DDPH_CHOICE_CRITICAL : DDPH_CHOICE_MODEL;
@@ -352,6 +354,10 @@ void Chooser::next_in_round() {
   st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
 }
 
+double Chooser::weighed(int c, double t) const {
+  return candidates_[size_t(c)].lossy() ? t * (1 + settings_.lossy_margin) : t;
+}
+
 void Chooser::decide(ddph_choice_reason_t reason) {
   const bool held = step_ < st_.held_until;
   st_.held = held;
@@ -360,7 +366,7 @@ void Chooser::decide(ddph_choice_reason_t reason) {
     for (int c = 0; c < int(candidates_.size()); ++c) {
       const double t = slot.agreed[size_t(c)];
       if (t <= 0 || !allowed(c)) continue;
-      if (best < 0 || t < slot.agreed[size_t(best)]) best = c;
+      if (best < 0 || weighed(c, t) < weighed(best, slot.agreed[size_t(best)])) best = c;
     }
     if (best < 0) {
       slot.choice = least_compressed();
@@ -368,10 +374,10 @@ void Chooser::decide(ddph_choice_reason_t reason) {
     } else {
       // Near-ties go to the less compressed: the same speed, less error.
       int choice = best;
-      const double limit = slot.agreed[size_t(best)] * (1 + kPreferLessCompressed);
+      const double limit = weighed(best, slot.agreed[size_t(best)]) * (1 + kPreferLessCompressed);
       for (int c = 0; c < int(candidates_.size()); ++c) {
         const double t = slot.agreed[size_t(c)];
-        if (t <= 0 || t > limit || !allowed(c)) continue;
+        if (t <= 0 || weighed(c, t) > limit || !allowed(c)) continue;
         if (candidates_[size_t(c)].nominal_ratio < candidates_[size_t(choice)].nominal_ratio)
           choice = c;
       }
@@ -398,21 +404,15 @@ void Chooser::hide_behind_backward() {
   // bucket's reduction: a less compressed candidate there costs the step
   // nothing while it ends within it. A bucket moves to the least
   // compressed candidate that keeps the step's time past the backward
-  // within kPreferLessCompressed of the fastest choices' (the near-tie
-  // rule, for the step instead of the bucket). The earliest buckets have
-  // the most backward after them: they go first.
-  std::vector<double> fastest, now;
+  // within kPreferLessCompressed of what the buckets' own choices give
+  // (the near-tie rule, for the step instead of the bucket). The earliest
+  // buckets have the most backward after them: they go first.
+  std::vector<double> now;
   for (const Slot& slot : st_.slots) {
-    double best = 0;
-    for (int c = 0; c < int(candidates_.size()); ++c) {
-      const double t = slot.agreed[size_t(c)];
-      if (t > 0 && allowed(c) && (best == 0 || t < best)) best = t;
-    }
-    if (best <= 0 || slot.decided_seconds <= 0) return;  // a bucket not measured: no plan
-    fastest.push_back(best);
+    if (slot.decided_seconds <= 0) return;  // a bucket not measured: no plan
     now.push_back(slot.decided_seconds);
   }
-  const double bound = exposed_seconds(fastest) * (1 + kPreferLessCompressed);
+  const double bound = exposed_seconds(now) * (1 + kPreferLessCompressed);
   for (size_t s = 0; s < st_.slots.size(); ++s) {
     Slot& slot = st_.slots[s];
     if (slot.ahead <= 0) continue;

@@ -151,6 +151,9 @@ class Chooser {
   // What timing the reference in every bucket would cost over the fastest.
   double reference_cost() const;
   void decide(ddph_choice_reason_t reason);
+  // What a candidate's time `t` counts for in a decision: a lossy one's is
+  // weighed by 1 + lossy_margin.
+  double weighed(int c, double t) const;
   // The step's time past the backward's end with bucket times `t`.
   double exposed_seconds(const std::vector<double>& t) const;
   void hide_behind_backward();
