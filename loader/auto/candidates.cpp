@@ -138,8 +138,8 @@ const std::vector<ddph_option_spec_t>& auto_option_specs() {
                  "4-bit, 16: PowerSGD rank 4)",
                  1, 1e6),
       spec_float("lossy_margin", "0.25",
-                 "a lossy candidate (4-bit, PowerSGD) runs only when its time is below the best "
-                 "other's over 1 + lossy_margin (0: the fastest runs)",
+                 "a lossy candidate (4-bit, PowerSGD) runs only where it shortens the step by "
+                 "more than this share of it (0: the fastest runs)",
                  0, 10),
       spec_bool("deterministic", "false",
                 "decide from link_mbit and nominal costs, never from timings (reproducible)"),

@@ -61,8 +61,8 @@ struct AutoSettings {
   double norm_jump = 1;          // the gradient norm x or / (1 + norm_jump): held back (0: off)
   int64_t hold_steps = 10;       // lossy candidates held back after a jump
   double max_compression = 1e6;  // largest nominal ratio allowed
-  // A lossy candidate's time counts 1 + lossy_margin times: it must be that
-  // much faster than the others to run (it converges less per step).
+  // A lossy candidate converges less per step: it runs only where it
+  // shortens the step by more than this share of it.
   double lossy_margin = 0.25;
   bool deterministic = false;  // decide from the stated link, never from timings
   double link_mbit = 0;        // deterministic mode's link rate

@@ -53,7 +53,12 @@ int Chooser::least_compressed() const {
 bool Chooser::begin_step() {
   step_ = st_.begun++;
   in_step_ = true;
-  return step_ == st_.next_exchange;
+  const bool due = step_ == st_.next_exchange;
+  // The window counts the steps whose buckets it times: an exchange's own
+  // step runs after it, in the next window (agreed()).
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!due) ++window_.steps;
+  return due;
 }
 
 Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
@@ -79,10 +84,18 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
     p.reason = DDPH_CHOICE_WARMUP;
   } else if (settings_.deterministic) {
     int best = -1;
+    // The model knows no time outside the hooks: a lossy candidate must
+    // save lossy_margin of the fastest other's time for this bucket.
+    double other = 0;
+    for (int c = 0; c < int(candidates_.size()); ++c)
+      if (allowed(c) && !candidates_[size_t(c)].lossy() &&
+          (other == 0 || model_seconds(c, bytes) < other))
+        other = model_seconds(c, bytes);
+    const double penalty = settings_.lossy_margin * other;
     for (int c = 0; c < int(candidates_.size()); ++c) {
       if (!allowed(c)) continue;
-      if (best < 0 ||
-          weighed(c, model_seconds(c, bytes)) < weighed(best, model_seconds(best, bytes)))
+      if (best < 0 || weighed(c, model_seconds(c, bytes), penalty) <
+                          weighed(best, model_seconds(best, bytes), penalty))
         best = c;
     }
     p.candidate = best < 0 ? least_compressed() : best;
@@ -121,12 +134,16 @@ void Chooser::measured(const Pick& pick, uint32_t slot, double seconds) {
   ++window_.count[s][size_t(pick.candidate)];
 }
 
-void Chooser::backward_ahead(const std::vector<double>& ahead) {
+void Chooser::finished_step(const std::vector<double>& ahead, double period) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t s = 0; s < ahead.size() && s < kMaxSlots; ++s) {
     if (!std::isfinite(ahead[s]) || ahead[s] < 0) continue;
     window_.ahead_sum[s] += ahead[s];
     ++window_.ahead_count[s];
+  }
+  if (std::isfinite(period) && period >= 0) {
+    window_.period_sum += period;
+    ++window_.periods;
   }
 }
 
@@ -143,6 +160,8 @@ std::vector<double> Chooser::report() const {
   for (size_t s = 0; s < kMaxSlots; ++s)
     if (window_.ahead_count[s] > 0)
       out[kAheadWord + s] = 1 / (1 + window_.ahead_sum[s] / window_.ahead_count[s]);
+  if (window_.periods > 0) out[kStepWord] = window_.period_sum / window_.periods;
+  out[kStepWord + 1] = window_.steps;
   return out;
 }
 
@@ -152,6 +171,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     window_ = Window{};
+    window_.steps = 1;  // this step, begun before the exchange
   }
   auto plan = [this] {
     std::vector<int64_t> p = {int64_t(st_.phase), int64_t(st_.round_pos),
@@ -170,6 +190,11 @@ void Chooser::agreed(const std::vector<double>& combined) {
   // a bucket starts waiting for it sooner.
   for (size_t s = 0; s < st_.slots.size(); ++s)
     if (combined[kAheadWord + s] > 0) st_.slots[s].ahead = 1 / combined[kAheadWord + s] - 1;
+  // The slowest rank's period, less the slowest rank's hook seconds per
+  // step: what the step spends outside the hooks. Buckets that overlap
+  // the backward make it smaller than that time, never larger.
+  if (combined[kStepWord] > 0 && combined[kStepWord + 1] > 0)
+    st_.rest_seconds = std::max(0.0, combined[kStepWord] - combined[1] / combined[kStepWord + 1]);
   // Accordion's test, on the agreed norm of the step before this one.
   hold_back_if_norm_jumped(combined[0]);
   const bool held = step_ < st_.held_until;
@@ -354,19 +379,45 @@ void Chooser::next_in_round() {
   st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
 }
 
-double Chooser::weighed(int c, double t) const {
-  return candidates_[size_t(c)].lossy() ? t * (1 + settings_.lossy_margin) : t;
+double Chooser::weighed(int c, double t, double penalty) const {
+  return candidates_[size_t(c)].lossy() ? t + penalty : t;
+}
+
+std::vector<double> Chooser::lossy_penalty() const {
+  // A lossy candidate needs more steps to the same accuracy: it pays only
+  // where the step gets shorter by more than lossy_margin of itself. The
+  // step it is held against runs every bucket on its fastest other
+  // candidate (the fastest of all where no other was measured).
+  double step = st_.rest_seconds, bytes = 0;
+  for (const Slot& slot : st_.slots) {
+    double other = 0, any = 0;
+    for (int c = 0; c < int(candidates_.size()); ++c) {
+      const double t = slot.agreed[size_t(c)];
+      if (t <= 0 || !allowed(c)) continue;
+      if (any == 0 || t < any) any = t;
+      if (!candidates_[size_t(c)].lossy() && (other == 0 || t < other)) other = t;
+    }
+    step += other > 0 ? other : any;
+    bytes += double(slot.bytes);
+  }
+  std::vector<double> penalty;
+  for (const Slot& slot : st_.slots)
+    penalty.push_back(bytes > 0 ? settings_.lossy_margin * step * double(slot.bytes) / bytes : 0);
+  return penalty;
 }
 
 void Chooser::decide(ddph_choice_reason_t reason) {
   const bool held = step_ < st_.held_until;
   st_.held = held;
-  for (Slot& slot : st_.slots) {
+  const std::vector<double> penalty = lossy_penalty();
+  for (size_t s = 0; s < st_.slots.size(); ++s) {
+    Slot& slot = st_.slots[s];
+    auto weigh = [&](int c) { return weighed(c, slot.agreed[size_t(c)], penalty[s]); };
     int best = -1;
     for (int c = 0; c < int(candidates_.size()); ++c) {
       const double t = slot.agreed[size_t(c)];
       if (t <= 0 || !allowed(c)) continue;
-      if (best < 0 || weighed(c, t) < weighed(best, slot.agreed[size_t(best)])) best = c;
+      if (best < 0 || weigh(c) < weigh(best)) best = c;
     }
     if (best < 0) {
       slot.choice = least_compressed();
@@ -374,10 +425,10 @@ void Chooser::decide(ddph_choice_reason_t reason) {
     } else {
       // Near-ties go to the less compressed: the same speed, less error.
       int choice = best;
-      const double limit = weighed(best, slot.agreed[size_t(best)]) * (1 + kPreferLessCompressed);
+      const double limit = weigh(best) * (1 + kPreferLessCompressed);
       for (int c = 0; c < int(candidates_.size()); ++c) {
         const double t = slot.agreed[size_t(c)];
-        if (t <= 0 || weighed(c, t) > limit || !allowed(c)) continue;
+        if (t <= 0 || weigh(c) > limit || !allowed(c)) continue;
         if (candidates_[size_t(c)].nominal_ratio < candidates_[size_t(choice)].nominal_ratio)
           choice = c;
       }
@@ -532,6 +583,10 @@ std::string Chooser::save() const {
     w.put_double(window_.ahead_sum[s]);
     w.put(window_.ahead_count[s], 4);
   }
+  w.put_double(window_.period_sum);
+  w.put(window_.periods, 4);
+  w.put(window_.steps, 4);
+  w.put_double(st_.rest_seconds);
   return finish_frame(w);
 }
 
@@ -587,6 +642,7 @@ bool Chooser::load(const void* bytes, size_t n) {
   loaded.last_norm = r.get_double("last norm");
   loaded.total_seconds = r.get_double("total seconds");
   loaded.explore_cost = r.get_double("exploration seconds");
+
   const size_t slots = size_t(r.get(4, "bucket count"));
   DDPH_CHECK(slots <= kMaxSlots, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << slots << " buckets, at most " << kMaxSlots);
@@ -631,6 +687,15 @@ bool Chooser::load(const void* bytes, size_t n) {
   for (size_t s = 0; s < kMaxSlots && version >= 2; ++s) {
     window.ahead_sum[s] = r.get_double("window backward");
     window.ahead_count[s] = uint32_t(r.get(4, "window backward count"));
+  }
+  if (version >= 2) {
+    window.period_sum = r.get_double("window periods");
+    window.periods = uint32_t(r.get(4, "window period count"));
+    window.steps = uint32_t(r.get(4, "window steps"));
+    loaded.rest_seconds = r.get_double("seconds outside the hooks");
+    DDPH_CHECK(std::isfinite(loaded.rest_seconds) && loaded.rest_seconds >= 0,
+               DDPH_INVALID_ARGUMENT,
+               "auto chooser state: " << loaded.rest_seconds << " s a step outside the hooks");
   }
   DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << r.left() << " bytes after its end");

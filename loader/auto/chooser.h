@@ -13,7 +13,8 @@
 // compressed first; one whose time, scaled from the reference by its wire
 // bytes, or predicted by the link model after a slowdown, is far above the
 // best already measured is skipped), then each
-// bucket runs its fastest candidate, or a less compressed one where the
+// bucket runs its fastest candidate (a lossy one only where it shortens
+// the whole step by lossy_margin), or a less compressed one where the
 // backward still runs after the bucket is submitted and hides the extra
 // time (the step ends no later). Every recheck_steps the ranks compare
 // again: a bucket whose time drifted past `drift` starts a new round, if
@@ -68,9 +69,11 @@ class Chooser {
   // The exchange: norm, bucket seconds, a new-bucket flag, then
   // kMaxSlots x kMaxCandidates mean seconds (0: not measured), then per
   // slot the backward's time after it as 1 / (1 + mean seconds), so that
-  // the exchange's MAX takes the smallest (0: not measured).
+  // the exchange's MAX takes the smallest (0: not measured), then the
+  // mean step period and the steps begun since the last exchange.
   static constexpr size_t kAheadWord = 3 + kMaxSlots * kMaxCandidates;
-  static constexpr size_t kReportWords = kAheadWord + kMaxSlots;
+  static constexpr size_t kStepWord = kAheadWord + kMaxSlots;
+  static constexpr size_t kReportWords = kStepWord + 2;
 
   Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates, int world_size);
 
@@ -89,10 +92,12 @@ class Chooser {
   void add_norm_sq(double sum_sq);
   // [thread-safe] A bucket's time on this rank, for the pick it ran with.
   void measured(const Pick& pick, uint32_t slot, double seconds);
-  // [thread-safe] A finished step's backward on this rank: for each of its
-  // buckets in submission order, the seconds from its submission to the
-  // last one's (how long the backward ran on: what can hide its reduction).
-  void backward_ahead(const std::vector<double>& ahead);
+  // [thread-safe] A finished step on this rank: for each of its buckets in
+  // submission order, the seconds from its submission to the last one's
+  // (how long the backward ran on: what can hide its reduction; negative:
+  // not known), and the seconds from its first bucket's submission to the
+  // next step's (its period; negative: not known).
+  void finished_step(const std::vector<double>& ahead, double period);
 
   // The decisions of the last exchange, as a log line: "step 40: bucket 0
   // (7.5 MB): q4ef, fastest (q4ef 8.1 ms, q8 9.0 ms, ...)".
@@ -139,6 +144,8 @@ class Chooser {
     bool new_slot = false;
     std::array<double, kMaxSlots> ahead_sum{};
     std::array<uint32_t, kMaxSlots> ahead_count{};
+    double period_sum = 0;
+    uint32_t periods = 0, steps = 0;
   };
 
   bool allowed(int c) const;
@@ -151,9 +158,13 @@ class Chooser {
   // What timing the reference in every bucket would cost over the fastest.
   double reference_cost() const;
   void decide(ddph_choice_reason_t reason);
-  // What a candidate's time `t` counts for in a decision: a lossy one's is
-  // weighed by 1 + lossy_margin.
-  double weighed(int c, double t) const;
+  // What candidate c's time `t` counts for in a decision: a lossy one's
+  // has `penalty` added (lossy_penalty()).
+  double weighed(int c, double t, double penalty) const;
+  // Per slot, what a lossy candidate there must save to run: lossy_margin
+  // of the step's time with every bucket on its fastest other candidate,
+  // shared out by the buckets' bytes.
+  std::vector<double> lossy_penalty() const;
   // The step's time past the backward's end with bucket times `t`.
   double exposed_seconds(const std::vector<double>& t) const;
   void hide_behind_backward();
@@ -177,6 +188,9 @@ class Chooser {
     size_t round_pos = 0;
     double last_norm = 0;  // the running mean of the checks' norms
     double total_seconds = 0, explore_cost = 0;
+    // A step's time outside its buckets' hooks (forward, backward,
+    // optimizer): the agreed period less the buckets' seconds per step.
+    double rest_seconds = 0;
     std::vector<Slot> slots;
   } st_;
   uint64_t step_ = 0;  // the step begun last

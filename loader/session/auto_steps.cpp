@@ -61,14 +61,18 @@ void Session::create_auto(ddph_comm_t* hooks_comm) {
 const HookChain& Session::auto_chain(PendingBucket& pending) {
   if (pending.metrics_step != auto_step_) {
     // Every bucket of the step before has been submitted: how long its
-    // backward ran on after each, the time that can hide a reduction.
-    Clock::time_point end{};
+    // backward ran on after each, the time that can hide a reduction, and
+    // its period, from its first submission to this step's.
+    auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    std::optional<Clock::time_point> first, end;
     for (const auto& t : auto_submitted_)
-      if (t && *t > end) end = *t;
+      if (t) {
+        if (!first || *t < *first) first = t;
+        if (!end || *t > *end) end = t;
+      }
     std::vector<double> ahead;
-    for (const auto& t : auto_submitted_)
-      ahead.push_back(t ? std::chrono::duration<double>(end - *t).count() : -1.0);
-    chooser_->backward_ahead(ahead);
+    for (const auto& t : auto_submitted_) ahead.push_back(t ? seconds(*end - *t) : -1.0);
+    chooser_->finished_step(ahead, first ? seconds(pending.submitted - *first) : -1.0);
     auto_submitted_.clear();
     auto_step_ = pending.metrics_step;
     if (chooser_->begin_step()) {

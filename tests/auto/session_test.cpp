@@ -288,6 +288,24 @@ TEST(AutoSession, TheChooserKnowsHowLongTheBackwardRanOnAfterEachBucket) {
   EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
 }
 
+TEST(AutoSession, RanksWithDifferentAutoSettingsAreRefusedAtOpen) {
+  // Ranks that weigh candidates differently would pair buckets of
+  // different candidates: every rank is refused, naming the setting.
+  auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
+    const std::string margin = rank == 0 ? "0.25" : "0.5";
+    const ddph_test::OpenOutcome o =
+        ddph_test::open_outcome(yaml("lossy_margin: " + margin), rank, world, dir);
+    DDPH_CHILD_CHECK(o.code == DDPH_INVALID_ARGUMENT, "code %d: %s", int(o.code),
+                     o.message.c_str());
+    DDPH_CHILD_CHECK(
+        o.message.find("the ranks disagree on the hook configuration") != std::string::npos &&
+            o.message.find("lossy_margin=") != std::string::npos,
+        "%s", o.message.c_str());
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
 struct Refusal {
   std::string hook;      // the YAML's hook: line, or a rules: block
   std::string expected;  // in the message
