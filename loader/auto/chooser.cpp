@@ -223,18 +223,26 @@ void Chooser::agreed(const std::vector<double>& combined) {
   } else {
     bool drifted = new_slot;
     std::vector<double> now(st_.slots.size(), 0.0);
+    double step = st_.rest_seconds;
     for (size_t s = 0; s < st_.slots.size(); ++s) {
-      const Slot& slot = st_.slots[s];
-      if (slot.choice < 0) {
-        drifted = true;
-        continue;
-      }
-      now[s] = mean(s, slot.choice);
-      // Slower or faster by the same factor.
-      if (now[s] > 0 && slot.decided_seconds > 0 &&
-          std::fabs(std::log(now[s] / slot.decided_seconds)) > std::log1p(settings_.drift))
-        drifted = true;
+      if (st_.slots[s].choice >= 0) now[s] = mean(s, st_.slots[s].choice);
+      step += st_.slots[s].decided_seconds;
     }
+    // +1 or -1: the bucket got slower or faster by more than the factor 1 +
+    // drift (the same factor either way), and by more than kMaterialShare
+    // of the step: the small bucket of a compute-bound step, whose time
+    // wanders with the ranks' imbalance, does not start rounds.
+    auto moved_by = [&](size_t s) {
+      const Slot& slot = st_.slots[s];
+      if (slot.choice < 0 || now[s] <= 0 || slot.decided_seconds <= 0) return 0;
+      const double change = std::log(now[s] / slot.decided_seconds);
+      if (std::fabs(change) <= std::log1p(settings_.drift) ||
+          std::fabs(now[s] - slot.decided_seconds) < kMaterialShare * step)
+        return 0;
+      return change > 0 ? 1 : -1;
+    };
+    for (size_t s = 0; s < st_.slots.size(); ++s)
+      drifted = drifted || st_.slots[s].choice < 0 || moved_by(s) != 0;
     // A slower link: the link model predicts each candidate and the round
     // explores only those that can win. Otherwise (a faster link, a new
     // bucket, a probe) the round times the reference first, whose time on
@@ -242,11 +250,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
     // known time, fits in what exploring may still spend.
     const double budget = settings_.explore_share * st_.total_seconds;
     bool slower = false;
-    for (size_t s = 0; s < st_.slots.size(); ++s) {
-      const Slot& slot = st_.slots[s];
-      slower |= slot.choice >= 0 && slot.decided_seconds > 0 && now[s] > 0 &&
-                std::log(now[s] / slot.decided_seconds) > std::log1p(settings_.drift);
-    }
+    for (size_t s = 0; s < st_.slots.size(); ++s) slower = slower || moved_by(s) > 0;
     const bool probe = step_ >= st_.last_round + kProbeRechecks * uint64_t(settings_.recheck_steps);
     const bool go = slower ? st_.explore_cost <= budget
                            : (drifted || probe) && st_.explore_cost + reference_cost() <= budget;
@@ -254,10 +258,8 @@ void Chooser::agreed(const std::vector<double>& combined) {
       for (size_t s = 0; s < st_.slots.size(); ++s) {
         Slot& slot = st_.slots[s];
         // A bucket whose time held keeps what was measured of it.
-        const bool moved =
-            slot.choice < 0 || now[s] <= 0 || slot.decided_seconds <= 0 ||
-            std::fabs(std::log(now[s] / slot.decided_seconds)) > std::log1p(settings_.drift) ||
-            probe;
+        const bool moved = slot.choice < 0 || now[s] <= 0 || slot.decided_seconds <= 0 ||
+                           moved_by(s) != 0 || probe;
         if (!moved) {
           slot.agreed[size_t(slot.choice)] = now[s];
           continue;

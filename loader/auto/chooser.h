@@ -59,6 +59,9 @@ class Chooser {
   static constexpr double kPreferLessCompressed = 0.05;
   // A candidate whose scaled time is this many times the best is skipped.
   static constexpr double kSkipFactor = 1.5;
+  // A bucket's drift starts a round only when its time moved by this share
+  // of the step too.
+  static constexpr double kMaterialShare = 0.1;
   // A compressed candidate's time hardly changes when the link gets
   // faster, so no drift shows it: after this many exchanges without a
   // round, one starts anyway (within explore_share), timing the least

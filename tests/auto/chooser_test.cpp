@@ -336,6 +336,32 @@ TEST(AutoChooser, ALossyCandidateMustSaveLossyMarginOfTheWholeStep) {
   EXPECT_EQ(two[59].picks[0].candidate, kQ8);
 }
 
+TEST(AutoChooser, ADriftTooSmallForTheStepStartsNoRound) {
+  // 8-bit's bucket takes 2 ms, then 5, then 2 (by windows of the checks):
+  // over the factor 1 + drift each time. In a 100 ms step that is 3% of
+  // it and nothing is explored again; with nothing else in the step it is
+  // most of it and each change starts a round.
+  const TimeFn seconds = [](int, uint64_t step, uint32_t, int c) {
+    const double ms[] = {10, 8, 8, (step / 10) % 2 ? 5.0 : 2.0, 30, 30};
+    return ms[c] * 1e-3;
+  };
+  auto explored_after = [](const std::vector<StepPicks>& steps, uint64_t from) {
+    int n = 0;
+    for (uint64_t k = from; k < steps.size(); ++k)
+      n += steps[k].picks[0].reason == DDPH_CHOICE_EXPLORE;
+    return n;
+  };
+  Chooser compute_bound(settings(), builtins(), 2);
+  const auto calm = run(std::vector<Chooser*>{&compute_bound}, 100, {4 << 20}, seconds, 0, {}, {},
+                        [](int, double hooks) { return 0.1 + hooks; });
+  EXPECT_EQ(explored_after(calm, 30), 0);
+  EXPECT_EQ(calm[99].picks[0].candidate, kQ8);
+  Chooser comm_bound(settings(), builtins(), 2);
+  const auto busy = run(std::vector<Chooser*>{&comm_bound}, 100, {4 << 20}, seconds, 0, {}, {},
+                        [](int, double hooks) { return hooks; });
+  EXPECT_GT(explored_after(busy, 30), 0);
+}
+
 TEST(AutoChooser, MaxCompressionKeepsMoreCompressedCandidatesOut) {
   AutoSettings s = settings();
   s.max_compression = 4;
