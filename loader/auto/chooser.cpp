@@ -334,6 +334,23 @@ void Chooser::start_round(bool reference_first) {
 
 bool Chooser::skip(int c) const {
   if (!allowed(c)) return true;  // held back now: explored next round
+  if (candidates_[size_t(c)].lossy() && !st_.slots.empty()) {
+    // Where lossy_margin of the step is more than the best other
+    // candidate's time in every bucket, a lossy one could not win even
+    // taking no time at all (a compute-bound step): not worth its steps.
+    const std::vector<double> penalty = lossy_penalty();
+    bool could_win = false;
+    for (size_t s = 0; s < st_.slots.size(); ++s) {
+      double other = 0;
+      for (int r = 0; r < int(candidates_.size()); ++r) {
+        const double t = st_.slots[s].agreed[size_t(r)];
+        if (t > 0 && allowed(r) && !candidates_[size_t(r)].lossy() && (other == 0 || t < other))
+          other = t;
+      }
+      could_win = could_win || other == 0 || penalty[s] < other;
+    }
+    if (!could_win) return true;
+  }
   const double ratio = candidates_[size_t(c)].nominal_ratio;
   // Per bucket: c's time as measured (still valid), as the link model
   // predicted it after a slowdown, or scaled by bytes on the wire from the

@@ -328,6 +328,12 @@ TEST(AutoChooser, ALossyCandidateMustSaveLossyMarginOfTheWholeStep) {
   const auto slow = run(std::vector<Chooser*>{&compute_bound}, 60, {4 << 20}, seconds, 0, {}, {},
                         [](int, double hooks) { return 0.1 + hooks; });
   EXPECT_EQ(slow[59].picks[0].candidate, kQ8);
+  // Not even explored there: 25 ms of the step is more than allreduce's
+  // 10, so a lossy candidate could not win at no time at all.
+  for (const StepPicks& st : slow) {
+    EXPECT_NE(st.picks[0].candidate, kPsgd4);
+    EXPECT_NE(st.picks[0].candidate, kQ4ef);
+  }
   // The rest of the step is the slowest rank's period less the hooks'
   // seconds: one rank with 100 ms of compute holds both back.
   Chooser a(settings(), builtins(), 2), b(settings(), builtins(), 2);
