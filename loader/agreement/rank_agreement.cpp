@@ -122,8 +122,8 @@ std::string job_signature(const Job& job) {
     out << "auto{warmup=" << a.warmup_steps << ";share=" << std::hexfloat << a.explore_share
         << ";recheck=" << a.recheck_steps << ";drift=" << a.drift << ";norm_jump=" << a.norm_jump
         << ";hold=" << a.hold_steps << ";max=" << a.max_compression
-        << ";lossy_margin=" << a.lossy_margin << ";deterministic=" << a.deterministic << ";link=" << a.link_mbit << std::defaultfloat
-        << "}:";
+        << ";lossy_margin=" << a.lossy_margin << ";deterministic=" << a.deterministic
+        << ";link=" << a.link_mbit << std::defaultfloat << "}:";
     for (size_t i = 0; i < job.auto_choice->candidates.size(); ++i) {
       out << " " << job.auto_choice->specs[i].info.name << "=";
       describe_chain(*job.auto_choice->candidates[i], out);

@@ -14,7 +14,9 @@ namespace {
 
 constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
 // Version 2 added each bucket's backward time after it (Slot::ahead,
-// Slot::hidden) and the window's; a version 1 blob loads with none.
+// Slot::hidden), the window's backward times, periods and steps, and the
+// step's time outside the hooks; a version 1 blob loads with none of them
+// (measured again from the next exchange).
 constexpr uint32_t kOldestStateVersion = 1, kStateVersion = 2;
 
 }  // namespace
@@ -661,7 +663,6 @@ bool Chooser::load(const void* bytes, size_t n) {
   loaded.last_norm = r.get_double("last norm");
   loaded.total_seconds = r.get_double("total seconds");
   loaded.explore_cost = r.get_double("exploration seconds");
-
   const size_t slots = size_t(r.get(4, "bucket count"));
   DDPH_CHECK(slots <= kMaxSlots, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << slots << " buckets, at most " << kMaxSlots);

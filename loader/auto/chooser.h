@@ -73,7 +73,7 @@ class Chooser {
   // kMaxSlots x kMaxCandidates mean seconds (0: not measured), then per
   // slot the backward's time after it as 1 / (1 + mean seconds), so that
   // the exchange's MAX takes the smallest (0: not measured), then the
-  // mean step period and the steps begun since the last exchange.
+  // mean step period and how many steps the window timed.
   static constexpr size_t kAheadWord = 3 + kMaxSlots * kMaxCandidates;
   static constexpr size_t kStepWord = kAheadWord + kMaxSlots;
   static constexpr size_t kReportWords = kStepWord + 2;
