@@ -126,7 +126,8 @@ const std::vector<ddph_option_spec_t>& auto_option_specs() {
       spec_int("recheck_steps", "5", "the ranks compare their measurements every this many steps",
                1, 1e6),
       spec_float("drift", "1",
-                 "a bucket's time changed by 1 + drift times (up or down) makes it explore again",
+                 "a bucket's time changed by 1 + drift times (up or down), and by 10% of the "
+                 "step, makes it explore again",
                  0.01, 100),
       spec_float("norm_jump", "1",
                  "the gradient norm changed by 1 + norm_jump times (up or down) against the "
