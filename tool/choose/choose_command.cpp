@@ -70,17 +70,7 @@ void finish_options(ChooseOptions& o) {
                                   " fp32 elements)");
   }
   if (!o.link_text.empty()) o.link = parse_link(o.link_text);
-  if (o.rank >= o.world)
-    throw std::invalid_argument("--rank " + std::to_string(o.rank) + " is not below --world " +
-                                std::to_string(o.world));
-  if (o.rank >= 0 && o.rendezvous.empty())
-    throw std::invalid_argument(
-        "--rank needs --rendezvous URL, the store every rank of the job meets at");
-  if (o.rank < 0 && !o.rendezvous.empty())
-    throw std::invalid_argument("--rendezvous goes with --rank (a local launch makes its own)");
-  if (o.rank >= 0 && o.link.rate_bits_per_s > 0)
-    throw std::invalid_argument(
-        "--link starts the local ranks itself; it does not combine with --rank");
+  check_rank_flags(o.rank, o.world, o.rendezvous, o.link.rate_bits_per_s > 0, true);
 }
 
 // The candidates the measuring job's auto hook has, read as the loader

@@ -303,6 +303,21 @@ LauncherPlacement mpi_launcher_placement(const std::string& config_path) {
   return p;
 }
 
+void check_rank_flags(int rank, int world, const std::string& rendezvous, bool link,
+                      bool rendezvous_required) {
+  if (rank >= world)
+    throw std::invalid_argument("--rank " + std::to_string(rank) + " is not below --world " +
+                                std::to_string(world));
+  if (rank >= 0 && rendezvous_required && rendezvous.empty())
+    throw std::invalid_argument(
+        "--rank needs --rendezvous URL, the store every rank of the job meets at");
+  if (rank < 0 && !rendezvous.empty())
+    throw std::invalid_argument("--rendezvous goes with --rank (a local launch makes its own)");
+  if (rank >= 0 && link)
+    throw std::invalid_argument(
+        "--link starts the local ranks itself; it does not combine with --rank");
+}
+
 LauncherPlacement mpi_launcher_placement(const std::vector<std::string>& configs, bool link) {
   LauncherPlacement mpi;
   for (size_t c = 0; c < configs.size(); ++c) {

@@ -49,6 +49,14 @@ void end_if_stopped(const char* tool);
 // Prints every failed rank to stderr as "<tool>: rank R ..."; true if all passed.
 bool report_ranks(const char* tool, const std::vector<RankExit>& exits);
 
+// The flags of one rank of a job started by hand (`--rank R`, -1: not
+// given; `--rendezvous`) against a local launch's: the rank below world,
+// --rendezvous only with --rank (and, with rendezvous_required, --rank
+// only with it), no --link (link: given) with --rank. Throws
+// std::invalid_argument naming the flags.
+void check_rank_flags(int rank, int world, const std::string& rendezvous, bool link,
+                      bool rendezvous_required);
+
 struct LauncherPlacement {
   bool found = false;  // the config's backend is mpi and a launcher set the variables
   int rank = 0;

@@ -59,15 +59,8 @@ void finish_options(TrainOptions& o, bool rank_given) {
   o.bucket_bytes = parse_size(o.bucket_size, "--bucket-size");
   parse_bucket_dtype(o.dtype, "--dtype");
   if (!o.link_text.empty()) o.link = parse_link(o.link_text);
-  if (rank_given && o.rank >= o.world)
-    throw std::invalid_argument("--rank " + std::to_string(o.rank) + " is not below --world " +
-                                std::to_string(o.world));
-  if (!rank_given && !o.rendezvous.empty())
-    throw std::invalid_argument("--rendezvous goes with --rank (a local launch makes its own)");
-  if (rank_given && o.link.rate_bits_per_s > 0)
-    throw std::invalid_argument(
-        "--link starts the local ranks itself; it does not combine "
-        "with --rank");
+  check_rank_flags(rank_given ? o.rank : -1, o.world, o.rendezvous, o.link.rate_bits_per_s > 0,
+                   false);
 }
 
 // A double as text that parses back to the same double.
