@@ -3,6 +3,7 @@
 // the --metrics CSV, the --trace), `ddph bench`'s and `ddph choose`'s
 // answer.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -293,6 +294,8 @@ TEST_F(ToolAuto, ChooseRunsOneRankPerCommandLikeAMultiMachineJob) {
       " choose --world 2 --bucket-size 256KiB --candidates allreduce,fp16 "
       "--rendezvous file://" +
       dir_ + "/store --rank ";
+  // Made here, as a cluster's shared store is before its ranks start.
+  ASSERT_EQ(mkdir((dir_ + "/store").c_str(), 0700), 0);
   const std::string env = "DDPH_PLUGIN_PATH=" + std::string(DDPH_PLUGIN_DIR) + " ";
   const std::string cmd = "sh -c '" + env + kDdph + common + "1 >" + dir_ + "/r1 2>" + dir_ +
                           "/e1 & p=$!; " + env + kDdph + common + "0 >" + dir_ + "/r0 2>" + dir_ +
