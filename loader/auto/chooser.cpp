@@ -16,8 +16,20 @@ constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
 // Version 2 added each bucket's backward time after it (Slot::ahead,
 // Slot::hidden), the window's backward times, periods and steps, and the
 // step's time outside the hooks; a version 1 blob loads with none of them
-// (measured again from the next exchange).
-constexpr uint32_t kOldestStateVersion = 1, kStateVersion = 2;
+// (measured again from the next exchange). Version 3 appended the
+// direction of the last check's norm jump (State::norm_trend).
+constexpr uint32_t kOldestStateVersion = 1, kStateVersion = 3;
+
+// The exchange combines the ranks' reports by MAX. A time the ranks agree
+// on by its smallest travels as 1 / (1 + seconds), largest for the
+// smallest time; a word of 0 (a rank that measured nothing) loses to
+// every measured one.
+double smallest_wins(double seconds) {
+  return 1 / (1 + std::max(0.0, seconds));
+}
+double from_smallest_wins(double word) {
+  return word > 0 ? 1 / word - 1 : 0;
+}
 
 }  // namespace
 
@@ -153,15 +165,15 @@ std::vector<double> Chooser::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<double> out(kReportWords, 0.0);
   out[0] = std::sqrt(window_.norm_sq);
-  out[1] = window_.seconds;
+  if (window_.seconds > 0) out[1] = smallest_wins(window_.seconds);
   out[2] = window_.new_slot ? 1 : 0;
   for (size_t s = 0; s < kMaxSlots; ++s)
     for (size_t c = 0; c < kMaxCandidates; ++c)
       if (window_.count[s][c] > 0)
-        out[3 + s * kMaxCandidates + c] = window_.sum[s][c] / window_.count[s][c];
+        out[3 + s * kMaxCandidates + c] = smallest_wins(window_.sum[s][c] / window_.count[s][c]);
   for (size_t s = 0; s < kMaxSlots; ++s)
     if (window_.ahead_count[s] > 0)
-      out[kAheadWord + s] = 1 / (1 + window_.ahead_sum[s] / window_.ahead_count[s]);
+      out[kAheadWord + s] = smallest_wins(window_.ahead_sum[s] / window_.ahead_count[s]);
   if (window_.periods > 0) out[kStepWord] = window_.period_sum / window_.periods;
   out[kStepWord + 1] = window_.steps;
   return out;
@@ -185,18 +197,28 @@ void Chooser::agreed(const std::vector<double>& combined) {
     return p;
   };
   const std::vector<int64_t> before = plan();
-  st_.total_seconds += combined[1];
+  // A bucket's time, and the hooks' time in all, is the smallest over the
+  // ranks: a rank that reached the bucket sooner adds its wait for the
+  // last one, which no candidate changes; the last one's time is what the
+  // candidate costs (the others' share of it included: it waits for them
+  // inside the collective).
+  const double hook_seconds = from_smallest_wins(combined[1]);
+  st_.total_seconds += hook_seconds;
   const bool new_slot = combined[2] > 0;
-  auto mean = [&](size_t s, int c) { return combined[3 + s * kMaxCandidates + size_t(c)]; };
+  auto mean = [&](size_t s, int c) {
+    return from_smallest_wins(combined[3 + s * kMaxCandidates + size_t(c)]);
+  };
   // The smallest over the ranks: a rank whose backward ends sooner after
   // a bucket starts waiting for it sooner.
   for (size_t s = 0; s < st_.slots.size(); ++s)
-    if (combined[kAheadWord + s] > 0) st_.slots[s].ahead = 1 / combined[kAheadWord + s] - 1;
-  // The slowest rank's period, less the slowest rank's hook seconds per
-  // step: what the step spends outside the hooks. Buckets that overlap
-  // the backward make it smaller than that time, never larger.
+    if (combined[kAheadWord + s] > 0)
+      st_.slots[s].ahead = from_smallest_wins(combined[kAheadWord + s]);
+  // The slowest rank's period, less the hooks' seconds per step: what the
+  // step spends outside the hooks (the ranks' wait for each other
+  // included). Buckets that overlap the backward make it smaller than
+  // that time, never larger.
   if (combined[kStepWord] > 0 && combined[kStepWord + 1] > 0)
-    st_.rest_seconds = std::max(0.0, combined[kStepWord] - combined[1] / combined[kStepWord + 1]);
+    st_.rest_seconds = std::max(0.0, combined[kStepWord] - hook_seconds / combined[kStepWord + 1]);
   // Accordion's test, on the agreed norm of the step before this one.
   hold_back_if_norm_jumped(combined[0]);
   const bool held = step_ < st_.held_until;
@@ -518,10 +540,17 @@ double Chooser::model_seconds(int c, uint64_t bytes) const {
 void Chooser::hold_back_if_norm_jumped(double norm) {
   if (norm <= 0) return;
   // One step's norm moves with its batch: it is compared with the running
-  // mean of the earlier checks', up or down by the same factor.
-  if (settings_.norm_jump > 0 && st_.last_norm > 0 &&
-      std::fabs(std::log(norm / st_.last_norm)) >= std::log1p(settings_.norm_jump))
+  // mean of the earlier checks', up or down by the same factor, and holds
+  // back only when the check before moved the same way past it too. A
+  // critical phase lasts many steps; one batch's outlier does not.
+  int trend = 0;
+  if (settings_.norm_jump > 0 && st_.last_norm > 0) {
+    const double change = std::log(norm / st_.last_norm);
+    if (std::fabs(change) >= std::log1p(settings_.norm_jump)) trend = change > 0 ? 1 : -1;
+  }
+  if (trend != 0 && trend == st_.norm_trend)
     st_.held_until = step_ + uint64_t(settings_.hold_steps);
+  st_.norm_trend = trend;
   st_.last_norm = st_.last_norm > 0 ? (1 - kNormWeight) * st_.last_norm + kNormWeight * norm : norm;
 }
 
@@ -608,6 +637,7 @@ std::string Chooser::save() const {
   w.put(window_.periods, 4);
   w.put(window_.steps, 4);
   w.put_double(st_.rest_seconds);
+  w.put(uint64_t(st_.norm_trend + 1), 1);
   return finish_frame(w);
 }
 
@@ -716,6 +746,11 @@ bool Chooser::load(const void* bytes, size_t n) {
     DDPH_CHECK(std::isfinite(loaded.rest_seconds) && loaded.rest_seconds >= 0,
                DDPH_INVALID_ARGUMENT,
                "auto chooser state: " << loaded.rest_seconds << " s a step outside the hooks");
+  }
+  if (version >= 3) {
+    const uint64_t trend = r.get(1, "norm trend");
+    DDPH_CHECK(trend <= 2, DDPH_INVALID_ARGUMENT, "auto chooser state: a norm trend of " << trend);
+    loaded.norm_trend = int(trend) - 1;
   }
   DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << r.left() << " bytes after its end");

@@ -4,8 +4,10 @@
 // runs the exchange it asks for, and feeds back the ranks' combined report.
 //
 // Every decision is taken at a step boundary from the combined report
-// alone (each value the MAX over the ranks: a collective takes as long as
-// its slowest rank), so every rank takes the same one whatever it measured.
+// alone (the ranks' reports combined by MAX: the norm and the period are
+// the largest over the ranks, the buckets' times the smallest, which is
+// the last rank to reach a bucket's: the others add their wait for it), so
+// every rank takes the same one whatever it measured.
 // Between exchanges the plan is a fixed function of the last decision.
 //
 // Phases: warm-up (the least compressed candidate), a round of exploring
@@ -69,11 +71,12 @@ class Chooser {
   static constexpr uint64_t kProbeRechecks = 20;
   // The weight of the newest check in the running mean of gradient norms.
   static constexpr double kNormWeight = 0.3;
-  // The exchange: norm, bucket seconds, a new-bucket flag, then
-  // kMaxSlots x kMaxCandidates mean seconds (0: not measured), then per
-  // slot the backward's time after it as 1 / (1 + mean seconds), so that
-  // the exchange's MAX takes the smallest (0: not measured), then the
-  // mean step period and how many steps the window timed.
+  // The exchange: norm, the buckets' seconds, a new-bucket flag, then
+  // kMaxSlots x kMaxCandidates mean seconds, then per slot the backward's
+  // time after it, then the mean step period and how many steps the
+  // window timed. Seconds of the buckets and the backward travel as
+  // 1 / (1 + seconds), so that the exchange's MAX takes the smallest (0:
+  // not measured).
   static constexpr size_t kAheadWord = 3 + kMaxSlots * kMaxCandidates;
   static constexpr size_t kStepWord = kAheadWord + kMaxSlots;
   static constexpr size_t kReportWords = kStepWord + 2;
@@ -190,6 +193,9 @@ class Chooser {
     std::vector<int> round;   // candidates of this round, in order
     size_t round_pos = 0;
     double last_norm = 0;  // the running mean of the checks' norms
+    // +1 or -1: the last check's norm moved past norm_jump up or down from
+    // the running mean; 0: within it. A second check the same way holds.
+    int norm_trend = 0;
     double total_seconds = 0, explore_cost = 0;
     // A step's time outside its buckets' hooks (forward, backward,
     // optimizer): the agreed period less the buckets' seconds per step.
