@@ -17,6 +17,9 @@ Phases, in this order (a run stopped early keeps what it measured):
   (docs/auto.md), the cell's best fixed ddph hook as --best-from's runs
   measured it, and PyTorch's allreduce_hook (not at 100mbit), in one
   launch each.
+- floor (only when named): `auto` alone on an unshaped link (100gbit), MLP
+  and CNN, world 2 and 4: the compute floor that auto_report.py compares
+  auto's steps at 1 and 10 Gbit/s with.
 
 Each (model, link, world) cell is one `ddph lab` launch that trains every
 hook in turn on the same processes (train_rank.py). When a launch fails, the
@@ -157,7 +160,7 @@ def best_ddph(runs, model, link, world, n=1):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--phases", default="headline,1gbit,10gbit,100mbit",
-                   help="comma-separated; 'auto' only when named (best with --out-dir)")
+                   help="comma-separated; 'auto' and 'floor' only when named (best with --out-dir)")
     p.add_argument("--best-from", default=os.path.join(HERE, "results", "runs.jsonl"),
                    help="the runs whose best fixed ddph hook per cell the auto phase runs")
     p.add_argument("--ddph", default=os.path.join(ROOT, "build", "bin", "ddph"))
@@ -225,6 +228,10 @@ def plan(args, out):
                 # behind (the matrix above): not run again there.
                 torch = ["torch_allreduce"] if link != "100mbit" else []
                 yield (link, world, model, ["ddph_auto"] + best + torch, 0, "auto")
+    if "floor" in phases:
+        for model in ("mlp", "cnn"):
+            for world in WORLDS:
+                yield ("100gbit", world, model, ["ddph_auto"], 0, "floor")
 
 
 if __name__ == "__main__":

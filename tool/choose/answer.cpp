@@ -82,7 +82,7 @@ std::string choice_yaml(const ChooseOptions& o, const std::vector<loader::Candid
   std::ostringstream out;
   out << "# ddph choose: " << count_of(o.world, "rank") << ", link " << link_text(o) << ", "
       << count_of(r.steps, "step") << (r.settled ? "" : " (not settled: the --steps cap)")
-      << "\n# mean hook time per bucket, the slowest rank's, of the settled steps:\n";
+      << "\n# mean hook time per bucket, the shortest of the ranks', of the settled steps:\n";
   for (const SizeChoice& c : r.sizes) {
     out << "# " << format_size(c.bytes) << ": " << spec_of(specs, c).info.name << " ("
         << choice_reason_name(c.reason) << ");";

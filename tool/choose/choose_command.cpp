@@ -36,15 +36,15 @@ const char kDescription[] =
     "bucket runs its fastest (or --steps), then prints the job file it would choose:\n"
     "`comm:` and the chosen candidate's `hook:` with its options, `rules:` by size\n"
     "where sizes choose differently, and a comment per size with each candidate's\n"
-    "mean hook time (the slowest rank's, of its settled steps). --candidates: the\n"
-    "auto hook's candidates option (allreduce, fp16, bf16, q8, q4ef, powersgd4, or\n"
-    "family/hook). --link RATE[,LATENCY]: each rank on its own shaped link (see `ddph\n"
-    "lab --help`). --matrix ROWSxCOLS tiles each bucket with matrices, as a model's\n"
-    "layers give PowerSGD; by default a bucket is one flat gradient. --json: the\n"
-    "choice as one JSON line. --rank R --rendezvous URL: run only rank R, one\n"
-    "command per machine as with `ddph train --rank`, so that the ranks measure the\n"
-    "network between the machines (DDPH_JOB_ID keeps concurrent jobs apart); rank 0\n"
-    "prints. Exits 3 when the chooser had not settled by --steps.";
+    "mean hook time (the shortest of the ranks', of its settled steps).\n"
+    "--candidates: the auto hook's candidates option (allreduce, fp16, bf16, q8,\n"
+    "q4ef, powersgd4, or family/hook). --link RATE[,LATENCY]: each rank on its own\n"
+    "shaped link (see `ddph lab --help`). --matrix ROWSxCOLS tiles each bucket with\n"
+    "matrices, as a model's layers give PowerSGD; by default a bucket is one flat\n"
+    "gradient. --json: the choice as one JSON line. --rank R --rendezvous URL: run\n"
+    "only rank R, one command per machine as with `ddph train --rank`, so that the\n"
+    "ranks measure the network between the machines (DDPH_JOB_ID keeps concurrent\n"
+    "jobs apart); rank 0 prints. Exits 3 when the chooser had not settled by --steps.";
 
 // What CLI11 cannot check alone. Throws std::invalid_argument naming the flag.
 void finish_options(ChooseOptions& o) {

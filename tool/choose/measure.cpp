@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "loader/auto/chooser.h"
@@ -85,11 +86,15 @@ ChooseResult measure_choice(const ChooseOptions& o, const std::string& config,
       break;
     }
   }
-  // Each rank's means, then the slowest rank's, as the chooser compares them.
-  std::vector<double> means(n * candidates, 0.0);
+  // Each rank's means, then the shortest over the ranks, as the chooser
+  // compares them (the others add their wait for the last rank to arrive).
+  constexpr double kNotTimed = std::numeric_limits<double>::max();
+  std::vector<double> means(n * candidates, kNotTimed);
   for (size_t k = 0; k < means.size(); ++k)
     if (timings.count[k] > 0) means[k] = timings.sum[k] / timings.count[k];
-  if (!means.empty()) s.allreduce(means.data(), int64_t(means.size()), DDPH_MAX);
+  if (!means.empty()) s.allreduce(means.data(), int64_t(means.size()), DDPH_MIN);
+  for (double& m : means)
+    if (m == kNotTimed) m = 0;
   for (size_t i = 0; i < n; ++i) {
     SizeChoice c;
     c.bytes = o.bucket_bytes[i];

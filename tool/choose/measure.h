@@ -17,7 +17,7 @@ struct SizeChoice {
   int candidate = -1;  // index in the candidates
   int32_t reason = 0;  // ddph_choice_reason_t of the last step
   // Per candidate, the mean hook seconds of its settled buckets of this
-  // size (the slowest rank's mean; 0: not timed).
+  // size (the shortest of the ranks' means; 0: not timed).
   std::vector<double> seconds;
 };
 
