@@ -117,9 +117,9 @@ TEST(AutoSession, EveryRankRunsEachBucketOnTheSameCandidateAndGetsTheSameResult)
 
 // Deterministic at 100 Mbit/s, 4-bit with error feedback wins; the gradients
 // grow tenfold at step 6, the norm test sees it at steps 6 and 7 and holds
-// it back from step 8 on, and allreduce takes over. What 4-bit still owed (its residual) is flushed
-// into allreduce's first bucket: the sum over the steps of the reduced
-// values equals the sum of the true means.
+// it back from step 8 on, and allreduce takes over. What 4-bit still owed
+// (its residual) is flushed into allreduce's first bucket: the sum over
+// the steps of the reduced values equals the sum of the true means.
 TEST(AutoSession, ASwitchAwayFromErrorFeedbackKeepsTheSumOfTheGradients) {
   auto res = ddph_test::run_ranks(2, [](int rank, int world, const std::string& dir) {
     ddph_session_t* s = ddph_test::open_session(
