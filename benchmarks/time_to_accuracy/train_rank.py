@@ -15,10 +15,14 @@ clock stops and each rank scores its own model on its slice of the first
 --eval-images test images (the counts are summed); the full 10,000 images
 are scored at the end. Rank 0 appends one JSON line per hook to --out, with
 a "started" line before each (so a crash names its hook).
+
+With DDPH_LOG_LEVEL set (info: auto's decisions and what its exploring
+cost, docs/auto.md), every rank prints the library's lines to stderr.
 """
 import argparse
 import datetime
 import json
+import logging
 import os
 import statistics
 import sys
@@ -182,6 +186,11 @@ def run_hook(key, args, data, rank, world):
 
 
 def main():
+    if os.environ.get("DDPH_LOG_LEVEL"):
+        # The library filters by DDPH_LOG_LEVEL; its logger passes what it hands over.
+        logger = logging.getLogger("ddphooks")
+        logger.addHandler(logging.StreamHandler(sys.stderr))
+        logger.setLevel(logging.DEBUG)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=sorted(models.MODELS), default="mlp")
     p.add_argument("--hooks", required=True, help="comma-separated keys of hooks.HOOKS")
