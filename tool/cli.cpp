@@ -63,6 +63,18 @@ CLI::Option* add_real(CLI::App* cmd, const std::string& flag, double* value,
   return o->capture_default_str();
 }
 
+CLI::Option* add_rank_flags(CLI::App* cmd, int* rank, std::string* rendezvous,
+                            const std::string& rank_help, int64_t max_rank) {
+  CLI::Option* o =
+      cmd->add_option("--rank", *rank, rank_help)->type_name("R")->check(whole_in(0, max_rank));
+  cmd->add_option("--rendezvous", *rendezvous,
+                  "with --rank: the job's rendezvous URL (file:///dir, redis://host:port, "
+                  "tcp://host:port, env://)")
+      ->type_name("URL")
+      ->check(non_empty());
+  return o;
+}
+
 CLI::Validator whole_in(int64_t min, uint64_t max) {
   const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
   return CLI::Validator(

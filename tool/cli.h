@@ -65,6 +65,13 @@ CLI::Option* add_real(CLI::App* cmd, const std::string& flag, double* value,
                       const std::string& help, const std::string& type_name, double min,
                       double max);
 
+// One rank of a job started by hand: --rank R (R from 0 to max_rank) and
+// --rendezvous URL, as `ddph train` and `ddph choose` take them (checked
+// against each other by check_rank_flags, tool/ranks/launchers.h).
+// Returns --rank's option, whose count() says whether it was given.
+CLI::Option* add_rank_flags(CLI::App* cmd, int* rank, std::string* rendezvous,
+                            const std::string& rank_help, int64_t max_rank);
+
 // The job files a command reads, given as positional arguments (named
 // positional) or as --config: bench takes lists, train one of each.
 template <class T>

@@ -170,14 +170,8 @@ void add_choose_command(CLI::App& root, int* exit_code) {
       add_command(root, "choose", "measure the link and print the hook an auto hook would choose",
                   kDescription, o, run_choose, exit_code);
   add_whole(cmd, "--world", &o->world, "ranks (all local unless --rank)", "N", 2, 256);
-  cmd->add_option("--rank", o->rank, "run only this rank of the job (one per machine)")
-      ->type_name("R")
-      ->check(whole_in(0, 255));
-  cmd->add_option("--rendezvous", o->rendezvous,
-                  "with --rank: the job's rendezvous URL (file:///dir, redis://host:port, "
-                  "tcp://host:port, env://)")
-      ->type_name("URL")
-      ->check(non_empty());
+  add_rank_flags(cmd, &o->rank, &o->rendezvous, "run only this rank of the job (one per machine)",
+                 255);
   cmd->add_option("--bucket-size", o->bucket_sizes, "a bucket size, e.g. 25MiB (repeatable)")
       ->type_name("SIZE")
       ->delimiter(',')

@@ -213,14 +213,8 @@ void add_train_command(CLI::App& root, int* exit_code) {
   add_config_files(cmd, "config_file", &o->config_arg, "the YAML job file (the same as --config)",
                    &o->config, "the YAML job file");
   add_whole(cmd, "--world", &o->world, "ranks", "N", 1, 1024);
-  CLI::Option* rank = cmd->add_option("--rank", o->rank, "run only this rank of the job")
-                          ->type_name("R")
-                          ->check(whole_in(0, 1023));
-  cmd->add_option("--rendezvous", o->rendezvous,
-                  "with --rank: the job's rendezvous URL (file:///dir, redis://host:port, "
-                  "tcp://host:port, env://)")
-      ->type_name("URL")
-      ->check(non_empty());
+  CLI::Option* rank =
+      add_rank_flags(cmd, &o->rank, &o->rendezvous, "run only this rank of the job", 1023);
   cmd->add_option("--job", o->job, "the job id (overrides comm.job)")
       ->type_name("ID")
       ->check(non_empty());
