@@ -365,12 +365,7 @@ bool Chooser::skip(int c) const {
     const std::vector<double> penalty = lossy_penalty();
     bool could_win = false;
     for (size_t s = 0; s < st_.slots.size(); ++s) {
-      double other = 0;
-      for (int r = 0; r < int(candidates_.size()); ++r) {
-        const double t = st_.slots[s].agreed[size_t(r)];
-        if (t > 0 && allowed(r) && !candidates_[size_t(r)].lossy() && (other == 0 || t < other))
-          other = t;
-      }
+      const double other = fastest_allowed(st_.slots[s], true);
       could_win = could_win || other == 0 || penalty[s] < other;
     }
     if (!could_win) return true;
@@ -426,6 +421,17 @@ double Chooser::weighed(int c, double t, double penalty) const {
   return candidates_[size_t(c)].lossy() ? t + penalty : t;
 }
 
+double Chooser::fastest_allowed(const Slot& slot, bool not_lossy) const {
+  double fastest = 0;
+  for (int c = 0; c < int(candidates_.size()); ++c) {
+    const double t = slot.agreed[size_t(c)];
+    if (t > 0 && allowed(c) && !(not_lossy && candidates_[size_t(c)].lossy()) &&
+        (fastest == 0 || t < fastest))
+      fastest = t;
+  }
+  return fastest;
+}
+
 std::vector<double> Chooser::lossy_penalty() const {
   // A lossy candidate needs more steps to the same accuracy: it pays only
   // where the step gets shorter by more than lossy_margin of itself. The
@@ -433,14 +439,8 @@ std::vector<double> Chooser::lossy_penalty() const {
   // candidate (the fastest of all where no other was measured).
   double step = st_.rest_seconds, bytes = 0;
   for (const Slot& slot : st_.slots) {
-    double other = 0, any = 0;
-    for (int c = 0; c < int(candidates_.size()); ++c) {
-      const double t = slot.agreed[size_t(c)];
-      if (t <= 0 || !allowed(c)) continue;
-      if (any == 0 || t < any) any = t;
-      if (!candidates_[size_t(c)].lossy() && (other == 0 || t < other)) other = t;
-    }
-    step += other > 0 ? other : any;
+    const double other = fastest_allowed(slot, true);
+    step += other > 0 ? other : fastest_allowed(slot, false);
     bytes += double(slot.bytes);
   }
   std::vector<double> penalty;

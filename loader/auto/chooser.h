@@ -171,6 +171,9 @@ class Chooser {
   // of the step's time with every bucket on its fastest other candidate,
   // shared out by the buckets' bytes.
   std::vector<double> lossy_penalty() const;
+  // The shortest agreed time in `slot` of the candidates allowed now (with
+  // not_lossy, of those that are not lossy); 0: none measured.
+  double fastest_allowed(const Slot& slot, bool not_lossy) const;
   // The step's time past the backward's end with bucket times `t`.
   double exposed_seconds(const std::vector<double>& t) const;
   void hide_behind_backward();
