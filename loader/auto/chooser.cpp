@@ -232,11 +232,20 @@ void Chooser::agreed(const std::vector<double>& combined) {
     }
     start_round(false);
   } else if (st_.phase == Phase::kExplore) {
-    const int c = st_.round[st_.round_pos];
+    const int c = st_.round[st_.round_pos], ref = least_compressed();
     for (size_t s = 0; s < st_.slots.size(); ++s) {
       Slot& slot = st_.slots[s];
       if (mean(s, c) <= 0) continue;
       slot.agreed[size_t(c)] = mean(s, c);
+      // After a slowdown the reference's last time is the fast link's:
+      // what timing it again (a probe) would cost is priced by bytes on
+      // the wire from the candidates timed on the new link, the least
+      // compressed last (the most compressed explore first).
+      const bool slowdown =
+          std::any_of(slot.predicted.begin(), slot.predicted.end(), [](double t) { return t > 0; });
+      if (slowdown && c != ref)
+        slot.ref_seconds =
+            mean(s, c) * candidates_[size_t(c)].nominal_ratio / candidates_[size_t(ref)].nominal_ratio;
       double best = 0;
       for (double t : slot.agreed)
         if (t > 0 && (best == 0 || t < best)) best = t;
@@ -298,6 +307,13 @@ void Chooser::agreed(const std::vector<double>& combined) {
             slower && c0 >= 0 && now[s] > slot.decided_seconds && slot.decided_seconds > 0
                 ? (now[s] - slot.decided_seconds) * candidates_[size_t(c0)].nominal_ratio
                 : 0;
+        // What timing the reference again would cost (a probe's price)
+        // grows with the link's time too, at least as far as this window
+        // shows (its steps before the change included); the round's
+        // timings price it in full.
+        const int ref = least_compressed();
+        if (extra > 0 && ref != c0 && slot.ref_seconds > 0)
+          slot.ref_seconds += extra / candidates_[size_t(ref)].nominal_ratio;
         for (size_t c = 0; c < kMaxCandidates; ++c) {
           slot.predicted[c] = extra > 0 && slot.agreed[c] > 0 && int(c) != c0
                                   ? slot.agreed[c] + extra / candidates_[c].nominal_ratio

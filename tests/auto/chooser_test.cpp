@@ -271,6 +271,28 @@ TEST(AutoChooser, NoProbeTimesTheReferenceWhereThatWouldCostMoreThanItsShare) {
   }
 }
 
+TEST(AutoChooser, AfterASlowdownNoProbeIsPricedAtTheFastLinksTime) {
+  AutoSettings s = settings();
+  s.explore_share = 0.2;
+  Chooser ch(s, builtins(), 2);
+  bool slow = false;
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double fast[] = {12, 8, 8, 9, 11, 14};           // 10 Gbit/s-like: fp16
+    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
+    return (slow ? slowed : fast)[c] * 1e-3;
+  };
+  run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
+  slow = true;
+  // Allreduce was last timed at 12 ms, under PowerSGD's 20 ms now: priced
+  // at that, a probe would look free, fit the share by step 300 and time
+  // it at 600 ms a step. 8-bit's 150 ms on the new link, at a quarter of
+  // allreduce's bytes, prices it at 600 ms: within 400 steps it never fits.
+  const auto after = run(std::vector<Chooser*>{&ch}, 400, {4 << 20}, seconds, 50);
+  for (size_t k = 0; k < after.size(); ++k)
+    EXPECT_NE(after[k].picks[0].candidate, kAllreduce) << "step " << 50 + k;
+  EXPECT_EQ(after.back().picks[0].candidate, kPsgd4);
+}
+
 TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
   AutoSettings s = settings();
   s.explore_share = 0;  // nothing may be spent on exploring again
