@@ -241,11 +241,20 @@ void Chooser::agreed(const std::vector<double>& combined) {
       // what timing it again (a probe) would cost is priced by bytes on
       // the wire from the candidates timed on the new link, the least
       // compressed last (the most compressed explore first).
-      const bool slowdown =
-          std::any_of(slot.predicted.begin(), slot.predicted.end(), [](double t) { return t > 0; });
-      if (slowdown && c != ref)
-        slot.ref_seconds =
-            mean(s, c) * candidates_[size_t(c)].nominal_ratio / candidates_[size_t(ref)].nominal_ratio;
+      if (slot.after_slowdown() && c != ref)
+        slot.ref_seconds = mean(s, c) * candidates_[size_t(c)].nominal_ratio /
+                           candidates_[size_t(ref)].nominal_ratio;
+      // The link model's prediction took the slowdown from a window that
+      // began before it, so it can fall short: what c took beyond its
+      // prediction is the link's too, and raises the others' by their
+      // bytes on the wire before they are weighed for skipping.
+      if (slot.predicted[size_t(c)] > 0 && mean(s, c) > slot.predicted[size_t(c)]) {
+        const double more =
+            (mean(s, c) - slot.predicted[size_t(c)]) * candidates_[size_t(c)].nominal_ratio;
+        for (size_t d = 0; d < candidates_.size(); ++d)
+          if (int(d) != c && slot.predicted[d] > 0 && slot.agreed[d] <= 0)
+            slot.predicted[d] += more / candidates_[d].nominal_ratio;
+      }
       double best = 0;
       for (double t : slot.agreed)
         if (t > 0 && (best == 0 || t < best)) best = t;
@@ -386,39 +395,52 @@ bool Chooser::skip(int c) const {
     }
     if (!could_win) return true;
   }
-  const double ratio = candidates_[size_t(c)].nominal_ratio;
-  // Per bucket: c's time as measured (still valid), as the link model
-  // predicted it after a slowdown, or scaled by bytes on the wire from the
-  // least compressed candidate measured there that is less compressed than
-  // c (its time is mostly the link's). A bucket with none: explore. The
-  // best it is held against is of c's own kind (lossy or not): the best of
-  // the others is what runs while lossy ones are held back, so it is
-  // measured too.
+  // Per bucket, c's estimate against the best of c's own kind (lossy or
+  // not): the best of the others is what runs while lossy ones are held
+  // back, so it is measured too. Where none of its kind is measured yet
+  // (after a slowdown, when only the lossy candidate running then was),
+  // the best estimate of its kind is explored and the others are held
+  // against it. A bucket with nothing known: explore.
   const bool lossy = candidates_[size_t(c)].lossy();
   double estimate = 0, best = 0;
   for (const Slot& slot : st_.slots) {
-    double fastest = 0;
-    int ref = -1;
+    double fastest = 0, fastest_estimate = 0;
     for (int r = 0; r < int(candidates_.size()); ++r) {
-      const double t = slot.agreed[size_t(r)];
-      if (t <= 0) continue;
-      if (candidates_[size_t(r)].lossy() == lossy && (fastest == 0 || t < fastest)) fastest = t;
-      const double r_ratio = candidates_[size_t(r)].nominal_ratio;
-      if (r_ratio < ratio && (ref < 0 || r_ratio < candidates_[size_t(ref)].nominal_ratio)) ref = r;
+      if (candidates_[size_t(r)].lossy() != lossy) continue;
+      const double t = slot.agreed[size_t(r)], e = estimated_seconds(slot, r);
+      if (t > 0 && (fastest == 0 || t < fastest)) fastest = t;
+      if (e > 0 && (fastest_estimate == 0 || e < fastest_estimate)) fastest_estimate = e;
     }
-    if (fastest == 0) return false;
-    best += fastest;
-    if (slot.agreed[size_t(c)] > 0) {
-      estimate += slot.agreed[size_t(c)];
-    } else if (slot.predicted[size_t(c)] > 0) {
-      estimate += slot.predicted[size_t(c)];
-    } else if (ref >= 0) {
-      estimate += slot.agreed[size_t(ref)] * candidates_[size_t(ref)].nominal_ratio / ratio;
-    } else {
-      return false;
-    }
+    const double mine = estimated_seconds(slot, c);
+    if (mine <= 0 || (fastest == 0 && fastest_estimate == 0)) return false;
+    best += fastest > 0 ? fastest : fastest_estimate;
+    estimate += mine;
   }
   return !st_.slots.empty() && estimate > kSkipFactor * best;
+}
+
+double Chooser::estimated_seconds(const Slot& slot, int c) const {
+  if (slot.agreed[size_t(c)] > 0) return slot.agreed[size_t(c)];
+  if (slot.predicted[size_t(c)] > 0) return slot.predicted[size_t(c)];
+  // Scaled by bytes on the wire from the least compressed candidate
+  // measured here that is less compressed than c: its time is mostly the
+  // link's. After a slowdown (the link model predicted something here),
+  // the least compressed one measured that is more compressed than c
+  // serves too: on the slowed link its time is mostly the link's as well
+  // (its computation, scaled up with it, errs toward skipping).
+  const double ratio = candidates_[size_t(c)].nominal_ratio;
+  int below = -1, above = -1;
+  for (int r = 0; r < int(candidates_.size()); ++r) {
+    if (slot.agreed[size_t(r)] <= 0) continue;
+    const double r_ratio = candidates_[size_t(r)].nominal_ratio;
+    if (r_ratio < ratio && (below < 0 || r_ratio < candidates_[size_t(below)].nominal_ratio))
+      below = r;
+    if (r_ratio > ratio && (above < 0 || r_ratio < candidates_[size_t(above)].nominal_ratio))
+      above = r;
+  }
+  const int from = below >= 0 ? below : slot.after_slowdown() ? above : -1;
+  if (from < 0) return 0;
+  return slot.agreed[size_t(from)] * candidates_[size_t(from)].nominal_ratio / ratio;
 }
 
 void Chooser::next_in_round() {

@@ -128,6 +128,13 @@ class Chooser {
     // After the link slowed down: each candidate's time as the link model
     // predicts it (0: none), so that a round explores only the likely ones.
     std::array<double, kMaxCandidates> predicted{};
+    // Whether the link model predicted anything here: a round after a
+    // slowdown.
+    bool after_slowdown() const {
+      for (double t : predicted)
+        if (t > 0) return true;
+      return false;
+    }
     int choice = -1;
     ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;
     double decided_seconds = 0;
@@ -161,6 +168,9 @@ class Chooser {
   // After the explored candidate's exchange: the next one not skipped.
   void next_in_round();
   bool skip(int c) const;
+  // Candidate c's time in `slot` as far as is known without running it
+  // (skip()); 0: not known.
+  double estimated_seconds(const Slot& slot, int c) const;
   // What timing the reference in every bucket would cost over the fastest.
   double reference_cost() const;
   void decide(ddph_choice_reason_t reason);

@@ -293,6 +293,64 @@ TEST(AutoChooser, AfterASlowdownNoProbeIsPricedAtTheFastLinksTime) {
   EXPECT_EQ(after.back().picks[0].candidate, kPsgd4);
 }
 
+TEST(AutoChooser, ASlowdownOnALossyCandidateTimesOnlyTheOthersThatCanWin) {
+  Chooser ch(settings(), builtins(), 2);
+  bool slow = false;
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double fast[] = {12, 8, 8, 9, 11, 4};            // PowerSGD, by lossy_margin
+    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
+    return (slow ? slowed : fast)[c] * 1e-3;
+  };
+  const auto before = run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
+  ASSERT_EQ(before.back().picks[0].candidate, kPsgd4);
+  slow = true;
+  // PowerSGD's slowdown (4 to 20 ms) predicts 8-bit at 73 ms and 16-bit
+  // at 136: the link model counts only what PowerSGD's few bytes showed.
+  // 8-bit, the best guess of what runs while lossy candidates are held
+  // back, is timed (150 ms); its time beyond the prediction is the
+  // link's, which puts 16-bit past 1.5 x 150 ms and allreduce at 576 ms:
+  // neither is timed on the slow link.
+  const auto after = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 50);
+  bool timed_q8 = false;
+  for (size_t k = 0; k < after.size(); ++k) {
+    const int c = after[k].picks[0].candidate;
+    EXPECT_TRUE(c == kPsgd4 || c == kQ8 || c == kQ4ef) << "step " << 50 + k << ": " << c;
+    timed_q8 = timed_q8 || c == kQ8;
+  }
+  EXPECT_TRUE(timed_q8);
+  EXPECT_EQ(after.back().picks[0].candidate, kPsgd4);
+  EXPECT_EQ(after.back().picks[0].reason, DDPH_CHOICE_FASTEST);
+}
+
+TEST(AutoChooser, ASecondSlowdownPricesTheCandidatesTheFirstLeftUntimed) {
+  Chooser ch(settings(), builtins(), 2);
+  int link = 0;
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double ms[3][6] = {{12, 8, 8, 9, 11, 4},           // PowerSGD, by lossy_margin
+                             {120, 60, 60, 32, 20, 9},       // 1 Gbit/s-like
+                             {600, 300, 300, 150, 80, 20}};  // 100 Mbit/s-like
+    return ms[link][c] * 1e-3;
+  };
+  run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
+  link = 1;
+  // The first slowdown times 8-bit only: 16-bit and allreduce, predicted
+  // far above it, are not timed on this link, and nothing of them is
+  // known after it.
+  const auto middle = run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 50);
+  ASSERT_EQ(middle.back().picks[0].candidate, kPsgd4);
+  link = 2;
+  // After the second, 16-bit and allreduce are priced by bytes on the
+  // wire from 8-bit's time on the new link (300 and 600 ms against its
+  // 150): not timed either.
+  const auto after = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 100);
+  for (const auto* steps : {&middle, &after})
+    for (size_t k = 0; k < steps->size(); ++k) {
+      const int c = (*steps)[k].picks[0].candidate;
+      EXPECT_TRUE(c == kPsgd4 || c == kQ8 || c == kQ4ef) << "step " << k << ": " << c;
+    }
+  EXPECT_EQ(after.back().picks[0].candidate, kPsgd4);
+}
+
 TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
   AutoSettings s = settings();
   s.explore_share = 0;  // nothing may be spent on exploring again
