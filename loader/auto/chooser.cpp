@@ -233,6 +233,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
     start_round(false);
   } else if (st_.phase == Phase::kExplore) {
     const int c = st_.round[st_.round_pos], ref = least_compressed();
+    const bool slowdown = after_slowdown();
     for (size_t s = 0; s < st_.slots.size(); ++s) {
       Slot& slot = st_.slots[s];
       if (mean(s, c) <= 0) continue;
@@ -241,20 +242,25 @@ void Chooser::agreed(const std::vector<double>& combined) {
       // what timing it again (a probe) would cost is priced by bytes on
       // the wire from the candidates timed on the new link, the least
       // compressed last (the most compressed explore first).
-      if (slot.after_slowdown() && c != ref)
+      if (slowdown && c != ref)
         slot.ref_seconds = mean(s, c) * candidates_[size_t(c)].nominal_ratio /
                            candidates_[size_t(ref)].nominal_ratio;
       // The link model's prediction took the slowdown from a window that
       // began before it, so it can fall short: what c took beyond its
       // prediction is the link's too, and raises the others' by their
       // bytes on the wire before they are weighed for skipping.
+      // The chosen one's time, from the window of the change, rises with
+      // them.
       if (slot.predicted[size_t(c)] > 0 && mean(s, c) > slot.predicted[size_t(c)]) {
         const double more =
             (mean(s, c) - slot.predicted[size_t(c)]) * candidates_[size_t(c)].nominal_ratio;
-        for (size_t d = 0; d < candidates_.size(); ++d)
-          if (int(d) != c && slot.predicted[d] > 0 && slot.agreed[d] <= 0)
-            slot.predicted[d] += more / candidates_[d].nominal_ratio;
+        for (size_t d = 0; d < candidates_.size(); ++d) {
+          if (int(d) == c || slot.predicted[d] <= 0) continue;
+          slot.predicted[d] += more / candidates_[d].nominal_ratio;
+          if (int(d) == slot.choice) slot.agreed[d] = slot.predicted[d];
+        }
       }
+      if (slowdown) slot.predicted[size_t(c)] = kTimedOnTheNewLink;
       double best = 0;
       for (double t : slot.agreed)
         if (t > 0 && (best == 0 || t < best)) best = t;
@@ -324,9 +330,14 @@ void Chooser::agreed(const std::vector<double>& combined) {
         if (extra > 0 && ref != c0 && slot.ref_seconds > 0)
           slot.ref_seconds += extra / candidates_[size_t(ref)].nominal_ratio;
         for (size_t c = 0; c < kMaxCandidates; ++c) {
-          slot.predicted[c] = extra > 0 && slot.agreed[c] > 0 && int(c) != c0
-                                  ? slot.agreed[c] + extra / candidates_[c].nominal_ratio
-                                  : 0;
+          // The chosen one's time since the last check stands for it: a
+          // prediction too, as its window began before the change.
+          if (int(c) == c0)
+            slot.predicted[c] = extra > 0 ? now[s] : 0;
+          else
+            slot.predicted[c] = extra > 0 && slot.agreed[c] > 0
+                                    ? slot.agreed[c] + extra / candidates_[c].nominal_ratio
+                                    : 0;
           // What was measured before the change no longer holds.
           slot.agreed[c] = int(c) == c0 ? now[s] : 0;
         }
@@ -424,10 +435,11 @@ double Chooser::estimated_seconds(const Slot& slot, int c) const {
   if (slot.predicted[size_t(c)] > 0) return slot.predicted[size_t(c)];
   // Scaled by bytes on the wire from the least compressed candidate
   // measured here that is less compressed than c: its time is mostly the
-  // link's. After a slowdown (the link model predicted something here),
-  // the least compressed one measured that is more compressed than c
-  // serves too: on the slowed link its time is mostly the link's as well
-  // (its computation, scaled up with it, errs toward skipping).
+  // link's. In a round after a slowdown (in any bucket: one whose time
+  // held has no predictions), the least compressed one measured that is
+  // more compressed than c serves too: on the slowed link its time is
+  // mostly the link's as well (its computation, scaled up with it, errs
+  // toward skipping).
   const double ratio = candidates_[size_t(c)].nominal_ratio;
   int below = -1, above = -1;
   for (int r = 0; r < int(candidates_.size()); ++r) {
@@ -438,9 +450,16 @@ double Chooser::estimated_seconds(const Slot& slot, int c) const {
     if (r_ratio > ratio && (above < 0 || r_ratio < candidates_[size_t(above)].nominal_ratio))
       above = r;
   }
-  const int from = below >= 0 ? below : slot.after_slowdown() ? above : -1;
+  const int from = below >= 0 ? below : after_slowdown() ? above : -1;
   if (from < 0) return 0;
   return slot.agreed[size_t(from)] * candidates_[size_t(from)].nominal_ratio / ratio;
+}
+
+bool Chooser::after_slowdown() const {
+  for (const Slot& slot : st_.slots)
+    for (double t : slot.predicted)
+      if (t != 0) return true;
+  return false;
 }
 
 void Chooser::next_in_round() {
@@ -738,7 +757,11 @@ bool Chooser::load(const void* bytes, size_t n) {
     Slot s;
     s.bytes = r.get(8, "bucket bytes");
     for (double& t : s.agreed) t = r.get_double("bucket seconds");
-    for (double& t : s.predicted) t = r.get_double("predicted seconds");
+    for (double& t : s.predicted) {
+      t = r.get_double("predicted seconds");
+      DDPH_CHECK(std::isfinite(t) && (t >= 0 || t == kTimedOnTheNewLink), DDPH_INVALID_ARGUMENT,
+                 "auto chooser state: bucket " << i << " has a predicted time of " << t << " s");
+    }
     s.choice = int(int32_t(uint32_t(r.get(4, "choice"))));
     s.reason = ddph_choice_reason_t(r.get(4, "reason"));
     s.decided_seconds = r.get_double("decided seconds");

@@ -69,6 +69,8 @@ class Chooser {
   // round, one starts anyway (within explore_share), timing the least
   // compressed candidate first, the link model's reference.
   static constexpr uint64_t kProbeRechecks = 20;
+  // Slot::predicted of a candidate the round after a slowdown has timed.
+  static constexpr double kTimedOnTheNewLink = -1;
   // The weight of the newest check in the running mean of gradient norms.
   static constexpr double kNormWeight = 0.3;
   // The exchange: norm, the buckets' seconds, a new-bucket flag, then
@@ -125,16 +127,11 @@ class Chooser {
   struct Slot {
     uint64_t bytes = 0;
     std::array<double, kMaxCandidates> agreed{};  // mean seconds; 0: unknown
-    // After the link slowed down: each candidate's time as the link model
-    // predicts it (0: none), so that a round explores only the likely ones.
+    // After the link slowed down, until the round that follows ends: each
+    // candidate's time as the link model predicts it, so that the round
+    // explores only the likely ones, or kTimedOnTheNewLink once the round
+    // timed it (0: nothing predicted).
     std::array<double, kMaxCandidates> predicted{};
-    // Whether the link model predicted anything here: a round after a
-    // slowdown.
-    bool after_slowdown() const {
-      for (double t : predicted)
-        if (t > 0) return true;
-      return false;
-    }
     int choice = -1;
     ddph_choice_reason_t reason = DDPH_CHOICE_WARMUP;
     double decided_seconds = 0;
@@ -171,6 +168,9 @@ class Chooser {
   // Candidate c's time in `slot` as far as is known without running it
   // (skip()); 0: not known.
   double estimated_seconds(const Slot& slot, int c) const;
+  // Whether this is a round after a slowdown (the link model predicted
+  // times in some bucket; a bucket whose time held has none).
+  bool after_slowdown() const;
   // What timing the reference in every bucket would cost over the fastest.
   double reference_cost() const;
   void decide(ddph_choice_reason_t reason);
