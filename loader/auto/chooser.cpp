@@ -382,10 +382,19 @@ void Chooser::start_round(bool reference_first) {
     for (const Slot& slot : st_.slots) fresh &= slot.agreed[size_t(c)] > 0;
     if (!fresh) st_.round.push_back(c);
   }
+  // The most compressed first: on a slow link they are the cheapest to
+  // time, and their times tell what the others would cost. Lossy ones
+  // go last, except after a slowdown (where timing them first corrects
+  // the link model soonest): held against the best of the others, they
+  // are not tried where they could not win (a compute-bound step), and
+  // training's first steps after the warm-up run exact or 8-bit.
   const int ref = least_compressed();
+  const bool lossy_last = !after_slowdown();
   std::stable_sort(st_.round.begin(), st_.round.end(), [&](int a, int b) {
     if (reference_first && (a == ref) != (b == ref)) return a == ref;
-    return candidates_[size_t(a)].nominal_ratio > candidates_[size_t(b)].nominal_ratio;
+    const CandidateInfo &ia = candidates_[size_t(a)], &ib = candidates_[size_t(b)];
+    if (lossy_last && ia.lossy() != ib.lossy()) return ib.lossy();
+    return ia.nominal_ratio > ib.nominal_ratio;
   });
   st_.phase = Phase::kExplore;
   st_.round_pos = 0;

@@ -128,10 +128,10 @@ TEST(AutoChooser, WarmsUpOnTheLeastCompressedThenExploresMostCompressedFirstThen
     EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_WARMUP) << k;
   }
   // Then the others for explore_steps() each (PowerSGD 4, the others 3:
-  // its first step is uncompressed), the most compressed
-  // first (allreduce was timed while warming up). 16-bit is skipped: half
-  // of allreduce's 40 ms is over 1.5 x 8-bit's 9 ms.
-  const std::vector<int> order = {kPsgd4, kQ4ef, kQ8};
+  // its first step is uncompressed), the most compressed first, lossy
+  // ones last (allreduce was timed while warming up). 16-bit is skipped:
+  // half of allreduce's 40 ms is over 1.5 x 8-bit's 9 ms.
+  const std::vector<int> order = {kQ8, kPsgd4, kQ4ef};
   uint64_t k = 5;
   for (int c : order)
     for (uint64_t i = 0; i < ch.explore_steps(c); ++i, ++k) {
@@ -148,17 +148,32 @@ TEST(AutoChooser, WarmsUpOnTheLeastCompressedThenExploresMostCompressedFirstThen
 
 TEST(AutoChooser, OnASlowLinkSkipsCandidatesWhoseScaledTimeCannotWin) {
   Chooser ch(settings(), builtins(), 2);
-  // 100 Mbit/s-like: allreduce 600 ms, PowerSGD 20 ms. Scaled from
-  // allreduce by wire bytes, 4-bit would take 75 ms, over 1.5 x 20:
-  // skipped. 8-bit is timed (what runs when lossy candidates are held
-  // back: 150 ms, against allreduce's 600), and 16-bit, scaled to 300 ms
-  // against its 150, is skipped.
+  // 100 Mbit/s-like: allreduce 600 ms, PowerSGD 20 ms. 8-bit is timed
+  // (what runs when lossy candidates are held back: 150 ms, against
+  // allreduce's 600), and 16-bit, scaled to 300 ms against its 150, is
+  // skipped. Scaled from allreduce by wire bytes, 4-bit would take 75 ms,
+  // over 1.5 x PowerSGD's 20: skipped.
   const auto steps = run(ch, 30, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
-  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), 4 + 3);
-  EXPECT_EQ(steps[5].picks[0].candidate, kPsgd4);
-  EXPECT_EQ(steps[5 + 4].picks[0].candidate, kQ8);
+  EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), 3 + 4);
+  EXPECT_EQ(steps[5].picks[0].candidate, kQ8);
+  EXPECT_EQ(steps[5 + 3].picks[0].candidate, kPsgd4);
   EXPECT_EQ(steps[29].picks[0].candidate, kPsgd4);
   EXPECT_EQ(steps[29].picks[0].reason, DDPH_CHOICE_FASTEST);
+}
+
+TEST(AutoChooser, LossyCandidatesAreTimedOnlyWhereTheOthersLeaveThemAChance) {
+  Chooser ch(settings(), builtins(), 2);
+  // A compute-bound step: 30 ms outside the hooks. lossy_margin of the
+  // step with 8-bit (0.25 x 36 ms) is over 8-bit's whole 6 ms: PowerSGD
+  // and 4-bit could not win even taking no time, and are never run.
+  // (Against allreduce's 12 ms, timed in the warm-up, they could have.)
+  const auto steps = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, fixed_ms({12, 9, 9, 6, 5, 4}),
+                         0, {}, {}, [](int, double hooks) { return hooks + 0.030; });
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const int c = steps[k].picks[0].candidate;
+    EXPECT_TRUE(c != kPsgd4 && c != kQ4ef) << "step " << k << ": " << c;
+  }
+  EXPECT_EQ(steps.back().picks[0].candidate, kQ8);
 }
 
 TEST(AutoChooser, NearTiesGoToTheLessCompressedCandidate) {
@@ -398,8 +413,9 @@ TEST(AutoChooser, TheChoiceASlowdownWasSeenOnIsNotKeptAtItsTimeBeforeTheChange) 
     for (size_t k = 0; k < after.size(); ++k) {
       const Pick& p = after[k].picks[0];
       explored = explored || p.reason == DDPH_CHOICE_EXPLORE;
-      if (explored && p.reason == DDPH_CHOICE_FASTEST)
+      if (explored && p.reason == DDPH_CHOICE_FASTEST) {
         EXPECT_EQ(p.candidate, kQ8) << "slowdown at step " << change << ", step " << change + k;
+      }
     }
     EXPECT_TRUE(explored) << "slowdown at step " << change;
   }
