@@ -449,10 +449,17 @@ double Chooser::estimated_seconds(const Slot& slot, int c) const {
   // more compressed than c serves too: on the slowed link its time is
   // mostly the link's as well (its computation, scaled up with it, errs
   // toward skipping).
+  // A time predicted after the slowdown serves as well as a measured one:
+  // PowerSGD's nominal ratio is far below what it saves on a large
+  // bucket, so the nearest candidate with a time, measured or predicted,
+  // is what scales best.
+  auto time_of = [&](int r) {
+    return slot.agreed[size_t(r)] > 0 ? slot.agreed[size_t(r)] : slot.predicted[size_t(r)];
+  };
   const double ratio = candidates_[size_t(c)].nominal_ratio;
   int below = -1, above = -1;
   for (int r = 0; r < int(candidates_.size()); ++r) {
-    if (slot.agreed[size_t(r)] <= 0) continue;
+    if (time_of(r) <= 0) continue;
     const double r_ratio = candidates_[size_t(r)].nominal_ratio;
     if (r_ratio < ratio && (below < 0 || r_ratio < candidates_[size_t(below)].nominal_ratio))
       below = r;
@@ -461,7 +468,7 @@ double Chooser::estimated_seconds(const Slot& slot, int c) const {
   }
   const int from = below >= 0 ? below : after_slowdown() ? above : -1;
   if (from < 0) return 0;
-  return slot.agreed[size_t(from)] * candidates_[size_t(from)].nominal_ratio / ratio;
+  return time_of(from) * candidates_[size_t(from)].nominal_ratio / ratio;
 }
 
 bool Chooser::after_slowdown() const {

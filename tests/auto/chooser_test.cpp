@@ -421,6 +421,32 @@ TEST(AutoChooser, TheChoiceASlowdownWasSeenOnIsNotKeptAtItsTimeBeforeTheChange) 
   }
 }
 
+TEST(AutoChooser, PowerSGDsNominalRatioDoesNotPriceTheOthersAfterASlowdown) {
+  Chooser ch(settings(), builtins(), 2);
+  bool jumped = false;
+  // 100 Mbit/s-like, where PowerSGD sends far less than 1/16 of the
+  // bucket: 3 ms. Its time then doubles (noise on a few milliseconds, or
+  // a slower link): a round after a slowdown. Scaled from PowerSGD by its
+  // nominal ratio, 16-bit would take 56 ms and be timed at 300; 8-bit's
+  // prediction (166 ms) and allreduce's (664) price it at 332.
+  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
+    const double ms[] = {600, 300, 300, 150, 80, jumped ? 7.0 : 3.0};
+    return ms[c] * 1e-3;
+  };
+  const auto before = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 0);
+  ASSERT_EQ(before.back().picks[0].candidate, kPsgd4);
+  jumped = true;
+  const auto after = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 60);
+  bool explored = false;
+  for (size_t k = 0; k < after.size(); ++k) {
+    const int c = after[k].picks[0].candidate;
+    explored = explored || after[k].picks[0].reason == DDPH_CHOICE_EXPLORE;
+    EXPECT_TRUE(c == kPsgd4 || c == kQ8) << "step " << 60 + k << ": " << c;
+  }
+  EXPECT_TRUE(explored);
+  EXPECT_EQ(after.back().picks[0].candidate, kPsgd4);
+}
+
 TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
   AutoSettings s = settings();
   s.explore_share = 0;  // nothing may be spent on exploring again
