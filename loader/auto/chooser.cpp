@@ -344,28 +344,9 @@ void Chooser::agreed(const std::vector<double>& combined) {
       }
       start_round(!slower);
     } else {
-      // No round (none is due, or exploring has spent its share). A
-      // bucket whose candidate drifted is still decided again, from what
-      // is known without exploring: after a slowdown the link model's
-      // prediction of the others (as a round's), so that a candidate the
-      // link made slow does not run on until a round may start.
-      bool moved_any = false;
-      for (size_t s = 0; s < st_.slots.size(); ++s) {
-        Slot& slot = st_.slots[s];
-        if (now[s] <= 0) continue;
-        const int moved = moved_by(s);
-        moved_any = moved_any || moved != 0;
-        const int c0 = slot.choice;
-        if (moved > 0) {
-          const double extra =
-              (now[s] - slot.decided_seconds) * candidates_[size_t(c0)].nominal_ratio;
-          for (size_t c = 0; c < candidates_.size(); ++c)
-            if (int(c) != c0 && slot.agreed[c] > 0)
-              slot.agreed[c] += extra / candidates_[c].nominal_ratio;
-        }
-        slot.agreed[size_t(c0)] = now[s];
-      }
-      if (held != st_.held || moved_any) decide(DDPH_CHOICE_FASTEST);
+      for (size_t s = 0; s < st_.slots.size(); ++s)
+        if (now[s] > 0) st_.slots[s].agreed[size_t(st_.slots[s].choice)] = now[s];
+      if (held != st_.held) decide(DDPH_CHOICE_FASTEST);
       st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
     }
   }
