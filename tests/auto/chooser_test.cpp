@@ -112,6 +112,20 @@ TimeFn fixed_ms(std::vector<double> ms) {
   return [ms](int, uint64_t, uint32_t, int c) { return ms[size_t(c)] * 1e-3; };
 }
 
+// Per-candidate times in ms on a 10 Gbit/s-like link (fp16 fastest) and on
+// a 100 Mbit/s-like one (PowerSGD fastest).
+const std::vector<double> kFastLinkMs = {12, 8, 8, 9, 11, 14};
+const std::vector<double> kSlowLinkMs = {600, 300, 300, 150, 80, 20};
+
+// A link that changes rate: per-candidate times in ms for one bucket,
+// `before` until *changed is set, `after` from then on.
+TimeFn link_change_ms(std::vector<double> before, std::vector<double> after,
+                      const bool* changed) {
+  return [before, after, changed](int, uint64_t, uint32_t, int c) {
+    return (*changed ? after : before)[size_t(c)] * 1e-3;
+  };
+}
+
 int count(const std::vector<StepPicks>& steps, ddph_choice_reason_t reason) {
   int n = 0;
   for (const StepPicks& s : steps)
@@ -227,11 +241,7 @@ TEST(AutoChooser, WaitingForALateRankIsNotChargedToTheCandidate) {
 TEST(AutoChooser, ALinkThatSlowsDownMakesItExploreAgainAndSwitch) {
   Chooser ch(settings(), builtins(), 2);
   bool slow = false;
-  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
-    const double fast[] = {12, 8, 8, 9, 11, 14};           // 10 Gbit/s-like: fp16
-    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
-    return (slow ? slowed : fast)[c] * 1e-3;
-  };
+  const TimeFn seconds = link_change_ms(kFastLinkMs, kSlowLinkMs, &slow);
   const auto before = run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
   EXPECT_EQ(before.back().picks[0].candidate, kFp16);
   slow = true;
@@ -251,11 +261,8 @@ TEST(AutoChooser, ALinkThatSlowsDownMakesItExploreAgainAndSwitch) {
 TEST(AutoChooser, ALinkThatGetsFasterIsFoundByAProbeAndSwitchedTo) {
   Chooser ch(settings(), builtins(), 2);
   bool fast = false;
-  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
-    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like: PowerSGD
-    const double quick[] = {12, 8, 8, 6, 11, 14};          // 8-bit; PowerSGD barely changes
-    return (fast ? quick : slowed)[c] * 1e-3;
-  };
+  // Back to 10 Gbit/s-like, where 8-bit is fastest; PowerSGD barely changes.
+  const TimeFn seconds = link_change_ms(kSlowLinkMs, {12, 8, 8, 6, 11, 14}, &fast);
   const auto before = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, seconds, 0);
   EXPECT_EQ(before.back().picks[0].candidate, kPsgd4);
   fast = true;
@@ -291,11 +298,7 @@ TEST(AutoChooser, AfterASlowdownNoProbeIsPricedAtTheFastLinksTime) {
   s.explore_share = 0.2;
   Chooser ch(s, builtins(), 2);
   bool slow = false;
-  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
-    const double fast[] = {12, 8, 8, 9, 11, 14};           // 10 Gbit/s-like: fp16
-    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
-    return (slow ? slowed : fast)[c] * 1e-3;
-  };
+  const TimeFn seconds = link_change_ms(kFastLinkMs, kSlowLinkMs, &slow);
   run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
   slow = true;
   // Allreduce was last timed at 12 ms, under PowerSGD's 20 ms now: priced
@@ -311,11 +314,8 @@ TEST(AutoChooser, AfterASlowdownNoProbeIsPricedAtTheFastLinksTime) {
 TEST(AutoChooser, ASlowdownOnALossyCandidateTimesOnlyTheOthersThatCanWin) {
   Chooser ch(settings(), builtins(), 2);
   bool slow = false;
-  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
-    const double fast[] = {12, 8, 8, 9, 11, 4};            // PowerSGD, by lossy_margin
-    const double slowed[] = {600, 300, 300, 150, 80, 20};  // 100 Mbit/s-like
-    return (slow ? slowed : fast)[c] * 1e-3;
-  };
+  // PowerSGD fastest on the fast link, by lossy_margin.
+  const TimeFn seconds = link_change_ms({12, 8, 8, 9, 11, 4}, kSlowLinkMs, &slow);
   const auto before = run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
   ASSERT_EQ(before.back().picks[0].candidate, kPsgd4);
   slow = true;
@@ -402,9 +402,7 @@ TEST(AutoChooser, TheChoiceASlowdownWasSeenOnIsNotKeptAtItsTimeBeforeTheChange) 
     s.max_compression = 4;  // allreduce, 16-bit and 8-bit only
     Chooser ch(s, builtins(), 2);
     const TimeFn seconds = [&](int, uint64_t step, uint32_t, int c) {
-      const double fast[] = {12, 8, 8, 9, 11, 14};
-      const double slowed[] = {600, 300, 300, 150, 80, 20};
-      return (step >= change ? slowed : fast)[c] * 1e-3;
+      return (step >= change ? kSlowLinkMs : kFastLinkMs)[size_t(c)] * 1e-3;
     };
     const auto before = run(std::vector<Chooser*>{&ch}, change, {4 << 20}, seconds, 0);
     ASSERT_EQ(before.back().picks[0].candidate, kFp16);
@@ -452,11 +450,7 @@ TEST(AutoChooser, ExploringAgainStaysWithinItsShareOfTheRunsTime) {
   s.explore_share = 0;  // nothing may be spent on exploring again
   Chooser ch(s, builtins(), 2);
   bool slow = false;
-  const TimeFn seconds = [&](int, uint64_t, uint32_t, int c) {
-    const double fast[] = {12, 8, 8, 9, 11, 14};
-    const double slowed[] = {600, 300, 300, 150, 80, 20};
-    return (slow ? slowed : fast)[c] * 1e-3;
-  };
+  const TimeFn seconds = link_change_ms(kFastLinkMs, kSlowLinkMs, &slow);
   run(std::vector<Chooser*>{&ch}, 50, {4 << 20}, seconds, 0);
   slow = true;
   const auto after = run(std::vector<Chooser*>{&ch}, 40, {4 << 20}, seconds, 50);
