@@ -248,9 +248,8 @@ void Chooser::agreed(const std::vector<double>& combined) {
       // The link model's prediction took the slowdown from a window that
       // began before it, so it can fall short: what c took beyond its
       // prediction is the link's too, and raises the others' by their
-      // bytes on the wire before they are weighed for skipping.
-      // The chosen one's time, from the window of the change, rises with
-      // them.
+      // bytes on the wire before they are weighed for skipping; the
+      // bucket's chosen one's time, from that window, rises with them.
       if (slot.predicted[size_t(c)] > 0 && mean(s, c) > slot.predicted[size_t(c)]) {
         const double more =
             (mean(s, c) - slot.predicted[size_t(c)]) * candidates_[size_t(c)].nominal_ratio;
@@ -442,17 +441,14 @@ bool Chooser::skip(int c) const {
 double Chooser::estimated_seconds(const Slot& slot, int c) const {
   if (slot.agreed[size_t(c)] > 0) return slot.agreed[size_t(c)];
   if (slot.predicted[size_t(c)] > 0) return slot.predicted[size_t(c)];
-  // Scaled by bytes on the wire from the least compressed candidate
-  // measured here that is less compressed than c: its time is mostly the
-  // link's. In a round after a slowdown (in any bucket: one whose time
-  // held has no predictions), the least compressed one measured that is
-  // more compressed than c serves too: on the slowed link its time is
-  // mostly the link's as well (its computation, scaled up with it, errs
-  // toward skipping).
-  // A time predicted after the slowdown serves as well as a measured one:
-  // PowerSGD's nominal ratio is far below what it saves on a large
-  // bucket, so the nearest candidate with a time, measured or predicted,
-  // is what scales best.
+  // Scaled by bytes on the wire from the least compressed candidate with
+  // a time here (measured, or predicted after a slowdown) that is less
+  // compressed than c: its time is mostly the link's. In a round after a
+  // slowdown (in any bucket: one whose time held has no predictions), the
+  // nearest one more compressed than c serves too: on the slowed link its
+  // time is mostly the link's as well (its computation, scaled up with
+  // it, errs toward skipping). The nearest, because PowerSGD's nominal
+  // ratio is far below what it saves on a large bucket.
   auto time_of = [&](int r) {
     return slot.agreed[size_t(r)] > 0 ? slot.agreed[size_t(r)] : slot.predicted[size_t(r)];
   };
