@@ -17,10 +17,8 @@ constexpr char kStateMagic[8] = {'D', 'D', 'P', 'H', 'A', 'U', 'T', 'O'};
 // Slot::hidden), the window's backward times, periods and steps, and the
 // step's time outside the hooks; a version 1 blob loads with none of them
 // (measured again from the next exchange). Version 3 appended the
-// direction of the last check's norm jump (State::norm_trend). Version 4
-// appended each candidate's period when it ran every bucket
-// (State::period, Window::own_period).
-constexpr uint32_t kOldestStateVersion = 1, kStateVersion = 4;
+// direction of the last check's norm jump (State::norm_trend).
+constexpr uint32_t kOldestStateVersion = 1, kStateVersion = 3;
 
 // The exchange combines the ranks' reports by MAX. A time the ranks agree
 // on by its smallest travels as 1 / (1 + seconds), largest for the
@@ -69,8 +67,6 @@ int Chooser::least_compressed() const {
 bool Chooser::begin_step() {
   step_ = st_.begun++;
   in_step_ = true;
-  step_candidate_ = -1;
-  step_settled_ = true;
   const bool due = step_ == st_.next_exchange;
   // The window counts the steps whose buckets it times: an exchange's own
   // step runs after it, in the next window (agreed()).
@@ -135,8 +131,6 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
   slot.run = slot.last == p.candidate ? slot.run + 1 : 1;
   slot.last = p.candidate;
   p.settled = slot.run > candidates_[size_t(p.candidate)].settle_steps;
-  step_candidate_ = step_candidate_ == -1 || step_candidate_ == p.candidate ? p.candidate : -2;
-  step_settled_ = step_settled_ && p.settled;
   return p;
 }
 
@@ -164,12 +158,6 @@ void Chooser::finished_step(const std::vector<double>& ahead, double period) {
   if (std::isfinite(period) && period >= 0) {
     window_.period_sum += period;
     ++window_.periods;
-    // The shortest: a step that also evaluated the model, or waited for
-    // a rank that did, says nothing of the candidate.
-    if (step_candidate_ >= 0 && step_settled_ && period > 0) {
-      double& own = window_.own_period[size_t(step_candidate_)];
-      own = own > 0 ? std::min(own, period) : period;
-    }
   }
 }
 
@@ -188,7 +176,6 @@ std::vector<double> Chooser::report() const {
       out[kAheadWord + s] = smallest_wins(window_.ahead_sum[s] / window_.ahead_count[s]);
   if (window_.periods > 0) out[kStepWord] = window_.period_sum / window_.periods;
   out[kStepWord + 1] = window_.steps;
-  for (size_t c = 0; c < kMaxCandidates; ++c) out[kPeriodWord + c] = window_.own_period[c];
   return out;
 }
 
@@ -232,13 +219,6 @@ void Chooser::agreed(const std::vector<double>& combined) {
   // that time, never larger.
   if (combined[kStepWord] > 0 && combined[kStepWord + 1] > 0)
     st_.rest_seconds = std::max(0.0, combined[kStepWord] - hook_seconds / combined[kStepWord + 1]);
-  // The slowest rank's shortest period of a step on one candidate alone.
-  auto own_period = [&](size_t c) {
-    const double t = combined[kPeriodWord + c];
-    return std::isfinite(t) && t > 0 ? t : 0.0;
-  };
-  for (size_t c = 0; c < kMaxCandidates; ++c)
-    if (own_period(c) > 0) st_.period[c] = own_period(c);
   // Accordion's test, on the agreed norm of the step before this one.
   hold_back_if_norm_jumped(combined[0]);
   const bool held = step_ < st_.held_until;
@@ -361,8 +341,6 @@ void Chooser::agreed(const std::vector<double>& combined) {
           slot.agreed[c] = int(c) == c0 ? now[s] : 0;
         }
       }
-      for (size_t c = 0; c < kMaxCandidates; ++c)
-        if (own_period(c) == 0) st_.period[c] = 0;
       start_round(!slower);
     } else {
       for (size_t s = 0; s < st_.slots.size(); ++s)
@@ -540,57 +518,13 @@ std::vector<double> Chooser::lossy_penalty() const {
   return penalty;
 }
 
-std::vector<std::array<double, kMaxCandidates>> Chooser::charges() const {
-  std::vector<std::array<double, kMaxCandidates>> out(st_.slots.size());
-  for (auto& slot : out) slot.fill(0);
-  // A step on candidate c alone takes its period: its buckets' hooks
-  // (their time the backward does not hide) and the rest of the step,
-  // which grows where c's communication threads take cores from the
-  // forward and backward. Charged that growth over the least of any
-  // candidate's, a step with every bucket on one candidate weighs what
-  // its period measured (less a common part): a candidate that moves
-  // more bytes in less time in the hooks, but slows the step, does not
-  // win on its hooks' time alone.
-  std::array<double, kMaxCandidates> rest{};
-  std::array<bool, kMaxCandidates> known{};
-  double least = 0, shortest = 0, bytes = 0;
-  bool any = false;
-  for (const Slot& slot : st_.slots) bytes += double(slot.bytes);
-  for (size_t c = 0; c < candidates_.size(); ++c) {
-    known[c] = st_.period[c] > 0 && !st_.slots.empty();
-    double hooks = 0;
-    for (const Slot& slot : st_.slots) {
-      known[c] = known[c] && slot.agreed[c] > 0;
-      hooks += slot.agreed[c];
-    }
-    if (!known[c]) continue;
-    // Negative where buckets overlap on lanes: kept, so that the weights
-    // still rank whole steps by their periods.
-    rest[c] = st_.period[c] - hooks;
-    least = any ? std::min(least, rest[c]) : rest[c];
-    shortest = any ? std::min(shortest, st_.period[c]) : st_.period[c];
-    any = true;
-  }
-  if (bytes <= 0) return out;
-  for (size_t c = 0; c < candidates_.size(); ++c) {
-    const double extra = rest[c] - least;
-    if (!known[c] || extra <= kChargeFloor * shortest) continue;
-    for (size_t s = 0; s < st_.slots.size(); ++s)
-      out[s][c] = extra * double(st_.slots[s].bytes) / bytes;
-  }
-  return out;
-}
-
 void Chooser::decide(ddph_choice_reason_t reason) {
   const bool held = step_ < st_.held_until;
   st_.held = held;
   const std::vector<double> penalty = lossy_penalty();
-  const std::vector<std::array<double, kMaxCandidates>> charge = charges();
   for (size_t s = 0; s < st_.slots.size(); ++s) {
     Slot& slot = st_.slots[s];
-    auto weigh = [&](int c) {
-      return weighed(c, slot.agreed[size_t(c)] + charge[s][size_t(c)], penalty[s]);
-    };
+    auto weigh = [&](int c) { return weighed(c, slot.agreed[size_t(c)], penalty[s]); };
     int best = -1;
     for (int c = 0; c < int(candidates_.size()); ++c) {
       const double t = slot.agreed[size_t(c)];
@@ -642,9 +576,6 @@ void Chooser::hide_behind_backward() {
     now.push_back(slot.decided_seconds);
   }
   const double bound = exposed_seconds(now) * (1 + kPreferLessCompressed);
-  // What a candidate adds outside the hooks slows the backward itself:
-  // no part of it is hidden.
-  const std::vector<std::array<double, kMaxCandidates>> charge = charges();
   for (size_t s = 0; s < st_.slots.size(); ++s) {
     Slot& slot = st_.slots[s];
     if (slot.ahead <= 0) continue;
@@ -652,8 +583,7 @@ void Chooser::hide_behind_backward() {
     for (int c = 0; c < int(candidates_.size()); ++c) {
       const double t = slot.agreed[size_t(c)];
       if (t <= 0 || !allowed(c) ||
-          candidates_[size_t(c)].nominal_ratio >= candidates_[size_t(choice)].nominal_ratio ||
-          charge[s][size_t(c)] > charge[s][size_t(choice)])
+          candidates_[size_t(c)].nominal_ratio >= candidates_[size_t(choice)].nominal_ratio)
         continue;
       std::vector<double> trial = now;
       trial[s] = t;
@@ -703,7 +633,6 @@ void Chooser::describe() {
     out << "from the stated link (" << settings_.link_mbit << " Mbit/s)"
         << (step_ < st_.held_until ? ", lossy candidates held back: the gradient norm jumped" : "");
   }
-  const std::vector<std::array<double, kMaxCandidates>> charge = charges();
   for (size_t s = 0;
        s < st_.slots.size() && st_.phase == Phase::kExploit && !settings_.deterministic; ++s) {
     const Slot& slot = st_.slots[s];
@@ -718,7 +647,6 @@ void Chooser::describe() {
     for (size_t c = 0; c < candidates_.size(); ++c) {
       if (slot.agreed[c] <= 0) continue;
       out << (first ? "" : ", ") << candidates_[c].name << " " << slot.agreed[c] * 1e3 << " ms";
-      if (charge[s][c] > 0) out << " + " << charge[s][c] * 1e3 << " ms outside the hooks";
       first = false;
     }
     out << ")";
@@ -779,8 +707,6 @@ std::string Chooser::save() const {
   w.put(window_.steps, 4);
   w.put_double(st_.rest_seconds);
   w.put(uint64_t(st_.norm_trend + 1), 1);
-  for (double t : st_.period) w.put_double(t);
-  for (double t : window_.own_period) w.put_double(t);
   return finish_frame(w);
 }
 
@@ -898,16 +824,6 @@ bool Chooser::load(const void* bytes, size_t n) {
     const uint64_t trend = r.get(1, "norm trend");
     DDPH_CHECK(trend <= 2, DDPH_INVALID_ARGUMENT, "auto chooser state: a norm trend of " << trend);
     loaded.norm_trend = int(trend) - 1;
-  }
-  if (version >= 4) {
-    auto period = [&](const char* what) {
-      const double t = r.get_double(what);
-      DDPH_CHECK(std::isfinite(t) && t >= 0, DDPH_INVALID_ARGUMENT,
-                 "auto chooser state: a " << what << " of " << t << " s");
-      return t;
-    };
-    for (double& t : loaded.period) t = period("candidate's step period");
-    for (double& t : window.own_period) t = period("window's step period");
   }
   DDPH_CHECK(r.left() == 0, DDPH_INVALID_ARGUMENT,
              "auto chooser state: " << r.left() << " bytes after its end");

@@ -73,22 +73,15 @@ class Chooser {
   static constexpr double kTimedOnTheNewLink = -1;
   // The weight of the newest check in the running mean of gradient norms.
   static constexpr double kNormWeight = 0.3;
-  // A candidate's step time outside the hooks beyond the least of any
-  // candidate's is charged to it only past this share of the shortest
-  // period: below it, two steps' periods differ by noise as much.
-  static constexpr double kChargeFloor = 0.05;
   // The exchange: norm, the buckets' seconds, a new-bucket flag, then
   // kMaxSlots x kMaxCandidates mean seconds, then per slot the backward's
   // time after it, then the mean step period and how many steps the
-  // window timed, then per candidate the shortest period of a step whose
-  // every bucket it ran, settled (0: none). Seconds of the buckets and
-  // the backward travel as 1 / (1 + seconds), so that the exchange's MAX
-  // takes the smallest (0: not measured); the periods as seconds, so that
-  // it takes the slowest rank's.
+  // window timed. Seconds of the buckets and the backward travel as
+  // 1 / (1 + seconds), so that the exchange's MAX takes the smallest (0:
+  // not measured).
   static constexpr size_t kAheadWord = 3 + kMaxSlots * kMaxCandidates;
   static constexpr size_t kStepWord = kAheadWord + kMaxSlots;
-  static constexpr size_t kPeriodWord = kStepWord + 2;
-  static constexpr size_t kReportWords = kPeriodWord + kMaxCandidates;
+  static constexpr size_t kReportWords = kStepWord + 2;
 
   Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates, int world_size);
 
@@ -163,9 +156,6 @@ class Chooser {
     std::array<uint32_t, kMaxSlots> ahead_count{};
     double period_sum = 0;
     uint32_t periods = 0, steps = 0;
-    // Per candidate, the shortest period of a step whose every bucket ran
-    // it, settled (0: none).
-    std::array<double, kMaxCandidates> own_period{};
   };
 
   bool allowed(int c) const;
@@ -196,12 +186,6 @@ class Chooser {
   double fastest_allowed(const Slot& slot, bool not_lossy) const;
   // The step's time past the backward's end with bucket times `t`.
   double exposed_seconds(const std::vector<double>& t) const;
-  // Per slot and candidate, what the candidate adds to the step outside
-  // the hooks (its communication threads slowing the forward and
-  // backward on shared cores), shared out by the buckets' bytes: its
-  // step's time outside the hooks, when it ran every bucket, less the
-  // least of any candidate's; 0 when under kChargeFloor or not measured.
-  std::vector<std::array<double, kMaxCandidates>> charges() const;
   void hide_behind_backward();
   void decide_by_model();
   double model_seconds(int c, uint64_t bytes) const;
@@ -229,18 +213,10 @@ class Chooser {
     // A step's time outside its buckets' hooks (forward, backward,
     // optimizer): the agreed period less the buckets' seconds per step.
     double rest_seconds = 0;
-    // Per candidate, the agreed period of a step whose every bucket it
-    // ran (the slowest rank's shortest), since the round that timed it
-    // or the check that saw it run alone (0: not known).
-    std::array<double, kMaxCandidates> period{};
     std::vector<Slot> slots;
   } st_;
   uint64_t step_ = 0;  // the step begun last
   bool in_step_ = false;
-  // The step begun last: the candidate every bucket so far ran (-1: no
-  // bucket yet; -2: more than one), and whether every one was settled.
-  int step_candidate_ = -1;
-  bool step_settled_ = true;
   std::string last_decision_;
   bool changed_ = false;
   mutable std::mutex mu_;

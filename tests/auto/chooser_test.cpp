@@ -42,9 +42,9 @@ AutoSettings settings() {
 using TimeFn = std::function<double(int, uint64_t, uint32_t, int)>;
 // The backward's seconds after a bucket's submission: ahead(rank, step, slot)
 using AheadFn = std::function<double(int, uint64_t, uint32_t)>;
-// A step's period on a rank from its number, the seconds its buckets took
-// and their picks: period(rank, step, hooks, picks)
-using PeriodFn = std::function<double(int, uint64_t, double, const std::vector<Pick>&)>;
+// A step's period on a rank from the seconds its buckets took:
+// period(rank, hooks)
+using PeriodFn = std::function<double(int, double)>;
 
 struct StepPicks {
   std::vector<Pick> picks;
@@ -63,7 +63,6 @@ std::vector<StepPicks> run(std::vector<Chooser*> ranks, uint64_t steps,
   for (uint64_t k = first_step; k < first_step + steps; ++k) {
     StepPicks step;
     std::vector<double> hooks(ranks.size(), 0.0);
-    std::vector<std::vector<Pick>> mine(ranks.size());
     bool due = false;
     for (size_t r = 0; r < ranks.size(); ++r) {
       const bool d = ranks[r]->begin_step();
@@ -91,23 +90,17 @@ std::vector<StepPicks> run(std::vector<Chooser*> ranks, uint64_t steps,
         const double t = seconds(int(r), k, s, picks[r].candidate);
         ranks[r]->measured(picks[r], s, t);
         hooks[r] += t;
-        mine[r].push_back(picks[r]);
       }
       step.picks.push_back(picks[0]);
     }
     for (size_t r = 0; r < ranks.size(); ++r) {
       std::vector<double> after;
       for (uint32_t s = 0; s < bytes.size() && ahead; ++s) after.push_back(ahead(int(r), k, s));
-      ranks[r]->finished_step(after, period ? period(int(r), k, hooks[r], mine[r]) : -1);
+      ranks[r]->finished_step(after, period ? period(int(r), hooks[r]) : -1);
     }
     out.push_back(step);
   }
   return out;
-}
-
-// A step's period: its buckets' seconds and `rest` more, on every rank.
-PeriodFn hooks_plus(double rest) {
-  return [rest](int, uint64_t, double hooks, const std::vector<Pick>&) { return rest + hooks; };
 }
 
 std::vector<StepPicks> run(Chooser& one, uint64_t steps, const std::vector<uint64_t>& bytes,
@@ -208,7 +201,7 @@ TEST(AutoChooser, LossyCandidatesAreTimedOnlyWhereTheOthersLeaveThemAChance) {
   // and 4-bit could not win even taking no time, and are never run.
   // (Against allreduce's 12 ms, timed in the warm-up, they could have.)
   const auto steps = run(std::vector<Chooser*>{&ch}, 60, {4 << 20}, fixed_ms({12, 9, 9, 6, 5, 4}),
-                         0, {}, {}, hooks_plus(0.030));
+                         0, {}, {}, [](int, double hooks) { return hooks + 0.030; });
   for (size_t k = 0; k < steps.size(); ++k) {
     const int c = steps[k].picks[0].candidate;
     EXPECT_TRUE(c != kPsgd4 && c != kQ4ef) << "step " << k << ": " << c;
@@ -524,12 +517,12 @@ TEST(AutoChooser, ALossyCandidateMustSaveLossyMarginOfTheWholeStep) {
   // 25%: 8-bit runs, as its better convergence per step is worth more.
   const TimeFn seconds = fixed_ms({10, 8, 8, 6, 3, 2});
   Chooser comm_bound(settings(), builtins(), 2);
-  const auto fast =
-      run(std::vector<Chooser*>{&comm_bound}, 60, {4 << 20}, seconds, 0, {}, {}, hooks_plus(0));
+  const auto fast = run(std::vector<Chooser*>{&comm_bound}, 60, {4 << 20}, seconds, 0, {}, {},
+                        [](int, double hooks) { return hooks; });
   EXPECT_EQ(fast[59].picks[0].candidate, kPsgd4);
   Chooser compute_bound(settings(), builtins(), 2);
   const auto slow = run(std::vector<Chooser*>{&compute_bound}, 60, {4 << 20}, seconds, 0, {}, {},
-                        hooks_plus(0.1));
+                        [](int, double hooks) { return 0.1 + hooks; });
   EXPECT_EQ(slow[59].picks[0].candidate, kQ8);
   // Not even explored there: 25 ms of the step is more than allreduce's
   // 10, so a lossy candidate could not win at no time at all.
@@ -541,87 +534,8 @@ TEST(AutoChooser, ALossyCandidateMustSaveLossyMarginOfTheWholeStep) {
   // seconds: one rank with 100 ms of compute holds both back.
   Chooser a(settings(), builtins(), 2), b(settings(), builtins(), 2);
   const auto two = run({&a, &b}, 60, {4 << 20}, seconds, 0, {}, {},
-                       [](int rank, uint64_t, double hooks, const std::vector<Pick>&) {
-                         return (rank == 1 ? 0.1 : 0) + hooks;
-                       });
+                       [](int rank, double hooks) { return (rank == 1 ? 0.1 : 0) + hooks; });
   EXPECT_EQ(two[59].picks[0].candidate, kQ8);
-}
-
-// A step's period: 50 ms outside the hooks, its buckets' seconds, and
-// `extra` more while every bucket runs 8-bit (its threads taking cores
-// from the forward and backward).
-PeriodFn q8_slows_the_step(double extra) {
-  return [extra](int, uint64_t, double hooks, const std::vector<Pick>& picks) {
-    bool all_q8 = !picks.empty();
-    for (const Pick& p : picks) all_q8 = all_q8 && p.candidate == kQ8;
-    return 0.05 + hooks + (all_q8 ? extra : 0);
-  };
-}
-
-TEST(AutoChooser, ACandidateThatSlowsTheRestOfTheStepIsChargedForIt) {
-  // 8-bit's buckets take 10 ms each in the hooks against fp16's 18, but
-  // steps on 8-bit take 30 ms longer outside them: 100 ms against 86.
-  // fp16 runs both buckets, and the decision line says why.
-  const TimeFn seconds = fixed_ms({30, 18, 18, 10, 40, 40});
-  const std::vector<uint64_t> bytes = {4 << 20, 4 << 20};
-  Chooser ch(settings(), builtins(), 2);
-  const auto steps =
-      run(std::vector<Chooser*>{&ch}, 60, bytes, seconds, 0, {}, {}, q8_slows_the_step(0.030));
-  EXPECT_EQ(steps[59].picks[0].candidate, kFp16);
-  EXPECT_EQ(steps[59].picks[1].candidate, kFp16);
-  EXPECT_NE(ch.last_decision().find("q8 10 ms + 15 ms outside the hooks"), std::string::npos)
-      << ch.last_decision();
-  // Where it does not slow the step, 8-bit's hooks win.
-  Chooser calm(settings(), builtins(), 2);
-  const auto plain =
-      run(std::vector<Chooser*>{&calm}, 60, bytes, seconds, 0, {}, {}, q8_slows_the_step(0));
-  EXPECT_EQ(plain[59].picks[0].candidate, kQ8);
-  EXPECT_EQ(calm.last_decision().find("outside the hooks"), std::string::npos)
-      << calm.last_decision();
-  // The periods checkpoint: a chooser restored in mid-round decides as
-  // the original, having the periods of the candidates timed before.
-  for (const uint64_t cut : {9u, 14u, 22u}) {
-    Chooser original(settings(), builtins(), 2);
-    run(std::vector<Chooser*>{&original}, cut, bytes, seconds, 0, {}, {}, q8_slows_the_step(0.030));
-    const std::string blob = original.save();
-    Chooser restored(settings(), builtins(), 2);
-    ASSERT_TRUE(restored.load(blob.data(), blob.size()));
-    const auto b = run(std::vector<Chooser*>{&restored}, 60 - cut, bytes, seconds, cut, {}, {},
-                       q8_slows_the_step(0.030));
-    EXPECT_EQ(b.back().picks[0].candidate, kFp16) << "restored at step " << cut;
-  }
-}
-
-TEST(AutoChooser, APeriodDifferenceWithinNoiseChargesNothing) {
-  // 3 ms more outside the hooks on 8-bit, in a step of 70: under
-  // kChargeFloor of it. Charged, 8-bit's 10 ms a bucket would weigh 11.5,
-  // over fp16's 11.
-  const TimeFn seconds = fixed_ms({30, 11, 11, 10, 40, 40});
-  Chooser ch(settings(), builtins(), 2);
-  const auto steps = run(std::vector<Chooser*>{&ch}, 60, {4 << 20, 4 << 20}, seconds, 0, {}, {},
-                         q8_slows_the_step(0.003));
-  EXPECT_EQ(steps[59].picks[0].candidate, kQ8);
-  EXPECT_EQ(steps[59].picks[1].candidate, kQ8);
-}
-
-TEST(AutoChooser, AStepThatAlsoEvaluatedChargesItsCandidateNothing) {
-  // Rank 0 evaluates the model for 200 ms after step 6 and rank 1 waits
-  // for it in step 7's buckets: one long period on each rank, both in
-  // 8-bit's timed steps. Each rank's shortest period stands, so 8-bit,
-  // the fastest and slowing nothing, still runs.
-  const PeriodFn period = [](int rank, uint64_t step, double hooks, const std::vector<Pick>&) {
-    return 0.05 + hooks + (step == uint64_t(6 + rank) ? 0.2 : 0);
-  };
-  Chooser a(settings(), builtins(), 2), b(settings(), builtins(), 2);
-  const auto steps =
-      run({&a, &b}, 60, {4 << 20, 4 << 20}, fixed_ms({30, 18, 18, 10, 40, 40}), 0, {}, {}, period);
-  for (const uint64_t k : {6u, 7u}) {
-    EXPECT_EQ(steps[k].picks[0].candidate, kQ8) << k;
-    EXPECT_TRUE(steps[k].picks[0].settled) << k;
-  }
-  EXPECT_EQ(steps[59].picks[0].candidate, kQ8);
-  EXPECT_EQ(steps[59].picks[1].candidate, kQ8);
-  EXPECT_EQ(a.last_decision().find("outside the hooks"), std::string::npos) << a.last_decision();
 }
 
 TEST(AutoChooser, ADriftTooSmallForTheStepStartsNoRound) {
@@ -641,12 +555,12 @@ TEST(AutoChooser, ADriftTooSmallForTheStepStartsNoRound) {
   };
   Chooser compute_bound(settings(), builtins(), 2);
   const auto calm = run(std::vector<Chooser*>{&compute_bound}, 100, {4 << 20}, seconds, 0, {}, {},
-                        hooks_plus(0.1));
+                        [](int, double hooks) { return 0.1 + hooks; });
   EXPECT_EQ(explored_after(calm, 30), 0);
   EXPECT_EQ(calm[99].picks[0].candidate, kQ8);
   Chooser comm_bound(settings(), builtins(), 2);
-  const auto busy =
-      run(std::vector<Chooser*>{&comm_bound}, 100, {4 << 20}, seconds, 0, {}, {}, hooks_plus(0));
+  const auto busy = run(std::vector<Chooser*>{&comm_bound}, 100, {4 << 20}, seconds, 0, {}, {},
+                        [](int, double hooks) { return hooks; });
   EXPECT_GT(explored_after(busy, 30), 0);
 }
 
@@ -758,40 +672,36 @@ TEST(AutoChooser, ACheckpointRestoresEveryDecisionToCome) {
 }
 
 TEST(AutoChooser, CheckpointsOfEarlierVersionsStillLoad) {
-  // Version 3 is version 4 without what version 4 appends: the
-  // candidates' periods and the window's (2 x 8 bytes per candidate).
   // Version 2 is version 3 without its last byte (the norm trend); version
   // 1 is version 2 without the slots' backward times and without what
   // version 2 appends: the window's backward times (32 x 12 bytes),
   // periods (16) and the time outside the hooks (8). A chooser with no
   // bucket yet has only the appended parts.
   Chooser fresh(settings(), builtins(), 2);
-  const std::string v4 = fresh.save();
-  constexpr size_t kMagic = 8, kChecksum = 8, kAppended2 = kMaxSlots * 12 + 16 + 8,
-                   kAppended4 = 2 * kMaxCandidates * 8;
-  ASSERT_GT(v4.size(), kMagic + 4 + kAppended4 + kAppended2 + 1 + kChecksum);
+  const std::string v3 = fresh.save();
+  constexpr size_t kMagic = 8, kChecksum = 8, kAppended2 = kMaxSlots * 12 + 16 + 8;
+  ASSERT_GT(v3.size(), kMagic + 4 + kAppended2 + 1 + kChecksum);
   auto older = [&](uint8_t version, size_t cut) {
-    std::string blob = v4.substr(0, v4.size() - kChecksum - cut);
+    std::string blob = v3.substr(0, v3.size() - kChecksum - cut);
     blob[kMagic] = char(version);  // the version, little-endian
     LeWriter checksum;
     checksum.put(fnv1a64(blob.data(), blob.size()), 8);
     return blob + checksum.bytes();
   };
-  for (const std::string& blob :
-       {older(3, kAppended4), older(2, kAppended4 + 1), older(1, kAppended4 + kAppended2 + 1)}) {
+  for (const std::string& blob : {older(2, 1), older(1, kAppended2 + 1)}) {
     Chooser loaded(settings(), builtins(), 2);
     ASSERT_TRUE(loaded.load(blob.data(), blob.size()));
     const auto steps = run(loaded, 40, {1 << 20}, fixed_ms({40, 22, 22, 9, 11, 14}));
     EXPECT_EQ(steps[39].picks[0].candidate, kQ8);
   }
   // And a version this build does not know is refused by number.
-  std::string v5 = v4;
-  v5[kMagic] = 5;
+  std::string v4 = v3;
+  v4[kMagic] = 4;
   try {
-    fresh.load(v5.data(), v5.size());
-    ADD_FAILURE() << "loaded version 5";
+    fresh.load(v4.data(), v4.size());
+    ADD_FAILURE() << "loaded version 4";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("version 5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("version 4"), std::string::npos) << e.what();
   }
 }
 
@@ -834,27 +744,6 @@ TEST(AutoChooser, ABucketTheBackwardHidesRunsALessCompressedCandidate) {
   const auto plain = run(no_backward, 60, {4 << 20, 4 << 20}, seconds);
   EXPECT_EQ(plain[59].picks[0].candidate, kQ8);
   EXPECT_EQ(no_backward.last_decision().find("hides"), std::string::npos);
-}
-
-TEST(AutoChooser, WhatACandidateAddsOutsideTheHooksIsNotHiddenByTheBackward) {
-  // As above, 50 ms of backward after bucket 0 would hide allreduce's 30
-  // ms there; but steps on allreduce take 40 ms longer outside the hooks
-  // (its threads slow the backward itself): bucket 0 runs the least
-  // compressed candidate that adds nothing there, fp16.
-  const PeriodFn period = [](int, uint64_t, double hooks, const std::vector<Pick>& picks) {
-    bool all_allreduce = !picks.empty();
-    for (const Pick& p : picks) all_allreduce = all_allreduce && p.candidate == kAllreduce;
-    return 0.05 + hooks + (all_allreduce ? 0.04 : 0);
-  };
-  const AheadFn ahead = [](int, uint64_t, uint32_t slot) { return slot == 0 ? 50e-3 : 0.0; };
-  Chooser ch(settings(), builtins(), 2);
-  const auto steps = run(std::vector<Chooser*>{&ch}, 60, {4 << 20, 4 << 20},
-                         fixed_ms({30, 18, 18, 11, 12, 14}), 0, {}, ahead, period);
-  EXPECT_EQ(steps[59].picks[0].candidate, kFp16);
-  EXPECT_EQ(steps[59].picks[1].candidate, kQ8);
-  EXPECT_NE(ch.last_decision().find("fp16, fastest, less compressed: the backward hides it"),
-            std::string::npos)
-      << ch.last_decision();
 }
 
 TEST(AutoChooser, TheBackwardTimeAgreedIsTheShortestOfTheRanks) {
