@@ -23,9 +23,7 @@ struct Builtin {
 // The settings of docs/performance.md's matrix, where each of these was the
 // fastest to the target in some cell. PowerSGD starts compressing at its
 // third step (the least its error feedback allows) so that exploring it
-// costs two allreduce steps, not ten; that third step allocates its factors
-// and takes 3-4x a later one (`ddph bench`, 4 MiB, 2 ranks: 7-13 ms against
-// 2-3), so its time is taken from the fourth.
+// costs two allreduce steps, not ten.
 const std::vector<Builtin>& builtins() {
   static const std::vector<Builtin> table = {
       {"allreduce", "default", "allreduce", {}, 1, 0.05, 1},
@@ -58,7 +56,7 @@ const std::vector<Builtin>& builtins() {
        {{"rank", "4"}, {"start_iter", "2"}, {"error_feedback", "true"}, {"warm_start", "true"}},
        16,
        1.5,
-       3},
+       2},
   };
   return table;
 }

@@ -35,9 +35,8 @@ struct CandidateInfo {
   // assumes (no timing there): round figures from docs/performance.md.
   double cpu_ns_per_byte = 0;
   // Steps a bucket runs on it before its time is taken: 1 (the first use
-  // allocates), 3 for PowerSGD (its first two steps are uncompressed,
-  // start_iter 2, and its first compressed one allocates), 2 for a
-  // family/hook, whose warm-up is not known.
+  // allocates), 2 for PowerSGD (its first step is uncompressed, start_iter 2)
+  // and for a family/hook, whose warm-up is not known.
   uint64_t settle_steps = 1;
   // Beyond 8-bit (4-bit, PowerSGD): held back after a norm jump. 8-bit
   // with its per-channel scales stays, as Accordion moves to a milder

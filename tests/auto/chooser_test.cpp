@@ -15,7 +15,6 @@
 
 #include "core/base/error.h"
 #include "core/base/le_bytes.h"
-#include "loader/job/config.h"
 
 namespace ddph {
 namespace loader {
@@ -766,31 +765,6 @@ TEST(AutoChooser, TheBackwardTimeAgreedIsTheShortestOfTheRanks) {
       run({&a, &b}, 60, {4 << 20, 4 << 20}, fixed_ms({30, 18, 18, 11, 12, 14}), 0, {}, both);
   EXPECT_EQ(fp16[59].picks[0].candidate, kFp16);
   EXPECT_EQ(fp16[59].picks[1].candidate, kQ8);
-}
-
-TEST(AutoChooser, PowerSGDIsTimedFromTheStepAfterItsFirstCompressedOne) {
-  // Its steps before start_iter are plain allreduce, and its first
-  // compressed step allocates its factors (3-4x a later step's time):
-  // neither says what PowerSGD costs.
-  HookSpec spec;
-  spec.key = "hook";
-  spec.family = "auto";
-  spec.name = "auto";
-  Problems problems;
-  AutoSettings s;
-  const std::vector<CandidateSpec> candidates = parse_auto_options(spec, problems, &s);
-  ASSERT_TRUE(problems.empty()) << problems.text();
-  int powersgd = 0;
-  for (const CandidateSpec& c : candidates) {
-    EXPECT_GE(c.info.settle_steps, 1u) << c.info.name;
-    if (c.hook.family != "powersgd") continue;
-    ++powersgd;
-    uint64_t start_iter = 0;
-    for (const OptionValue& o : c.hook.options)
-      if (o.name == "start_iter") start_iter = std::stoull(o.text);
-    EXPECT_EQ(c.info.settle_steps, start_iter + 1) << c.info.name;
-  }
-  EXPECT_EQ(powersgd, 1);
 }
 
 TEST(AutoChooser, ACheckpointOfAnotherWorldSizeIsNotLoaded) {
