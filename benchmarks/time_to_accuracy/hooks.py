@@ -85,6 +85,10 @@ HOOKS = {
     # the accuracy-first hold costs.
     "ddph_auto_nohold": ("ddph auto, norm_jump: 0", "ddph",
                          lambda world: _ddph("auto", "auto", {"norm_jump": 0})),
+    # auto with one candidate, 8-bit: what choosing costs per step (its
+    # exchanges, norm checks and bookkeeping) beside the fixed 8-bit hook.
+    "ddph_auto_q8only": ("ddph auto, candidates: q8", "ddph",
+                         lambda world: _ddph("auto", "auto", {"candidates": "q8"})),
     # In the lab every link has the same rate, so there is no fast link inside
     # a "machine": this row shows the hierarchy's cost, not the gain it has
     # on a real cluster. Machines of world/2 ranks; the 8-bit hook between them.
