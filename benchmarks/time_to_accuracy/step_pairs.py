@@ -4,8 +4,8 @@
     python3 benchmarks/time_to_accuracy/step_pairs.py                       # allreduce, 10 and 1 Gbit/s, worlds 2 and 4
     python3 benchmarks/time_to_accuracy/step_pairs.py --links 10gbit --pair torch_allreduce,ddph_fp16
 
-One `ddph lab` launch per (link, world) trains the MLP with the two hooks in
-turn, --pairs times (A, B, A, B, ...), on the same processes, model and data
+One `ddph lab` launch per (link, world) trains the MLP (or --model cnn) with
+the two hooks in turn, --pairs times (A, B, A, B, ...), on the same processes, model and data
 (train_rank.py). Each run's ms/step is the median step of its slower rank
 after warm-up. A pair's ratio is B's ms/step over the A run just before it;
 the cell's figure is the median of the pairs' ratios, so a burst of load on
@@ -44,6 +44,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pair", default="torch_allreduce,ddph_allreduce",
                    help="A,B: hooks.HOOKS keys; the ratio is B/A")
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     p.add_argument("--links", default="10gbit,1gbit")
     p.add_argument("--worlds", default="2,4")
     p.add_argument("--pairs", type=int, default=5)
@@ -69,7 +70,7 @@ def main():
                 os.remove(cell_out)
             cmd = [args.ddph, "lab", "--link", link, "--world", str(world),
                    "--port", str(args.port), "--timeout", "1200", "--",
-                   args.python, os.path.join(HERE, "train_rank.py"), "--model", "mlp",
+                   args.python, os.path.join(HERE, "train_rank.py"), "--model", args.model,
                    "--hooks", ",".join([a, b] * args.pairs), "--steps", str(args.steps),
                    "--eval-every", str(args.steps), "--eval-images", "1000",
                    "--tag", tag, "--out", cell_out]
