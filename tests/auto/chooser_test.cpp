@@ -186,7 +186,7 @@ TEST(AutoChooser, OnASlowLinkSkipsCandidatesWhoseScaledTimeCannotWin) {
   // allreduce's 600), and 16-bit, scaled to 300 ms against its 150, is
   // skipped. Scaled from allreduce by wire bytes, 4-bit would take 75 ms,
   // over 1.5 x PowerSGD's 20: skipped.
-  const auto steps = run(ch, 30, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
+  const auto steps = run(ch, 30, {4 << 20}, fixed_ms(kSlowLinkMs));
   EXPECT_EQ(count(steps, DDPH_CHOICE_EXPLORE), 3 + 4);
   EXPECT_EQ(steps[5].picks[0].candidate, kQ8);
   EXPECT_EQ(steps[5 + 3].picks[0].candidate, kPsgd4);
@@ -305,7 +305,7 @@ TEST(AutoChooser, NoProbeTimesTheReferenceWhereThatWouldCostMoreThanItsShare) {
   // 100 Mbit/s-like all along: timing allreduce again (600 ms against
   // PowerSGD's 20, for 4 steps) would cost 2.3 s, over 3% of the run's
   // bucket time for the next hundreds of steps.
-  const auto steps = run(ch, 300, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
+  const auto steps = run(ch, 300, {4 << 20}, fixed_ms(kSlowLinkMs));
   for (size_t k = 20; k < steps.size(); ++k) {
     EXPECT_EQ(steps[k].picks[0].candidate, kPsgd4) << k;
     EXPECT_EQ(steps[k].picks[0].reason, DDPH_CHOICE_FASTEST) << k;
@@ -499,8 +499,7 @@ TEST(AutoChooser, ALossyCandidateRunsOnlyWhenFasterByLossyMargin) {
   EXPECT_EQ(run(close, 60, {4 << 20}, fixed_ms({60, 40, 40, 30.5, 33, 28}))[59].picks[0].candidate,
             kQ8);
   Chooser far(settings(), builtins(), 4);
-  EXPECT_EQ(run(far, 60, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}))[59].picks[0].candidate,
-            kPsgd4);
+  EXPECT_EQ(run(far, 60, {4 << 20}, fixed_ms(kSlowLinkMs))[59].picks[0].candidate, kPsgd4);
   // lossy_margin 0: the fastest runs.
   AutoSettings s = settings();
   s.lossy_margin = 0;
@@ -568,7 +567,7 @@ TEST(AutoChooser, MaxCompressionKeepsMoreCompressedCandidatesOut) {
   AutoSettings s = settings();
   s.max_compression = 4;
   Chooser ch(s, builtins(), 2);
-  const auto steps = run(ch, 60, {4 << 20}, fixed_ms({600, 300, 300, 150, 80, 20}));
+  const auto steps = run(ch, 60, {4 << 20}, fixed_ms(kSlowLinkMs));
   for (const StepPicks& st : steps) {
     EXPECT_NE(st.picks[0].candidate, kQ4ef);
     EXPECT_NE(st.picks[0].candidate, kPsgd4);
