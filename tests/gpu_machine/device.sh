@@ -2,7 +2,7 @@
 # `tar -xJf build-dev/pack.tar.xz -C build-dev` (pack.sh makes it), with OUT
 # set to a folder for the results: makes the build's absolute
 # paths (/work/main/build) resolve, finds NCCL, cuBLAS and cuSOLVER, then
-# runs what $1 names: tests (the ctest -L gpu list), bench or overlap.
+# runs what $1 names: tests (the ctest -L gpu list), bench, overlap or auto.
 set -u
 ROOT=$PWD
 if [ "$ROOT" != /work/main ]; then mkdir -p /work; ln -sfn "$ROOT" /work/main; fi
@@ -23,5 +23,8 @@ bench)
   ;;
 overlap)
   bash build-dev/pack/overlap_bench.sh 2>&1 | tee "$OUT/bench_overlap.txt"
+  ;;
+auto)
+  bash build-dev/pack/auto_bench.sh 2>&1 | tee "$OUT/bench_auto.txt"
   ;;
 esac

@@ -8,7 +8,7 @@
 # machine's own CUDA install (device.sh finds them).
 #   tests/gpu_machine/pack.sh [BUILD_DIR]   -> build-dev/pack.tar.xz
 # Then, on the GPU machine, from the repository root:
-#   tar -xJf build-dev/pack.tar.xz -C build-dev && bash build-dev/pack/device.sh tests|bench|overlap
+#   tar -xJf build-dev/pack.tar.xz -C build-dev && bash build-dev/pack/device.sh tests|bench|overlap|auto
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -33,6 +33,7 @@ for l in libgloo.so.0 libyaml-cpp.so.0.7 libopenblas.so.0 libblas.so.3 liblapack
          libbenchmark.so.1debian; do
   cp -L "$(/sbin/ldconfig -p | awk -v n="$l" '$1 == n {print $NF; exit}')" "$out/sys/$l"
 done
-cp "$here/device.sh" "$here/run_tests.py" "$here/hook_bench.sh" "$here/overlap_bench.sh" "$out/"
+cp "$here/device.sh" "$here/run_tests.py" "$here/hook_bench.sh" "$here/overlap_bench.sh" \
+  "$here/auto_bench.sh" "$out/"
 tar -cJf build-dev/pack.tar.xz -C build-dev pack
 ls -la build-dev/pack.tar.xz

@@ -38,17 +38,24 @@ std::vector<float> gathered(ddph_comm_t* comm, std::vector<float>& mine, int wor
   return all;
 }
 
-// take_residual of `hook` into data, as the bucket at `index`.
+// take_residual of `hook` into data, as the bucket at `index`, lent from place.
 ErrorInfo take(const ddph_hook_ref_t& hook, std::vector<float>& data,
-               const std::vector<Shape>& shapes, uint64_t index, uint64_t step) {
+               const std::vector<Shape>& shapes, uint64_t index, uint64_t step,
+               BufferPlace& place) {
   ShapedBucket b(data, shapes, index, step, true);
-  return take_error(hook.hook->take_residual(hook.state, b.get()));
+  ErrorInfo e;
+  place.lend(*b.get(), data, [&](const ddph_bucket_t& lent) {
+    e = take_error(hook.hook->take_residual(hook.state, &lent));
+  });
+  return e;
 }
 
 }  // namespace
 
 int run_flush_case(const FlushCase& c, int rank, int world, const std::string& dir,
-                   FlushOutcome* out) {
+                   BufferPlace& place, FlushOutcome* out) {
+  const std::string unplaced = place.prepare(rank);
+  DDPH_CHILD_CHECK(unplaced.empty(), "rank %d: %s", rank, unplaced.c_str());
   ddph_comm_t* comm = comm_gloo_test::must_connect(rank, world, dir, 30000);
   DDPH_CHILD_CHECK(comm != nullptr, "rank %d: no Gloo communicator", rank);
   const int rc = [&]() -> int {
@@ -67,7 +74,9 @@ int run_flush_case(const FlushCase& c, int rank, int world, const std::string& d
     for (int step = 0; step < c.steps; ++step) {
       std::vector<float> data = gradient(rank, step, n);
       ShapedBucket b(data, c.shapes, index, uint64_t(step), true);
-      const RunOutcome run = run_bucket(hook.ref(), b.get());
+      RunOutcome run;
+      place.lend(*b.get(), data,
+                 [&](const ddph_bucket_t& lent) { run = run_bucket(hook.ref(), &lent); });
       DDPH_CHILD_CHECK(run.returned.code == DDPH_OK && run.completed.code == DDPH_OK,
                        "rank %d step %d: %s%s", rank, step, run.returned.message.c_str(),
                        run.completed.message.c_str());
@@ -81,13 +90,13 @@ int run_flush_case(const FlushCase& c, int rank, int world, const std::string& d
     // square then differs too) is refused, and changes nothing: the flush
     // below must still find every residual.
     std::vector<float> other(2 * n, 0.0f);
-    ErrorInfo e = take(hook.ref(), other, {{int64_t(2 * n)}}, index, uint64_t(c.steps));
+    ErrorInfo e = take(hook.ref(), other, {{int64_t(2 * n)}}, index, uint64_t(c.steps), place);
     out->other_layout_refused =
         e.code == DDPH_INVALID_ARGUMENT && e.message.find("bucket 3") != std::string::npos &&
         std::all_of(other.begin(), other.end(), [](float x) { return x == 0; });
     // The residuals into a zero bucket, averaged exactly over the ranks.
     std::vector<float> flushed(n, 0.0f);
-    e = take(hook.ref(), flushed, c.shapes, index, uint64_t(c.steps));
+    e = take(hook.ref(), flushed, c.shapes, index, uint64_t(c.steps), place);
     DDPH_CHILD_CHECK(e.code == DDPH_OK, "rank %d: take_residual: %s", rank, e.message.c_str());
     out->first_empty = std::all_of(flushed.begin(), flushed.end(), [](float x) { return x == 0; });
     const std::vector<float> all = gathered(comm, flushed, world);
@@ -100,14 +109,14 @@ int run_flush_case(const FlushCase& c, int rank, int world, const std::string& d
     }
     // Taken once: a second take adds nothing.
     std::vector<float> again(n, 0.0f);
-    e = take(hook.ref(), again, c.shapes, index, uint64_t(c.steps));
+    e = take(hook.ref(), again, c.shapes, index, uint64_t(c.steps), place);
     DDPH_CHILD_CHECK(e.code == DDPH_OK, "rank %d: second take_residual: %s", rank,
                      e.message.c_str());
     out->second_empty = std::all_of(again.begin(), again.end(), [](float x) { return x == 0; });
     // An index the hook never reduced leaves the buffer as it was.
     std::vector<float> unseen = gradient(rank, 99, n);
     const std::vector<float> before = unseen;
-    e = take(hook.ref(), unseen, c.shapes, index + 1, uint64_t(c.steps));
+    e = take(hook.ref(), unseen, c.shapes, index + 1, uint64_t(c.steps), place);
     DDPH_CHILD_CHECK(e.code == DDPH_OK, "rank %d: take_residual of an unseen index: %s", rank,
                      e.message.c_str());
     out->unseen_unchanged = std::memcmp(unseen.data(), before.data(), n * sizeof(float)) == 0;
@@ -119,12 +128,16 @@ int run_flush_case(const FlushCase& c, int rank, int world, const std::string& d
   return rc;
 }
 
-void expect_flush_keeps_the_sum(const FlushCase& c, bool residual, double rounding) {
+void expect_flush_keeps_the_sum(const FlushCase& c, bool residual, double rounding,
+                                const std::function<std::unique_ptr<BufferPlace>()>& make_place) {
   const auto res = run_ranks(
       2,
       [&](int rank, int world, const std::string& dir) {
+        // Made in the rank's own process: a GPU place must not exist before fork().
+        std::unique_ptr<BufferPlace> place =
+            make_place ? make_place() : std::make_unique<BufferPlace>();
         FlushOutcome o;
-        if (int rc = run_flush_case(c, rank, world, dir, &o)) return rc;
+        if (int rc = run_flush_case(c, rank, world, dir, *place, &o)) return rc;
         if (residual) {
           DDPH_CHILD_CHECK(o.flushed <= rounding,
                            "rank %d: the flushed residual leaves the sum off by %g (bound %g)",
