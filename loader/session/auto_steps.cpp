@@ -4,6 +4,7 @@
 // candidate a bucket leaves flushed into the one it goes to.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/base/error.h"
 #include "core/base/host.h"
@@ -86,6 +87,21 @@ const HookChain& Session::auto_chain(PendingBucket& pending) {
       log(chooser_->decision_changed() ? DDPH_LOG_INFO : DDPH_LOG_DEBUG, "auto",
           chooser_->last_decision());
     }
+  }
+  // Gloo and MPI stage a GPU bucket through the host and wait, so its
+  // time is the transfer's. Another backend (NCCL) completes a hook once
+  // its work is enqueued on the stream: the chooser would compare times
+  // to enqueue, and it cannot wait for a stream itself.
+  const std::string& backend = job_.config.comm.backend;
+  if (!auto_warned_enqueue_ && pending.bucket.buffer.device.device_type != kDLCPU &&
+      backend != "gloo" && backend != "mpi") {
+    auto_warned_enqueue_ = true;
+    log(DDPH_LOG_WARN, "auto",
+        "auto: bucket " + std::to_string(pending.bucket.index) +
+            " is in GPU memory and comm backend '" + backend +
+            "' may complete a bucket once its work is enqueued, so the times auto compares "
+            "need not be the transfers' (docs/auto.md#limits); a fixed hook is the safer "
+            "choice for GPU buckets on this backend");
   }
   if (auto_submitted_.size() <= pending.metrics_bucket)
     auto_submitted_.resize(size_t(pending.metrics_bucket) + 1);

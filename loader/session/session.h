@@ -159,6 +159,7 @@ class Session {
   // When each bucket of the chooser's current step was submitted, by its
   // index in the step (empty: a bucket a rule ran).
   std::vector<std::optional<Clock::time_point>> auto_submitted_;
+  bool auto_warned_enqueue_ = false;  // the GPU-over-NCCL warning is logged once
   std::atomic<uint64_t> steps_{0}, buckets_{0};
   SessionMetrics metrics_;  // numbering under submit_mu_
   SessionErrors errors_;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/fake_cuda_bucket.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/session_ranks.h"
 
@@ -223,6 +224,55 @@ TEST(AutoSession, ACheckpointResumesTheChooserAndAnotherWorldSizeStartsItFresh) 
     DDPH_CHILD_CHECK(records.size() == 1 && records[0].reason == DDPH_CHOICE_WARMUP, "reason %d",
                      records.empty() ? -1 : records[0].reason);
     ddph_session_close(s);
+    ddph_set_log_sink(nullptr, nullptr, DDPH_LOG_WARN);
+    return 0;
+  });
+  EXPECT_TRUE(ddph_test::all_passed(res)) << ddph_test::describe(res);
+}
+
+// Over a backend that may complete a GPU bucket once its work is enqueued
+// (anything but Gloo and MPI, which stage it through the host and wait),
+// the first GPU bucket logs, once, that the times auto compares need not
+// be the transfers'. Gloo's GPU buckets log nothing. The warning comes
+// before the candidate runs, so a bucket labelled GPU memory over host
+// memory (refused later on a machine without a GPU) is enough.
+TEST(AutoSession, GpuBucketsOverABackendThatOnlyEnqueuesAreWarnedOfOnce) {
+  auto res = ddph_test::run_ranks(1, [](int rank, int world, const std::string& dir) {
+    LogLines log;
+    ddph_set_log_sink(&LogLines::sink, &log, DDPH_LOG_WARN);
+    ddph_session_t* lender = ddph_test::open_session(yaml(""), rank, world, dir);
+    DDPH_CHILD_CHECK(lender != nullptr, "open");
+    const std::string text = "comm: {backend: host}\nhook: {family: auto, name: auto}\n";
+    ddph_session_options_t o{};
+    o.struct_size = sizeof o;
+    o.yaml_text = text.c_str();
+    o.rank = rank;
+    o.world_size = world;
+    o.comm = ddph_session_comm(lender);
+    ddph_session_t* s = nullptr;
+    ddph_error_t* e = ddph_session_open(&o, &s);
+    DDPH_CHILD_CHECK(e == nullptr, "open on the host's comm: %s", ddph_error_message(e));
+    const char* const kWarning = "is in GPU memory and comm backend";
+    for (ddph_session_t* session : {lender, s})
+      for (uint64_t step = 0; step < 2; ++step) {
+        ddph_test::FakeCudaBucket gpu;
+        gpu.bucket.step = step;
+        std::string message;
+        ddph_test::run_bucket(session, gpu.bucket, &message);  // refused without a GPU
+        if (session == lender)
+          DDPH_CHILD_CHECK(log.text.find(kWarning) == std::string::npos,
+                           "Gloo's GPU bucket warned: %s", log.text.c_str());
+      }
+    const size_t at = log.text.find(kWarning);
+    DDPH_CHILD_CHECK(
+        at != std::string::npos &&
+            log.text.find("auto: bucket 0 is in GPU memory and comm backend 'host' "
+                          "may complete a bucket once its work is enqueued") != std::string::npos,
+        "no warning: %s", log.text.c_str());
+    DDPH_CHILD_CHECK(log.text.find(kWarning, at + 1) == std::string::npos, "warned twice: %s",
+                     log.text.c_str());
+    ddph_session_close(s);
+    ddph_session_close(lender);
     ddph_set_log_sink(nullptr, nullptr, DDPH_LOG_WARN);
     return 0;
   });
