@@ -242,16 +242,11 @@ TEST(AutoSession, GpuBucketsOverABackendThatOnlyEnqueuesAreWarnedOfOnce) {
     ddph_set_log_sink(&LogLines::sink, &log, DDPH_LOG_WARN);
     ddph_session_t* lender = ddph_test::open_session(yaml(""), rank, world, dir);
     DDPH_CHILD_CHECK(lender != nullptr, "open");
-    const std::string text = "comm: {backend: host}\nhook: {family: auto, name: auto}\n";
-    ddph_session_options_t o{};
-    o.struct_size = sizeof o;
-    o.yaml_text = text.c_str();
-    o.rank = rank;
-    o.world_size = world;
-    o.comm = ddph_session_comm(lender);
-    ddph_session_t* s = nullptr;
-    ddph_error_t* e = ddph_session_open(&o, &s);
-    DDPH_CHILD_CHECK(e == nullptr, "open on the host's comm: %s", ddph_error_message(e));
+    std::string error;
+    ddph_session_t* s =
+        ddph_test::open_on_host_comm("comm: {backend: host}\nhook: {family: auto, name: auto}\n",
+                                     rank, world, ddph_session_comm(lender), &error);
+    DDPH_CHILD_CHECK(s != nullptr, "open on the host's comm: %s", error.c_str());
     const char* const kWarning = "is in GPU memory and comm backend";
     for (ddph_session_t* session : {lender, s})
       for (uint64_t step = 0; step < 2; ++step) {

@@ -487,15 +487,10 @@ TEST(RankAgreement, OnAHostCommunicatorNewLayoutsAreCheckedBeforeTheyRun) {
     DDPH_CHILD_CHECK(lender != nullptr, "open");
     const std::string text =
         yaml("auto").replace(0, std::strlen("comm: {backend: gloo"), "comm: {backend: host");
-    ddph_session_options_t o{};
-    o.struct_size = sizeof o;
-    o.yaml_text = text.c_str();
-    o.rank = rank;
-    o.world_size = world;
-    o.comm = ddph_session_comm(lender);
-    ddph_session_t* s = nullptr;
-    ddph_error_t* e = ddph_session_open(&o, &s);
-    DDPH_CHILD_CHECK(e == nullptr, "open on the host's comm: %s", ddph_error_message(e));
+    std::string error;
+    ddph_session_t* s =
+        ddph_test::open_on_host_comm(text, rank, world, ddph_session_comm(lender), &error);
+    DDPH_CHILD_CHECK(s != nullptr, "open on the host's comm: %s", error.c_str());
     std::vector<float> x(rank == 1 ? 999 : 1000, 1.0f), y(1000, 1.0f);
     ddph_test::FloatBucket a(x, 0, 0, false), b(y, 1, 0, true);
     std::vector<Done> done;

@@ -47,6 +47,24 @@ ddph_session_t* open_session(const std::string& yaml, int rank, int world, const
   return s;
 }
 
+ddph_session_t* open_on_host_comm(const std::string& yaml, int rank, int world, ddph_comm_t* comm,
+                                  std::string* error) {
+  ddph_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.yaml_text = yaml.c_str();
+  o.rank = rank;
+  o.world_size = world;
+  o.comm = comm;
+  ddph_session_t* s = nullptr;
+  ddph_error_t* e = ddph_session_open(&o, &s);
+  error->clear();
+  if (e != nullptr) {
+    *error = ddph_error_message(e);
+    ddph_error_free(e);
+  }
+  return s;
+}
+
 OpenOutcome open_outcome(const std::string& yaml, int rank, int world, const std::string& dir) {
   ddph_error_t* e = nullptr;
   ddph_session_t* s = try_open(yaml, rank, world, dir, &e);

@@ -19,6 +19,12 @@ ddph_session_t* open_session(const std::string& yaml, int rank, int world, const
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
                              std::string* error);
 
+// Opens a session of `comm: {backend: host}` YAML text on the host's
+// communicator `comm` (borrowed; it must outlive the session); printing
+// nothing: on failure NULL, with the error's text in *error.
+ddph_session_t* open_on_host_comm(const std::string& yaml, int rank, int world, ddph_comm_t* comm,
+                                  std::string* error);
+
 // What ddph_session_open says to YAML text (file store in dir): its code and
 // message, or DDPH_OK and "" when it opens (the session is closed again).
 struct OpenOutcome {
