@@ -44,15 +44,7 @@ Chooser::Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candid
                  int world_size)
     : settings_(settings), candidates_(std::move(candidates)), world_size_(world_size) {
   st_.next_exchange = reference_warmup_steps();
-  st_.norm_step = norm_step_before(st_.next_exchange);
-}
-
-uint64_t Chooser::norm_step_before(uint64_t exchange) const {
-  // Training's first steps are the critical phase the warm-up keeps lossy
-  // candidates out of; their norms fall fast, and a running mean of them
-  // would call the steps just after a jump. The first norm taken is the
-  // warm-up's last step's. (No warm-up: 0 - 1 wraps, no norm before step 0.)
-  return exchange >= uint64_t(settings_.warmup_steps) ? exchange - 1 : kNoNormStep;
+  st_.norm_step = st_.next_exchange - 1;  // wraps for no warm-up: no norm before step 0
 }
 
 uint64_t Chooser::reference_warmup_steps() const {
@@ -387,7 +379,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
   const int ref = least_compressed();
   for (Slot& slot : st_.slots)
     if (slot.agreed[size_t(ref)] > 0) slot.ref_seconds = slot.agreed[size_t(ref)];
-  st_.norm_step = norm_step_before(st_.next_exchange);
+  st_.norm_step = st_.next_exchange - 1;
   changed_ = plan() != before;
   describe();
 }

@@ -170,10 +170,6 @@ class Chooser {
   bool warming() const;
   // Lossy candidates are held back: the warm-up, or a jump of the gradient norm.
   bool holding() const;
-  // The step whose buckets' norms the exchange at `exchange` compares
-  // (Accordion's test), or kNoNormStep.
-  static constexpr uint64_t kNoNormStep = UINT64_MAX;
-  uint64_t norm_step_before(uint64_t exchange) const;
   // reference_first: time the least compressed candidate first (a probe).
   void start_round(bool reference_first);
   // After the explored candidate's exchange: the next one not skipped.

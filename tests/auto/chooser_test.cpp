@@ -214,22 +214,6 @@ TEST(AutoChooser, TheWarmUpRunsTheFastestCandidateThatIsNotLossyAfterItsFirstSte
   EXPECT_EQ(steps[29].picks[0].reason, DDPH_CHOICE_FASTEST);
 }
 
-// The warm-up's own norms (training's first steps, where they fall fast)
-// are not checked: the first norm Accordion's test takes is the warm-up's
-// last step's. Here the norm drops a hundredfold there and stays: no
-// jump is called after it, and PowerSGD is timed as the warm-up ends.
-TEST(AutoChooser, TheWarmUpsNormsAreNotCheckedForJumps) {
-  AutoSettings s = settings();
-  s.warmup_steps = 8;
-  s.norm_jump = 1;
-  Chooser ch(s, builtins(), 2);
-  const auto steps = run({&ch}, 30, {4 << 20}, fixed_ms(kSlowLinkMs), 0,
-                         [](uint64_t k) { return k < 7 ? 100.0 : 1.0; });
-  EXPECT_EQ(count(steps, DDPH_CHOICE_CRITICAL), 0);
-  for (uint64_t k = 8; k < 12; ++k) EXPECT_EQ(steps[k].picks[0].candidate, kPsgd4) << k;
-  EXPECT_EQ(steps[29].picks[0].reason, DDPH_CHOICE_FASTEST);
-}
-
 TEST(AutoChooser, OnASlowLinkSkipsCandidatesWhoseScaledTimeCannotWin) {
   Chooser ch(settings(), builtins(), 2);
   // 100 Mbit/s-like: allreduce 600 ms, PowerSGD 20 ms. 8-bit is timed
