@@ -43,29 +43,15 @@ std::string choice_reason_name(int32_t reason) {
 Chooser::Chooser(const AutoSettings& settings, std::vector<CandidateInfo> candidates,
                  int world_size)
     : settings_(settings), candidates_(std::move(candidates)), world_size_(world_size) {
-  st_.next_exchange = reference_warmup_steps();
+  st_.next_exchange = uint64_t(settings_.warmup_steps);
   st_.norm_step = st_.next_exchange - 1;  // wraps for no warm-up: no norm before step 0
-}
-
-uint64_t Chooser::reference_warmup_steps() const {
-  // Enough for the reference's timed steps after DDP's rebuild of its
-  // buckets at the end of the first step (a new bucket settles again).
-  return std::min<uint64_t>(uint64_t(settings_.warmup_steps),
-                            1 + explore_steps(least_compressed()));
-}
-
-bool Chooser::warming() const {
-  return step_ < uint64_t(settings_.warmup_steps);
-}
-
-bool Chooser::holding() const {
-  return step_ < st_.held_until || warming();
 }
 
 bool Chooser::allowed(int c) const {
   const CandidateInfo& info = candidates_[size_t(c)];
   if (info.nominal_ratio > settings_.max_compression) return false;
-  return !(holding() && info.lossy());
+  const bool held = step_ < st_.held_until || st_.phase == Phase::kWarmup;
+  return !(held && info.lossy());
 }
 
 int Chooser::least_compressed() const {
@@ -127,9 +113,7 @@ Pick Chooser::pick(uint32_t slot_index, uint64_t bytes) {
         best = c;
     }
     p.candidate = best < 0 ? least_compressed() : best;
-    p.reason = warming()                ? DDPH_CHOICE_WARMUP
-               : step_ < st_.held_until ? DDPH_CHOICE_CRITICAL
-                                        : DDPH_CHOICE_MODEL;
+    p.reason = step_ < st_.held_until ? DDPH_CHOICE_CRITICAL : DDPH_CHOICE_MODEL;
   } else if (st_.phase == Phase::kExplore) {
     p.candidate = st_.round[st_.round_pos];
     p.reason = DDPH_CHOICE_EXPLORE;
@@ -237,7 +221,7 @@ void Chooser::agreed(const std::vector<double>& combined) {
     st_.rest_seconds = std::max(0.0, combined[kStepWord] - hook_seconds / combined[kStepWord + 1]);
   // Accordion's test, on the agreed norm of the step before this one.
   hold_back_if_norm_jumped(combined[0]);
-  const bool held = holding();
+  const bool held = step_ < st_.held_until;
   if (settings_.deterministic) {
     st_.phase = Phase::kExploit;
     st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
@@ -283,17 +267,6 @@ void Chooser::agreed(const std::vector<double>& combined) {
     }
     ++st_.round_pos;
     next_in_round();
-  } else if (step_ == uint64_t(settings_.warmup_steps) &&
-             reference_warmup_steps() < uint64_t(settings_.warmup_steps)) {
-    // The warm-up ends (the exchange was set for this step): its round
-    // timed what was allowed then; the lossy candidates it held back are
-    // timed now, where they could win (the others stand as measured).
-    for (size_t s = 0; s < st_.slots.size(); ++s) {
-      Slot& slot = st_.slots[s];
-      if (slot.choice >= 0 && mean(s, slot.choice) > 0)
-        slot.agreed[size_t(slot.choice)] = mean(s, slot.choice);
-    }
-    start_round(false);
   } else {
     bool drifted = new_slot;
     std::vector<double> now(st_.slots.size(), 0.0);
@@ -511,9 +484,6 @@ void Chooser::next_in_round() {
   for (Slot& slot : st_.slots) slot.predicted.fill(0);
   st_.phase = Phase::kExploit;
   st_.next_exchange = step_ + uint64_t(settings_.recheck_steps);
-  // Decided within the warm-up: its end is the next exchange, where the
-  // lossy candidates it held back are timed.
-  if (warming()) st_.next_exchange = std::min(st_.next_exchange, uint64_t(settings_.warmup_steps));
 }
 
 double Chooser::weighed(int c, double t, double penalty) const {
@@ -550,7 +520,7 @@ std::vector<double> Chooser::lossy_penalty() const {
 
 void Chooser::decide(ddph_choice_reason_t reason) {
   const bool held = step_ < st_.held_until;
-  st_.held = holding();
+  st_.held = held;
   const std::vector<double> penalty = lossy_penalty();
   for (size_t s = 0; s < st_.slots.size(); ++s) {
     Slot& slot = st_.slots[s];
@@ -577,7 +547,7 @@ void Chooser::decide(ddph_choice_reason_t reason) {
       slot.choice = choice;
       slot.decided_seconds = slot.agreed[size_t(choice)];
     }
-    slot.reason = warming() ? DDPH_CHOICE_WARMUP : held ? DDPH_CHOICE_CRITICAL : reason;
+    slot.reason = held ? DDPH_CHOICE_CRITICAL : reason;
     slot.hidden = false;
   }
   hide_behind_backward();

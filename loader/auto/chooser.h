@@ -10,9 +10,7 @@
 // every rank takes the same one whatever it measured.
 // Between exchanges the plan is a fixed function of the last decision.
 //
-// Phases: warm-up (the least compressed candidate for its first steps, then
-// a round of the candidates that are not lossy, which runs the fastest of
-// them until the warm-up ends), a round of exploring
+// Phases: warm-up (the least compressed candidate), a round of exploring
 // (each candidate runs every bucket for explore_steps() steps, the most
 // compressed first; one whose time, scaled from the reference by its wire
 // bytes, or predicted by the link model after a slowdown, is far above the
@@ -162,14 +160,6 @@ class Chooser {
 
   bool allowed(int c) const;
   int least_compressed() const;
-  // The warm-up's first steps run the reference (the least compressed
-  // candidate) alone: this many. The rest of it explores and runs the
-  // candidates that are not lossy.
-  uint64_t reference_warmup_steps() const;
-  // Within warmup_steps: lossy candidates are held back.
-  bool warming() const;
-  // Lossy candidates are held back: the warm-up, or a jump of the gradient norm.
-  bool holding() const;
   // reference_first: time the least compressed candidate first (a probe).
   void start_round(bool reference_first);
   // After the explored candidate's exchange: the next one not skipped.
