@@ -5,11 +5,11 @@
     python3 benchmarks/time_to_accuracy/step_pairs.py --links 10gbit --pair torch_allreduce,ddph_fp16
 
 One `ddph lab` launch per (link, world) trains the MLP (or --model cnn) with
-the two hooks in turn, --pairs times (A, B, A, B, ...), on the same processes, model and data
-(train_rank.py). Each run's ms/step is the median step of its slower rank
-after warm-up. A pair's ratio is B's ms/step over the A run just before it;
-the cell's figure is the median of the pairs' ratios, so a burst of load on
-the machine moves one pair, not the figure.
+the two hooks in turn, --pairs times (A, B, A, B, ...), on the same
+processes, model and data (train_rank.py). Each run's ms/step is the median
+step of its slower rank after warm-up. A pair's ratio is B's ms/step over
+the A run just before it; the cell's figure is the median of the pairs'
+ratios, so a burst of load on the machine moves one pair, not the figure.
 
 Prints one line per cell and appends the runs to --out (JSON lines, the same
 records as run_matrix.py's).
