@@ -57,6 +57,12 @@ void Session::create_auto(ddph_comm_t* hooks_comm) {
   ddph_comm_t* own = split_of_comm();
   owns_auto_comm_ = own != nullptr;
   auto_comm_ = own != nullptr ? own : control_;
+  // Gloo and MPI stage a GPU bucket through the host and wait, so its
+  // time is the transfer's. Another backend (NCCL) completes a hook once
+  // its work is enqueued on the stream: the chooser would compare times
+  // to enqueue, and it cannot wait for a stream itself.
+  const std::string& backend = job_.config.comm.backend;
+  auto_gpu_warning_due_ = backend != "gloo" && backend != "mpi";
 }
 
 const HookChain& Session::auto_chain(PendingBucket& pending) {
@@ -88,17 +94,11 @@ const HookChain& Session::auto_chain(PendingBucket& pending) {
           chooser_->last_decision());
     }
   }
-  // Gloo and MPI stage a GPU bucket through the host and wait, so its
-  // time is the transfer's. Another backend (NCCL) completes a hook once
-  // its work is enqueued on the stream: the chooser would compare times
-  // to enqueue, and it cannot wait for a stream itself.
-  const std::string& backend = job_.config.comm.backend;
-  if (!auto_warned_enqueue_ && pending.bucket.buffer.device.device_type != kDLCPU &&
-      backend != "gloo" && backend != "mpi") {
-    auto_warned_enqueue_ = true;
+  if (auto_gpu_warning_due_ && pending.bucket.buffer.device.device_type != kDLCPU) {
+    auto_gpu_warning_due_ = false;
     log(DDPH_LOG_WARN, "auto",
         "auto: bucket " + std::to_string(pending.bucket.index) +
-            " is in GPU memory and comm backend '" + backend +
+            " is in GPU memory and comm backend '" + job_.config.comm.backend +
             "' may complete a bucket once its work is enqueued, so the times auto compares "
             "need not be the transfers' (docs/auto.md#limits); a fixed hook is the safer "
             "choice for GPU buckets on this backend");

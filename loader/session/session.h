@@ -159,7 +159,10 @@ class Session {
   // When each bucket of the chooser's current step was submitted, by its
   // index in the step (empty: a bucket a rule ran).
   std::vector<std::optional<Clock::time_point>> auto_submitted_;
-  bool auto_warned_enqueue_ = false;  // the GPU-over-NCCL warning is logged once
+  // Whether a GPU bucket is still to be warned of: set at create_auto where
+  // the backend may complete a bucket once its work is enqueued (not Gloo
+  // or MPI, which stage it through the host and wait), cleared when warned.
+  bool auto_gpu_warning_due_ = false;
   std::atomic<uint64_t> steps_{0}, buckets_{0};
   SessionMetrics metrics_;  // numbering under submit_mu_
   SessionErrors errors_;

@@ -8,25 +8,42 @@
 namespace ddph_test {
 
 namespace {
-// Opens; on failure *error holds the error and NULL comes back.
+// Opens on the host's communicator `comm`, or (NULL) with a file store in
+// dir; on failure *error holds the error and NULL comes back.
 ddph_session_t* try_open(const std::string& yaml, int rank, int world, const std::string& dir,
-                         ddph_error_t** error) {
+                         ddph_comm_t* comm, ddph_error_t** error) {
   ddph_session_options_t o{};
   o.struct_size = sizeof o;
   o.yaml_text = yaml.c_str();
   o.rank = rank;
   o.world_size = world;
   const std::string rdv = "file://" + dir;
-  o.rendezvous = rdv.c_str();
+  if (comm != nullptr)
+    o.comm = comm;
+  else
+    o.rendezvous = rdv.c_str();
   ddph_session_t* s = nullptr;
   *error = ddph_session_open(&o, &s);
+  return s;
+}
+
+// try_open, printing nothing: on failure NULL, with the error's text in *error.
+ddph_session_t* open_quietly(const std::string& yaml, int rank, int world, const std::string& dir,
+                             ddph_comm_t* comm, std::string* error) {
+  ddph_error_t* e = nullptr;
+  ddph_session_t* s = try_open(yaml, rank, world, dir, comm, &e);
+  error->clear();
+  if (e != nullptr) {
+    *error = ddph_error_message(e);
+    ddph_error_free(e);
+  }
   return s;
 }
 }  // namespace
 
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir) {
   ddph_error_t* e = nullptr;
-  ddph_session_t* s = try_open(yaml, rank, world, dir, &e);
+  ddph_session_t* s = try_open(yaml, rank, world, dir, nullptr, &e);
   if (e != nullptr) {
     std::fprintf(stderr, "[rank %d] ddph_session_open: %s\n", rank, ddph_error_message(e));
     ddph_error_free(e);
@@ -37,37 +54,17 @@ ddph_session_t* open_session(const std::string& yaml, int rank, int world, const
 
 ddph_session_t* open_session(const std::string& yaml, int rank, int world, const std::string& dir,
                              std::string* error) {
-  ddph_error_t* e = nullptr;
-  ddph_session_t* s = try_open(yaml, rank, world, dir, &e);
-  error->clear();
-  if (e != nullptr) {
-    *error = ddph_error_message(e);
-    ddph_error_free(e);
-  }
-  return s;
+  return open_quietly(yaml, rank, world, dir, nullptr, error);
 }
 
 ddph_session_t* open_on_host_comm(const std::string& yaml, int rank, int world, ddph_comm_t* comm,
                                   std::string* error) {
-  ddph_session_options_t o{};
-  o.struct_size = sizeof o;
-  o.yaml_text = yaml.c_str();
-  o.rank = rank;
-  o.world_size = world;
-  o.comm = comm;
-  ddph_session_t* s = nullptr;
-  ddph_error_t* e = ddph_session_open(&o, &s);
-  error->clear();
-  if (e != nullptr) {
-    *error = ddph_error_message(e);
-    ddph_error_free(e);
-  }
-  return s;
+  return open_quietly(yaml, rank, world, "", comm, error);
 }
 
 OpenOutcome open_outcome(const std::string& yaml, int rank, int world, const std::string& dir) {
   ddph_error_t* e = nullptr;
-  ddph_session_t* s = try_open(yaml, rank, world, dir, &e);
+  ddph_session_t* s = try_open(yaml, rank, world, dir, nullptr, &e);
   OpenOutcome out;
   if (e != nullptr) {
     out.code = ddph_error_code(e);

@@ -6,9 +6,10 @@
 // quantized exchange all cross ranks; a world of one runs over NCCL. After
 // every step each rank's GPU parameters have the bits of its host
 // parameters and the ranks agree; the shards saved from the GPU are the
-// CPU's bytes but for the run id; and a fresh GPU session that loads the CPU's shard after
-// step 3 continues as the CPU run does (with bits 8 and 4 the shard brings
-// the error-feedback residuals along). Skips with one line without a GPU.
+// CPU's bytes but for the run id; and a fresh GPU session that loads the
+// CPU's shard after step 3 continues as the CPU run does (with bits 8 and
+// 4 the shard brings the error-feedback residuals along). Skips with one
+// line without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
